@@ -1,0 +1,1 @@
+"""Pressroom's context engine: pure, synchronous, deterministic assembly of model input."""

@@ -1,0 +1,240 @@
+"""The controlled vocabulary of context assembly (seed 000 §2, §4, §6, §9, §10).
+
+Every label that ends up in a manifest, a policy or an exclusion is one of these enums, so
+a typo is a validation error instead of a new, silently-unknown reason. They are
+``StrEnum`` so they serialize as their plain string value in JSON and YAML.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class SourceType(StrEnum):
+    """Where a candidate came from; the policy maps each to a default trust label."""
+
+    SYSTEM_POLICY = "system_policy"
+    USER_REQUEST = "user_request"
+    RUNTIME_STATE = "runtime_state"
+    REPOSITORY_SOURCE = "repository_source"
+    OFFICIAL_DOCUMENT = "official_document"
+    WEB_PAGE = "web_page"
+    EDITABLE_PROJECT_FILE = "editable_project_file"
+    MODEL_SUMMARY = "model_summary"
+    CHECKPOINT = "checkpoint"
+    MEMORY_OBJECT = "memory_object"
+    TOOL_RESULT = "tool_result"
+    TEST_LOG = "test_log"
+    AGENT_OUTPUT = "agent_output"
+    ARTIFACT = "artifact"
+
+
+class Trust(StrEnum):
+    """Trust labels of seed 000 §10 ``trust.default_by_source``.
+
+    ``TRUST_RANK`` orders them by how much authority they may carry; a transform's
+    output may never rank above the lowest-ranked of its inputs.
+    """
+
+    CONTROL_AUTHORITY = "control_authority"
+    TASK_AUTHORITY = "task_authority"
+    TRUSTED_STATE = "trusted_state"
+    REPOSITORY_EVIDENCE = "repository_evidence"
+    EXTERNAL_EVIDENCE = "external_evidence"
+    GOVERNED_MEMORY_CANDIDATE = "governed_memory_candidate"
+    DERIVED_CONTEXT = "derived_context"
+    PROJECT_EDITABLE = "project_editable"
+    UNTRUSTED_EXTERNAL_DATA = "untrusted_external_data"
+
+
+TRUST_RANK: dict[Trust, int] = {
+    Trust.CONTROL_AUTHORITY: 8,
+    Trust.TASK_AUTHORITY: 7,
+    Trust.TRUSTED_STATE: 6,
+    Trust.REPOSITORY_EVIDENCE: 5,
+    Trust.EXTERNAL_EVIDENCE: 4,
+    Trust.GOVERNED_MEMORY_CANDIDATE: 3,
+    Trust.DERIVED_CONTEXT: 2,
+    Trust.PROJECT_EDITABLE: 1,
+    Trust.UNTRUSTED_EXTERNAL_DATA: 0,
+}
+
+
+def lowest_trust(labels: list[Trust]) -> Trust:
+    """The least-trusted label of ``labels`` (a summary inherits at most this)."""
+    if not labels:
+        raise ValueError("lowest_trust needs at least one trust label")
+    return min(labels, key=lambda t: TRUST_RANK[t])
+
+
+class Role(StrEnum):
+    """The message role an admitted item is allowed to play (seed 000 §10 role_limits)."""
+
+    CONTROL = "control"
+    TASK_INTENT = "task_intent"
+    STATE = "state"
+    UNTRUSTED_DATA = "untrusted_data"
+    DERIVED_CONTEXT = "derived_context"
+
+
+class Zone(StrEnum):
+    """Trust zones of the rendered context (seed 000 §4)."""
+
+    CONTROL = "control"
+    TASK = "task"
+    STATE = "state"
+    DATA = "data"
+    DERIVED = "derived"
+
+
+ROLE_ZONE: dict[Role, Zone] = {
+    Role.CONTROL: Zone.CONTROL,
+    Role.TASK_INTENT: Zone.TASK,
+    Role.STATE: Zone.STATE,
+    Role.UNTRUSTED_DATA: Zone.DATA,
+    Role.DERIVED_CONTEXT: Zone.DERIVED,
+}
+
+
+class Freshness(StrEnum):
+    VALID = "valid"
+    REFRESH_REQUIRED = "refresh_required"
+    EXPIRED = "expired"
+    UNVERIFIABLE = "unverifiable"
+
+
+class SecurityClass(StrEnum):
+    """Sensitivity of an item; the permission gate compares its level to the clearance."""
+
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    CONFIDENTIAL = "confidential"
+    RESTRICTED = "restricted"
+    SECRET = "secret"
+
+
+SECURITY_LEVEL: dict[SecurityClass, int] = {
+    SecurityClass.PUBLIC: 0,
+    SecurityClass.INTERNAL: 1,
+    SecurityClass.CONFIDENTIAL: 2,
+    SecurityClass.RESTRICTED: 3,
+    SecurityClass.SECRET: 4,
+}
+
+
+class Completeness(StrEnum):
+    COMPLETE = "complete"
+    EXCERPT = "excerpt"
+    PARTIAL = "partial"
+    SUMMARY = "summary"
+    INDEX = "index"
+
+
+class LoadMode(StrEnum):
+    RESIDENT = "resident"
+    RETRIEVE = "retrieve"
+    DISCLOSE = "disclose"
+
+
+class Partition(StrEnum):
+    """Budget partitions (seed 000 §5), in the order they are protected."""
+
+    CONTROL = "control"
+    TASK = "task"
+    STATE = "state"
+    DIRECT_EVIDENCE = "direct_evidence"
+    RECENT_TOOL_PAIRS = "recent_tool_pairs"
+    BACKGROUND = "background"
+
+
+class Gate(StrEnum):
+    """Hard gates, in the order they run. Nothing after them can rescue a failure."""
+
+    PERMISSION = "permission"
+    SCOPE = "scope"
+    REQUIRED_REVISION = "required_revision"
+    FRESHNESS = "freshness"
+    INTEGRITY = "integrity"
+    TRUST_ROLE = "trust_role_compatibility"
+    SECURITY = "security_policy_compliance"
+
+
+GATE_ORDER: tuple[Gate, ...] = (
+    Gate.PERMISSION,
+    Gate.SCOPE,
+    Gate.REQUIRED_REVISION,
+    Gate.FRESHNESS,
+    Gate.INTEGRITY,
+    Gate.TRUST_ROLE,
+    Gate.SECURITY,
+)
+
+
+class GateResult(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_EVALUATED = "not_evaluated"
+
+
+class ExclusionReason(StrEnum):
+    """Seed 000 §2 ``excluded.reason`` plus the two ranking outcomes Pressroom needs.
+
+    ``superseded`` (a newer valid revision of the same canonical key won) and
+    ``not_required`` (evidence covering none of the step's required topics, seed 002 §12)
+    are ranking results, kept distinct from ``ranking_lost`` so a report can tell them
+    apart.
+    """
+
+    HARD_GATE_REJECTED = "hard_gate_rejected"
+    PERMISSION_DENIED = "permission_denied"
+    STALE_REVISION = "stale_revision"
+    EXPIRED = "expired"
+    UNVERIFIABLE = "unverifiable"
+    RANKING_LOST = "ranking_lost"
+    SUPERSEDED = "superseded"
+    NOT_REQUIRED = "not_required"
+    BUDGET_EVICTED = "budget_evicted"
+    SECURITY_REJECTED = "security_rejected"
+    TRANSFORM_BLOCKED = "transform_blocked"
+
+
+class AcquisitionOutcome(StrEnum):
+    """Outcome of asking for a source; never confused with an admission exclusion."""
+
+    RETRIEVED = "retrieved"
+    NOT_RETRIEVED = "not_retrieved"
+    RETRIEVAL_FAILED = "retrieval_failed"
+
+
+class ToolStatus(StrEnum):
+    SUCCESS = "success"
+    ERROR = "error"
+    CANCELED = "canceled"
+    PARTIAL = "partial"
+    UNKNOWN = "unknown"
+
+
+class AnomalyType(StrEnum):
+    """Typed repairs of a tool history (seed 003)."""
+
+    TOOL_RESULT_REORDERED = "tool_result_reordered"
+    TOOL_RESULT_SYNTHESIZED = "tool_result_synthesized"
+    ORPHAN_TOOL_RESULT_DROPPED = "orphan_tool_result_dropped"
+    DUPLICATE_DROPPED = "duplicate_dropped"
+
+
+class BlockedReason(StrEnum):
+    """Why an assembly was sealed ``blocked`` (no model call follows)."""
+
+    REQUIRED_PARTITION_MISSING = "required_partition_missing"
+    REQUIRED_EVIDENCE_MISSING = "required_evidence_missing"
+    MINIMUMS_EXCEED_BUDGET = "minimums_exceed_budget"
+    TRANSFORM_BLOCKED = "transform_blocked"
+    UNSAFE_TOOL_REPAIR = "unsafe_tool_repair"
+    SERIALIZATION_INVALID = "serialization_invalid"
+
+
+class CacheStatus(StrEnum):
+    HIT = "hit"
+    MISS = "miss"
+    BYPASSED = "bypassed"

@@ -1,0 +1,1 @@
+"""Builds the Temporal worker (workflows + activities + data converter)."""
