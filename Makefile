@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (Python 3.11, git, make): `make demo` and `make test`.
 # Each creates or reuses .venv and (re)installs the project when pyproject.toml changes.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck pytest venv clean
 
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(shell command -v $(PYTHON) || echo python3) -m venv $(VENV)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
