@@ -1,0 +1,43 @@
+"""Pressroom's artifact store: immutable, content-addressed, scope-checked revisions.
+
+SQLite (one file under ``$PRESSROOM_HOME``) by default, PostgreSQL by URL, one code
+path. Start with ``store = await open_store()``; see ``artifacts.errors`` for the error
+hierarchy and ``artifacts.revisions`` / ``artifacts.records`` for the session-level
+functions the ``ArtifactStore`` facade wraps.
+"""
+
+from artifacts.errors import (
+    ArtifactNotFound,
+    DatabaseUnavailable,
+    IntegrityError,
+    InvalidArtifact,
+    RevisionConflict,
+    SchemaNotReady,
+    ScopeDenied,
+    SealedConflict,
+    StoreError,
+)
+from artifacts.records import json_hash
+from artifacts.revisions import content_hash
+from artifacts.store import ArtifactStore, open_store
+from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
+
+__all__ = [
+    "ArtifactKind",
+    "ArtifactNotFound",
+    "ArtifactRecord",
+    "ArtifactStore",
+    "DatabaseUnavailable",
+    "IntegrityError",
+    "InvalidArtifact",
+    "Principal",
+    "RevisionConflict",
+    "SchemaNotReady",
+    "Scope",
+    "ScopeDenied",
+    "SealedConflict",
+    "StoreError",
+    "content_hash",
+    "json_hash",
+    "open_store",
+]

@@ -1,0 +1,189 @@
+"""Everything that differs between SQLite and PostgreSQL, in one class per engine.
+
+The store code above this module is engine-agnostic: it asks the settings object for
+engine options, the upsert-capable ``insert``, and the migration lock. SQLite needs the
+most care: WAL, foreign keys and a busy timeout on every connection, and ``BEGIN
+IMMEDIATE`` for write transactions so concurrent writers queue on the busy timeout
+instead of deadlocking on a read-to-write lock upgrade ("database is locked").
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy import event, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from artifacts.errors import DatabaseUnavailable
+
+__all__ = [
+    "WRITE_OPTION",
+    "DialectSettings",
+    "PostgresSettings",
+    "SqliteSettings",
+    "insert_for",
+    "settings_for",
+]
+
+# Execution option marking a connection whose transaction will write (BEGIN IMMEDIATE).
+WRITE_OPTION = "pressroom_write"
+
+
+class DialectSettings:
+    """Engine options and SQL differences of one database engine."""
+
+    name: ClassVar[str]
+    drivername: ClassVar[str]
+
+    def __init__(self, url: URL) -> None:
+        self.url = url
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``create_async_engine``."""
+        return {}
+
+    def install(self, engine: AsyncEngine) -> None:
+        """Attach per-connection setup and transaction-begin hooks to ``engine``."""
+
+    @staticmethod
+    def insert(table: Any) -> Any:
+        """An ``INSERT`` construct that supports ``on_conflict_do_nothing``."""
+        raise NotImplementedError
+
+    def lock_for_migration(self, connection: Connection) -> None:
+        """Serialize concurrent migration runs (called inside the migration transaction)."""
+
+    def target(self) -> str:
+        """Where the database lives, for error messages (never includes a password)."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Anything needed before the first connection (e.g. the SQLite directory)."""
+
+
+class SqliteSettings(DialectSettings):
+    """aiosqlite: one file, WAL, foreign keys, busy timeout, BEGIN IMMEDIATE for writes."""
+
+    name = "sqlite"
+    drivername = "sqlite+aiosqlite"
+    busy_timeout_ms = 60_000
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        # The sqlite3 `timeout` is the busy timeout the driver applies while waiting for locks.
+        return {
+            "connect_args": {"timeout": self.busy_timeout_ms / 1000},
+            "pool_size": 8,
+            "max_overflow": 24,
+            "pool_timeout": 120,
+        }
+
+    def install(self, engine: AsyncEngine) -> None:
+        busy = self.busy_timeout_ms
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # Let SQLAlchemy's "begin" event emit BEGIN itself (the driver's implicit
+            # BEGIN is DEFERRED and breaks SAVEPOINT handling).
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA foreign_keys=ON")
+                cursor.execute(f"PRAGMA busy_timeout={busy}")
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            finally:
+                cursor.close()
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            # A writer takes the write lock up front; readers stay DEFERRED so WAL lets
+            # them run beside the writer.
+            if conn.get_execution_options().get(WRITE_OPTION):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.exec_driver_sql("BEGIN")
+
+    @staticmethod
+    def insert(table: Any) -> Any:
+        return sqlite.insert(table)
+
+    def target(self) -> str:
+        return f"SQLite file {self.url.database}"
+
+    def prepare(self) -> None:
+        from pathlib import Path
+
+        database = self.url.database
+        if not database or database == ":memory:":
+            raise DatabaseUnavailable(
+                "the store needs a SQLite file, not an in-memory database (each pooled "
+                "connection would see its own empty database)"
+            )
+        parent = Path(database).expanduser().parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseUnavailable(
+                f"cannot create the directory {parent} for SQLite file {database}: {exc}"
+            ) from None
+
+
+class PostgresSettings(DialectSettings):
+    """asyncpg: server-side concurrency; the unique constraint arbitrates racing writers."""
+
+    name = "postgresql"
+    drivername = "postgresql+asyncpg"
+    connect_timeout_s = 10
+    # Arbitrary constant key for pg_advisory_xact_lock: "pressroom" in ASCII, truncated.
+    migration_lock_key = 0x7072657373726F
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        return {
+            "connect_args": {"timeout": self.connect_timeout_s},
+            "pool_size": 10,
+            "max_overflow": 20,
+            "pool_pre_ping": True,
+        }
+
+    @staticmethod
+    def insert(table: Any) -> Any:
+        return postgresql.insert(table)
+
+    def lock_for_migration(self, connection: Connection) -> None:
+        connection.execute(
+            text("SELECT pg_advisory_xact_lock(:k)"), {"k": self.migration_lock_key}
+        )
+
+    def target(self) -> str:
+        host = self.url.host or "localhost"
+        port = self.url.port or 5432
+        return f"PostgreSQL at {host}:{port}/{self.url.database or ''}"
+
+
+_BY_BACKEND: dict[str, type[DialectSettings]] = {
+    "sqlite": SqliteSettings,
+    "postgresql": PostgresSettings,
+}
+
+
+def settings_for(url: str | URL) -> DialectSettings:
+    """Pick the settings for ``url``, forcing the async driver of that engine."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except Exception:  # sqlalchemy raises ArgumentError with the URL text in it
+        raise DatabaseUnavailable("database URL cannot be parsed (check its syntax)") from None
+    backend = parsed.get_backend_name()
+    cls = _BY_BACKEND.get(backend)
+    if cls is None:
+        raise DatabaseUnavailable(
+            f"unsupported database engine {backend!r}; use sqlite+aiosqlite:///path or "
+            "postgresql+asyncpg://user@host/db"
+        )
+    return cls(parsed.set(drivername=cls.drivername))
+
+
+def insert_for(session: AsyncSession, table: Any) -> Any:
+    """The upsert-capable ``INSERT`` of the engine ``session`` is bound to."""
+    return _BY_BACKEND[session.get_bind().dialect.name].insert(table)

@@ -1,0 +1,124 @@
+"""Engine and session plumbing: which database, how to reach it, how a write begins.
+
+``PRESSROOM_DATABASE_URL`` (or an explicit URL) selects PostgreSQL; otherwise the store
+is one SQLite file under ``$PRESSROOM_HOME`` (default ``~/.pressroom``). Connection
+failures become ``DatabaseUnavailable`` naming the host or file, never a driver trace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from artifacts.dialect import WRITE_OPTION, DialectSettings, settings_for
+from artifacts.errors import DatabaseUnavailable, StoreError
+
+__all__ = [
+    "Database",
+    "begin_write",
+    "connect",
+    "default_url",
+    "pressroom_home",
+]
+
+DB_FILENAME = "pressroom.db"
+
+
+def pressroom_home() -> Path:
+    """``$PRESSROOM_HOME`` or ``~/.pressroom``."""
+    return Path(os.environ.get("PRESSROOM_HOME") or Path.home() / ".pressroom").expanduser()
+
+
+def default_url() -> str:
+    """``$PRESSROOM_DATABASE_URL`` if set, else the SQLite file under ``pressroom_home()``."""
+    env = os.environ.get("PRESSROOM_DATABASE_URL")
+    if env:
+        return env
+    return f"sqlite+aiosqlite:///{pressroom_home() / DB_FILENAME}"
+
+
+@dataclass
+class Database:
+    """An engine, its dialect settings and a session factory, opened together."""
+
+    engine: AsyncEngine
+    settings: DialectSettings
+    sessions: async_sessionmaker[AsyncSession]
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """A session whose transaction writes: committed on success, rolled back on error."""
+        async with self.sessions() as session:
+            await begin_write(session)
+            try:
+                yield session
+                await session.commit()
+            except BaseException:
+                await session.rollback()
+                raise
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A read-only session (its transaction is rolled back at the end)."""
+        async with self.sessions() as session:
+            yield session
+
+
+async def begin_write(session: AsyncSession) -> None:
+    """Start ``session``'s transaction as a write transaction (BEGIN IMMEDIATE on SQLite).
+
+    Must be called before the session touches the database; on SQLite, upgrading a read
+    transaction to a write one can fail at once with "database is locked".
+    """
+    if session.in_transaction():
+        conn = (await session.connection()).sync_connection
+        if conn is None or not conn.get_execution_options().get(WRITE_OPTION):
+            raise StoreError(
+                "this session already began a read transaction; start writes with "
+                "begin_write(session) (or ArtifactStore's write session) before any query"
+            )
+        return
+    await session.connection(execution_options={WRITE_OPTION: True})
+
+
+async def connect(url: str | None = None) -> Database:
+    """Open an engine for ``url`` (or ``default_url()``) and prove it answers."""
+    settings = settings_for(url or default_url())
+    settings.prepare()
+    engine = create_async_engine(settings.url, **settings.engine_kwargs())
+    settings.install(engine)
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        await engine.dispose()
+        raise DatabaseUnavailable(
+            f"cannot reach {settings.target()}: {_reason(exc)}"
+        ) from exc
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    return Database(engine=engine, settings=settings, sessions=sessions)
+
+
+def _reason(exc: BaseException) -> str:
+    # Driver errors arrive wrapped; the innermost message is the useful one.
+    inner: BaseException = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    orig = getattr(exc, "orig", None)
+    message = str(orig if orig is not None else inner).strip().splitlines()
+    name = type(inner).__name__
+    return f"{name}: {message[0]}" if message else name

@@ -1,0 +1,146 @@
+"""``ArtifactStore``: the store's public face, one session per call around the functions.
+
+The store functions (``revisions``, ``records``) take the caller's ``AsyncSession`` so a
+caller can group several operations in one transaction; this facade is the simple path:
+each call is its own transaction, committed on success and rolled back on any error, so
+a failed write leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from artifacts import records, revisions
+from artifacts.engine import Database, connect
+from artifacts.errors import SchemaNotReady
+from artifacts.migrate import current_revision, head_revision, upgrade
+from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
+
+__all__ = ["ArtifactStore", "open_store"]
+
+
+async def open_store(url: str | None = None, *, migrate: bool | None = None) -> ArtifactStore:
+    """Open the store at ``url`` (default: ``$PRESSROOM_DATABASE_URL`` or the SQLite file).
+
+    ``migrate=None`` migrates SQLite to the shipped head on first use and, for a server
+    database, requires ``pressroom db upgrade`` to have run (``SchemaNotReady`` otherwise);
+    ``True`` always migrates, ``False`` never does.
+    """
+    db = await connect(url)
+    try:
+        auto = db.settings.name == "sqlite" if migrate is None else migrate
+        head = head_revision()
+        current = await current_revision(db)
+        if current != head:
+            if not auto:
+                raise SchemaNotReady(
+                    f"{db.settings.target()} is at schema {current or 'empty'}, this code "
+                    f"needs {head}: run `pressroom db upgrade`"
+                )
+            await upgrade(db)
+    except BaseException:
+        await db.dispose()
+        raise
+    return ArtifactStore(db)
+
+
+class ArtifactStore:
+    """Versioned, content-addressed, scope-checked artifacts plus sealed JSON records."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @property
+    def engine_name(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.db.settings.name
+
+    async def close(self) -> None:
+        await self.db.dispose()
+
+    async def __aenter__(self) -> ArtifactStore:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def put(
+        self, kind: ArtifactKind | str, artifact_id: str, body: bytes, *,
+        principal: Principal, scope: Scope, trust: str, parent_revision: int | None,
+        media_type: str = "application/octet-stream", metadata: dict[str, Any] | None = None,
+    ) -> ArtifactRecord:
+        """Append a revision on ``parent_revision``; ``RevisionConflict`` if it is stale."""
+        async with self.db.write() as s:
+            return await revisions.put_artifact(
+                s, kind, artifact_id, body, principal=principal, scope=scope, trust=trust,
+                parent_revision=parent_revision, media_type=media_type, metadata=metadata,
+            )
+
+    async def get(
+        self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal,
+        revision: int | None = None,
+    ) -> tuple[ArtifactRecord, bytes]:
+        """A revision (head by default) and its bytes, verified against the content hash."""
+        async with self.db.read() as s:
+            return await revisions.get_artifact(
+                s, kind, artifact_id, principal=principal, revision=revision
+            )
+
+    async def head(
+        self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
+    ) -> ArtifactRecord | None:
+        async with self.db.read() as s:
+            return await revisions.head_artifact(s, kind, artifact_id, principal=principal)
+
+    async def history(
+        self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
+    ) -> list[ArtifactRecord]:
+        async with self.db.read() as s:
+            return await revisions.history(s, kind, artifact_id, principal=principal)
+
+    async def put_manifest(
+        self, manifest_id: str, *, run_id: str, step_id: str, status: str,
+        body: dict[str, Any], scope: Scope, **columns: str | None,
+    ) -> str:
+        async with self.db.write() as s:
+            return await records.put_manifest(
+                s, manifest_id, run_id=run_id, step_id=step_id, status=status, body=body,
+                scope=scope, **columns,
+            )
+
+    async def get_manifest(self, manifest_id: str, *, principal: Principal) -> dict[str, Any]:
+        async with self.db.read() as s:
+            return await records.get_manifest(s, manifest_id, principal=principal)
+
+    async def record_usage(self, manifest_id: str, actual_input_tokens: int) -> None:
+        async with self.db.write() as s:
+            await records.record_usage(s, manifest_id, actual_input_tokens)
+
+    async def put_checkpoint(
+        self, checkpoint_id: str, *, run_id: str, step_id: str, body: dict[str, Any],
+        scope: Scope,
+    ) -> str:
+        async with self.db.write() as s:
+            return await records.put_checkpoint(
+                s, checkpoint_id, run_id=run_id, step_id=step_id, body=body, scope=scope
+            )
+
+    async def latest_checkpoint(
+        self, run_id: str, *, principal: Principal
+    ) -> dict[str, Any] | None:
+        async with self.db.read() as s:
+            return await records.latest_checkpoint(s, run_id, principal=principal)
+
+    async def put_receipt(
+        self, receipt_key: str, *, body: dict[str, Any], scope: Scope
+    ) -> dict[str, Any]:
+        async with self.db.write() as s:
+            return await records.put_receipt(s, receipt_key, body=body, scope=scope)
+
+    async def get_receipt(
+        self, receipt_key: str, *, principal: Principal
+    ) -> dict[str, Any] | None:
+        async with self.db.read() as s:
+            return await records.get_receipt(s, receipt_key, principal=principal)
