@@ -8,12 +8,13 @@ failures become ``DatabaseUnavailable`` naming the host or file, never a driver 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -62,20 +63,36 @@ class Database:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         """A session whose transaction writes: committed on success, rolled back on error."""
-        async with self.sessions() as session:
-            await begin_write(session)
-            try:
-                yield session
-                await session.commit()
-            except BaseException:
-                await session.rollback()
-                raise
+        with self._translated("write"):
+            async with self.sessions() as session:
+                try:
+                    await begin_write(session)
+                    yield session
+                    await session.commit()
+                except BaseException:
+                    await session.rollback()
+                    raise
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
         """A read-only session (its transaction is rolled back at the end)."""
-        async with self.sessions() as session:
-            yield session
+        with self._translated("read"):
+            async with self.sessions() as session:
+                yield session
+
+    @contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        # Driver errors that escape the store functions become typed store errors here.
+        try:
+            yield
+        except (OperationalError, InterfaceError) as exc:
+            raise DatabaseUnavailable(
+                f"{action} failed on {self.settings.target()}: {_reason(exc)}"
+            ) from exc
+        except DBAPIError as exc:
+            raise StoreError(
+                f"{action} failed on {self.settings.target()}: {_reason(exc)}"
+            ) from exc
 
 
 async def begin_write(session: AsyncSession) -> None:

@@ -20,7 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from artifacts.dialect import insert_for
 from artifacts.engine import begin_write
-from artifacts.errors import ArtifactNotFound, IntegrityError, RevisionConflict, ScopeDenied
+from artifacts.errors import (
+    ArtifactNotFound,
+    IntegrityError,
+    RevisionConflict,
+    ScopeDenied,
+    StoreError,
+)
 from artifacts.models import Artifact, Blob
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 from artifacts.validate import (
@@ -99,8 +105,12 @@ async def put_artifact(
             session.add(_row(record))
     except DBIntegrityError as exc:
         head = await _head_row(session, kind, artifact_id)
-        raise RevisionConflict(
-            kind.value, artifact_id, parent, head.revision if head is not None else None
+        actual = head.revision if head is not None else None
+        if actual != parent:  # another writer won this parent between our check and insert
+            raise RevisionConflict(kind.value, artifact_id, parent, actual) from exc
+        raise StoreError(
+            f"write of {kind.value}/{artifact_id} revision {record.revision} was refused by "
+            f"the database: {str(exc.orig).strip().splitlines()[0]}"
         ) from exc
     return record
 

@@ -1,0 +1,1 @@
+"""Tests of the artifact store, run against SQLite and PostgreSQL."""
