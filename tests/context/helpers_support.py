@@ -51,8 +51,11 @@ def code_item() -> ContextItem:
         "evidence-pi-types",
         "export interface AgentLoopConfig {\n  transformContext?: (m) => m;\n}",
         source_ref=SourceRef(
-            repo="pi", commit="53fa77c", path="packages/agent/src/types.ts",
-            line_start=149, line_end=200,
+            repo="pi",
+            commit="53fa77c",
+            path="packages/agent/src/types.ts",
+            line_start=149,
+            line_end=200,
         ),
         revision="53fa77c",
     )
@@ -71,19 +74,39 @@ def web_item() -> ContextItem:
 def history() -> ToolHistory:
     return ToolHistory(
         calls=[
-            ToolCall(call_id="call_repoA", tool_name="read_source",
-                     arguments={"repo": "A", "path": "x.py"}, turn=1),
-            ToolCall(call_id="call_repoB", tool_name="read_source",
-                     arguments={"repo": "B", "path": "y.py"}, turn=1),
+            ToolCall(
+                call_id="call_repoA",
+                tool_name="read_source",
+                arguments={"repo": "A", "path": "x.py"},
+                turn=1,
+            ),
+            ToolCall(
+                call_id="call_repoB",
+                tool_name="read_source",
+                arguments={"repo": "B", "path": "y.py"},
+                turn=1,
+            ),
             ToolCall(call_id="call_grep", tool_name="grep", arguments={"q": "todo"}, turn=2),
         ],
         results=[
-            ToolResult(call_id="call_repoB", tool_name="read_source",
-                       status=ToolStatus.SUCCESS, content="B: def y(): pass"),
-            ToolResult(call_id="call_repoA", tool_name="read_source",
-                       status=ToolStatus.SUCCESS, content="A: def x(): pass"),
-            ToolResult(call_id="call_grep", tool_name="grep",
-                       status=ToolStatus.ERROR, content="grep: timeout after 30s"),
+            ToolResult(
+                call_id="call_repoB",
+                tool_name="read_source",
+                status=ToolStatus.SUCCESS,
+                content="B: def y(): pass",
+            ),
+            ToolResult(
+                call_id="call_repoA",
+                tool_name="read_source",
+                status=ToolStatus.SUCCESS,
+                content="A: def x(): pass",
+            ),
+            ToolResult(
+                call_id="call_grep",
+                tool_name="grep",
+                status=ToolStatus.ERROR,
+                content="grep: timeout after 30s",
+            ),
         ],
     )
 
@@ -92,8 +115,10 @@ TOOLS = (
     ToolDefinition(
         name="read_source",
         description="Read a file at a pinned commit.",
-        parameters={"type": "object", "properties": {"repo": {"type": "string"},
-                                                     "path": {"type": "string"}}},
+        parameters={
+            "type": "object",
+            "properties": {"repo": {"type": "string"}, "path": {"type": "string"}},
+        },
     ),
     ToolDefinition(name="grep", description="Search.", parameters={"type": "object"}),
 )
