@@ -1,0 +1,145 @@
+"""``acquire``: run one source acquisition as a recorded tool call.
+
+Every acquisition — successful or not — yields an ``AcquisitionResult`` holding a
+``ToolCall`` (call id, tool name, canonical arguments) and its ``ToolResult`` (status,
+a compact JSON summary of what was found, and the hash of that summary). The arguments
+are the spec's values as written (placeholders unexpanded) plus the sorted topic terms,
+so the argument hash is the same on every machine. The summary lists record ids,
+citations and content hashes rather than excerpt text: the excerpts travel as records.
+
+Outcomes: ``retrieved`` (possibly with zero records — the topics found nothing, which
+is reported in ``missing_topics``), ``not_retrieved`` (nothing readable there),
+``retrieval_failed`` (the tool failed; the reason says why). Tool status: ``error`` for a
+failed retrieval, ``partial`` when warnings say something was skipped or capped,
+otherwise ``success``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from activities.sources.documents import TOOL_NAME as DOCUMENT_TOOL
+from activities.sources.documents import acquire_documents
+from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.gitrepo import DEFAULT_TIMEOUT_S, acquire_git
+from activities.sources.gitrepo import TOOL_NAME as GIT_TOOL
+from activities.sources.records import AcquisitionResult, Gathered
+from activities.sources.specs import (
+    DocumentSourceSpec,
+    GitSourceSpec,
+    SourceSpec,
+    TopicTerms,
+    WebPageSourceSpec,
+)
+from activities.sources.toolrecord import (
+    ToolCall,
+    ToolResult,
+    canonical_argument_hash,
+    canonical_json,
+    result_hash,
+)
+from activities.sources.webpages import TOOL_NAME as WEB_TOOL
+from activities.sources.webpages import acquire_web_page
+from context.vocabulary import AcquisitionOutcome, ToolStatus
+
+TOOL_NAMES = {"git": GIT_TOOL, "document": DOCUMENT_TOOL, "web_page": WEB_TOOL}
+
+
+def tool_arguments(spec: SourceSpec, topics: Sequence[TopicTerms]) -> dict[str, Any]:
+    """The canonical arguments of the acquisition tool call for ``spec``."""
+    args: dict[str, Any] = spec.model_dump(mode="json", exclude={"kind"})
+    args["topics"] = [
+        {"name": t.name, "terms": sorted(set(t.terms))}
+        for t in sorted(topics, key=lambda t: t.name)
+    ]
+    return args
+
+
+async def _gather(
+    spec: SourceSpec, topics: Sequence[TopicTerms], call_id: str, as_of: datetime, timeout: float
+) -> Gathered:
+    if isinstance(spec, GitSourceSpec):
+        return await acquire_git(spec, topics, call_id=call_id, as_of=as_of, timeout=timeout)
+    if isinstance(spec, DocumentSourceSpec):
+        return await acquire_documents(spec, topics, call_id=call_id, as_of=as_of)
+    if isinstance(spec, WebPageSourceSpec):
+        return await acquire_web_page(spec, topics, call_id=call_id, as_of=as_of)
+    raise TypeError(f"unknown source spec {type(spec).__name__}")
+
+
+async def acquire(
+    spec: SourceSpec,
+    topics: Sequence[TopicTerms],
+    *,
+    call_id: str,
+    as_of: datetime,
+    turn: int = 0,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> AcquisitionResult:
+    """Acquire ``spec`` for ``topics``; never raises for a source that cannot be read.
+
+    ``SourceSpecError`` (an unknown placeholder) does propagate: that is a bad job spec,
+    not a retrieval outcome.
+    """
+    tool_name = TOOL_NAMES[spec.kind]
+    arguments = tool_arguments(spec, topics)
+    call = ToolCall(call_id=call_id, tool_name=tool_name, arguments=arguments, turn=turn)
+    gathered: Gathered | None = None
+    reason: str | None = None
+    try:
+        gathered = await _gather(spec, topics, call_id, as_of, timeout)
+        outcome = AcquisitionOutcome.RETRIEVED
+    except RetrievalFailed as exc:
+        outcome, reason = AcquisitionOutcome.RETRIEVAL_FAILED, str(exc)
+    except NothingToRetrieve as exc:
+        outcome, reason = AcquisitionOutcome.NOT_RETRIEVED, str(exc)
+    records = gathered.records if gathered else []
+    warnings = gathered.warnings if gathered else []
+    covered = {t for r in records for t in r.topics}
+    missing = [t.name for t in topics if t.name not in covered]
+    if outcome is AcquisitionOutcome.RETRIEVED and warnings:
+        reason = "; ".join(warnings)
+    if outcome is AcquisitionOutcome.RETRIEVAL_FAILED:
+        status = ToolStatus.ERROR
+    else:
+        status = ToolStatus.PARTIAL if warnings else ToolStatus.SUCCESS
+    summary = {
+        "source": spec.name,
+        "outcome": outcome.value,
+        "reason": reason,
+        "revision": gathered.revision if gathered else None,
+        "records": [
+            {
+                "item_id": r.item_id,
+                "citation": r.citation(),
+                "content_hash": r.content_hash,
+                "topics": r.topics,
+            }
+            for r in records
+        ],
+        "missing_topics": missing,
+        "warnings": warnings,
+    }
+    content = canonical_json(summary)
+    result = ToolResult(
+        call_id=call_id,
+        tool_name=tool_name,
+        status=status,
+        content=content,
+        result_hash=result_hash(content),
+    )
+    return AcquisitionResult(
+        source_name=spec.name,
+        kind=spec.kind,
+        outcome=outcome,
+        reason=reason,
+        revision=gathered.revision if gathered else None,
+        records=records,
+        missing_topics=missing,
+        warnings=warnings,
+        argument_hash=canonical_argument_hash(tool_name, arguments),
+        tool_call=call,
+        tool_result=result,
+    )

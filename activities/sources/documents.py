@@ -1,0 +1,142 @@
+"""Evidence from local documents (Markdown or plain text), a file or a folder of them.
+
+Files are read as strict UTF-8: a file that is not valid UTF-8 is never decoded with
+replacement characters (that would change what the source says); it is recorded as a
+warning when other files of the folder could be read (tool status ``partial``) and as
+``retrieval_failed`` when none could. Matching sections (Markdown headings; a plain text
+file's blank-line separated blocks) become excerpts with line ranges.
+
+Trust is ``external_evidence`` (official documentation) unless the spec lowers it, e.g.
+``project_editable`` for a ``plan.md`` — which also makes it an editable project file, so
+the engine renders it as data whatever it says.
+
+Record identity: ``item_id = <name>:<relpath>#L<a>-L<b>``; ``revision`` and
+``source_digest`` are the sha256 of the file's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.excerpts import Section, excerpt_text, markdown_sections, section_windows
+from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
+from activities.sources.specs import DocumentSourceSpec, TopicTerms, expand_location
+from activities.sources.toolrecord import result_hash
+from context.vocabulary import SourceType, Trust
+
+TOOL_NAME = "read_document"
+SUFFIXES = (".md", ".markdown", ".txt")
+MAX_FILE_BYTES = 2_000_000
+MAX_FILES = 500
+
+_SOURCE_TYPE = {
+    Trust.EXTERNAL_EVIDENCE: SourceType.OFFICIAL_DOCUMENT,
+    Trust.PROJECT_EDITABLE: SourceType.EDITABLE_PROJECT_FILE,
+    Trust.UNTRUSTED_EXTERNAL_DATA: SourceType.WEB_PAGE,
+}
+_AUTHORITY = {Trust.EXTERNAL_EVIDENCE: 2, Trust.PROJECT_EDITABLE: 1}
+
+
+def text_blocks(lines: Sequence[str]) -> list[Section]:
+    """Blank-line separated blocks of a plain text file."""
+    blocks: list[Section] = []
+    start: int | None = None
+    for i, line in enumerate([*lines, ""], start=1):
+        if line.strip() and start is None:
+            start = i
+        elif not line.strip() and start is not None:
+            blocks.append(Section(len(blocks), lines[start - 1].strip()[:80], start, i - 1))
+            start = None
+    return blocks
+
+
+def _files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise RetrievalFailed(f"document path {root} does not exist")
+    found = sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and p.suffix.lower() in SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    if not found:
+        raise NothingToRetrieve(f"no {'/'.join(SUFFIXES)} documents under {root}")
+    if len(found) > MAX_FILES:
+        raise RetrievalFailed(f"{len(found)} documents under {root}; the limit is {MAX_FILES}")
+    return found
+
+
+async def acquire_documents(
+    spec: DocumentSourceSpec,
+    topics: Sequence[TopicTerms],
+    *,
+    call_id: str,
+    as_of: datetime,
+) -> Gathered:
+    """Matching sections of every document under ``spec.path``."""
+    root = Path(expand_location(spec.path))
+    files = _files(root)
+    warnings: list[str] = []
+    records: list[EvidenceRecord] = []
+    folder_digest = hashlib.sha256()
+    file_digests: dict[str, str] = {}
+    for f in files:
+        rel = f.name if root.is_file() else f.relative_to(root).as_posix()
+        try:
+            data = f.read_bytes()
+        except OSError as exc:
+            warnings.append(f"{rel}: cannot be read ({exc.strerror}); skipped")
+            continue
+        if len(data) > MAX_FILE_BYTES:
+            warnings.append(f"{rel}: {len(data)} bytes exceeds {MAX_FILE_BYTES}; skipped")
+            continue
+        try:
+            lines = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            warnings.append(f"{rel}: not valid UTF-8 (byte {exc.start}); skipped")
+            continue
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        file_digests[rel] = digest
+        folder_digest.update(f"{rel}\0{digest}\n".encode())
+        sections = (
+            text_blocks(lines) if f.suffix.lower() == ".txt" else markdown_sections(lines)
+        )
+        for section in sections:
+            for w in section_windows(lines, section, topics):
+                content = excerpt_text(lines, w)
+                records.append(
+                    EvidenceRecord(
+                        item_id=excerpt_item_id(spec.name, rel, w.start, w.end),
+                        call_id=call_id,
+                        tool_name=TOOL_NAME,
+                        source_name=spec.name,
+                        source_type=_SOURCE_TYPE[spec.trust],
+                        path=rel,
+                        line_start=w.start,
+                        line_end=w.end,
+                        locator=f"{spec.name}:{rel}#L{w.start}-L{w.end}",
+                        content=content,
+                        content_hash=result_hash(content),
+                        revision=digest,
+                        source_digest=digest,
+                        observed_at=as_of,
+                        trust=spec.trust,
+                        security_class=spec.security_class,
+                        topics=list(w.topics),
+                        canonical_key=f"document:{spec.name}:{rel}#L{w.start}-L{w.end}",
+                        authority=_AUTHORITY.get(spec.trust, 0),
+                    )
+                )
+    if not file_digests:
+        raise RetrievalFailed("no document could be read: " + "; ".join(warnings))
+    # A single file's revision is its own digest; a folder's digests every file it read.
+    revision = (
+        next(iter(file_digests.values())) if root.is_file()
+        else "sha256:" + folder_digest.hexdigest()
+    )
+    return Gathered(revision=revision, records=records, warnings=warnings)

@@ -1,0 +1,249 @@
+"""Evidence from a git repository at one pinned commit — never its working tree.
+
+Everything is read through the object database at the resolved commit: ``git rev-parse
+<commit>^{commit}`` for the full sha, ``git ls-tree`` at that commit for the file list and
+blob ids, ``git grep -n`` at that commit for the hit lines and ``git cat-file`` for blob
+contents. Uncommitted edits, untracked files and a different checked-out branch therefore
+cannot leak into evidence. Each git call runs via ``asyncio.create_subprocess_exec`` with a
+timeout; a failure is a ``RetrievalFailed`` naming what failed.
+
+A repository given as a URL is cloned bare once into ``$PRESSROOM_HOME/git-cache`` (and
+fetched when the pinned commit is missing); an unreachable URL is ``retrieval_failed``.
+
+Record identity: ``item_id = <name>@<sha12>:<path>#L<a>-L<b>``; ``canonical_key =
+git:<name>:<path>#L<a>-L<b>`` (the same excerpt at another commit shares the key, so the
+engine's required-revision gate and supersession compare like with like); ``revision`` is
+the full commit sha.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from activities.sources.errors import RetrievalFailed
+from activities.sources.excerpts import (
+    all_terms,
+    excerpt_text,
+    failure_lines,
+    windows,
+)
+from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
+from activities.sources.specs import GitSourceSpec, TopicTerms, expand_location, pressroom_home
+from activities.sources.toolrecord import result_hash
+from context.vocabulary import SourceType, Trust
+
+TOOL_NAME = "git_grep"
+DEFAULT_TIMEOUT_S = 30.0
+MAX_HIT_LINES = 5000
+MAX_RECORDS = 200
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
+_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",  # an unreachable private URL must fail, not wait for a password
+    "GIT_ASKPASS": "true",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "LC_ALL": "C",  # stable, parseable messages
+}
+
+
+def is_log_path(path: str) -> bool:
+    """Test logs get failure extraction instead of topic grep (seed 000 §5)."""
+    p = path.lower()
+    return p.endswith(".log") or "/test-results/" in f"/{p}"
+
+
+async def run_git(
+    repo: str, *args: str, timeout: float, ok_codes: Sequence[int] = (0,)
+) -> tuple[int, bytes]:
+    """Run ``git -C repo args``; return (code, stdout) or raise ``RetrievalFailed``."""
+    env = {**os.environ, **_ENV}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git", "-C", repo, *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+    except FileNotFoundError as exc:
+        raise RetrievalFailed("git executable not found on this worker") from exc
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError as exc:
+        proc.kill()
+        await proc.wait()
+        raise RetrievalFailed(f"git {args[0]} timed out after {timeout:g}s") from exc
+    code = proc.returncode if proc.returncode is not None else -1
+    if code not in ok_codes:
+        msg = err.decode("utf-8", "replace").strip().splitlines()
+        raise RetrievalFailed(f"git {args[0]} failed ({code}): {msg[-1] if msg else 'no output'}")
+    return code, out
+
+
+async def _local_repo(location: str, commit: str, timeout: float) -> str:
+    """A local directory to run git in: the repo itself, or a bare clone of a URL."""
+    if not _URL.match(location):
+        if not Path(location).is_dir():
+            raise RetrievalFailed(f"repository {location} does not exist or is not a directory")
+        code, _ = await run_git(
+            location, "rev-parse", "--git-dir", timeout=timeout, ok_codes=(0, 128)
+        )
+        if code != 0:
+            raise RetrievalFailed(f"{location} is not a git repository")
+        return location
+    cache = pressroom_home() / "git-cache" / hashlib.sha256(location.encode()).hexdigest()[:24]
+    if not (cache / "HEAD").exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".tmp{os.getpid()}")
+        try:
+            await run_git(
+                str(cache.parent), "clone", "--bare", "--quiet", "--", location, str(tmp),
+                timeout=timeout,
+            )
+        except RetrievalFailed as exc:
+            raise RetrievalFailed(f"repository {location} is unreachable: {exc}") from exc
+        os.replace(tmp, cache)
+    code, _ = await run_git(
+        str(cache), "cat-file", "-e", f"{commit}^{{commit}}", timeout=timeout, ok_codes=(0, 1, 128)
+    )
+    if code != 0:
+        try:
+            await run_git(str(cache), "fetch", "--quiet", "origin", commit, timeout=timeout)
+        except RetrievalFailed as exc:
+            raise RetrievalFailed(f"repository {location} is unreachable: {exc}") from exc
+    return str(cache)
+
+
+async def _resolve(repo: str, commit: str, timeout: float) -> str:
+    code, out = await run_git(
+        repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}",
+        timeout=timeout, ok_codes=(0, 1, 128),
+    )
+    sha = out.decode().strip()
+    if code != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+        raise RetrievalFailed(f"commit {commit} not found in repository")
+    return sha
+
+
+async def _tree(repo: str, sha: str, timeout: float) -> dict[str, str]:
+    """path -> blob id of every file at ``sha``."""
+    _, out = await run_git(repo, "ls-tree", "-r", "-z", "--full-tree", sha, timeout=timeout)
+    blobs: dict[str, str] = {}
+    for entry in out.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            blobs[path.decode("utf-8", "surrogateescape")] = parts[2].decode()
+    return blobs
+
+
+def _in_scope(path: str, pathspecs: Sequence[str]) -> bool:
+    if not pathspecs:
+        return True
+    return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in pathspecs)
+
+
+async def _grep(
+    repo: str, sha: str, terms: list[str], pathspecs: list[str], timeout: float
+) -> tuple[dict[str, list[int]], bool]:
+    """Hit line numbers per path at ``sha``; the flag says the hit cap was reached."""
+    args = ["grep", "-n", "-z", "-I", "-i", "-F", "--full-name", "--no-color"]
+    for t in terms:
+        args += ["-e", t]
+    args += [sha, "--", *[p.rstrip("/") for p in pathspecs]]
+    _, out = await run_git(repo, *args, timeout=timeout, ok_codes=(0, 1))
+    hits: dict[str, list[int]] = defaultdict(list)
+    capped = False
+    count = 0
+    for raw in out.split(b"\n"):
+        if not raw:
+            continue
+        fields = raw.split(b"\0", 2)
+        if len(fields) < 3 or not fields[0].startswith(sha.encode() + b":"):
+            continue
+        path = fields[0][len(sha) + 1 :].decode("utf-8", "surrogateescape")
+        count += 1
+        if count > MAX_HIT_LINES:
+            capped = True
+            break
+        hits[path].append(int(fields[1]))
+    return dict(hits), capped
+
+
+async def _read_blob(repo: str, blob: str, timeout: float) -> bytes:
+    _, out = await run_git(repo, "cat-file", "blob", blob, timeout=timeout)
+    return out
+
+
+async def acquire_git(
+    spec: GitSourceSpec,
+    topics: Sequence[TopicTerms],
+    *,
+    call_id: str,
+    as_of: datetime,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> Gathered:
+    """Excerpts around topic hits (and test-log failures) at the pinned commit."""
+    repo = await _local_repo(expand_location(spec.repo), spec.commit, timeout)
+    sha = await _resolve(repo, spec.commit, timeout)
+    blobs = await _tree(repo, sha, timeout)
+    for p in spec.paths:
+        if not any(_in_scope(f, [p]) for f in blobs):
+            raise RetrievalFailed(f"path {p!r} does not exist at commit {sha}")
+    terms = all_terms(topics)
+    hits, capped = await _grep(repo, sha, terms, spec.paths, timeout) if terms else ({}, False)
+    warnings = [f"more than {MAX_HIT_LINES} hit lines; the rest were not read"] if capped else []
+    logs = sorted(f for f in blobs if is_log_path(f) and _in_scope(f, spec.paths))
+    targets = sorted({*(p for p in hits if not is_log_path(p)), *logs})
+    records: list[EvidenceRecord] = []
+    for path in targets:
+        data = await _read_blob(repo, blobs[path], timeout)
+        try:
+            lines = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            warnings.append(f"{path}: not valid UTF-8 (byte {exc.start}); skipped")
+            continue
+        is_log = path in logs
+        found = windows(lines, failure_lines(lines) if is_log else hits[path], topics)
+        for w in found:
+            if not w.topics:
+                continue  # a log failure that concerns none of the topics
+            content = excerpt_text(lines, w)
+            records.append(
+                EvidenceRecord(
+                    item_id=excerpt_item_id(f"{spec.name}@{sha[:12]}", path, w.start, w.end),
+                    call_id=call_id,
+                    tool_name=TOOL_NAME,
+                    source_name=spec.name,
+                    source_type=SourceType.TEST_LOG if is_log else SourceType.REPOSITORY_SOURCE,
+                    repo=spec.name,
+                    commit=sha,
+                    path=path,
+                    line_start=w.start,
+                    line_end=w.end,
+                    locator=f"{path}#L{w.start}-L{w.end}",
+                    content=content,
+                    content_hash=result_hash(content),
+                    revision=sha,
+                    source_digest=f"git-blob:{blobs[path]}",
+                    artifact_ref=f"git-blob:{spec.name}/{blobs[path]}" if is_log else None,
+                    observed_at=as_of,
+                    trust=Trust.REPOSITORY_EVIDENCE,
+                    security_class=spec.security_class,
+                    topics=list(w.topics),
+                    canonical_key=f"git:{spec.name}:{path}#L{w.start}-L{w.end}",
+                    authority=2 if is_log else 3,
+                )
+            )
+    if len(records) > MAX_RECORDS:
+        warnings.append(f"{len(records)} excerpts found; only the first {MAX_RECORDS} kept")
+        records = records[:MAX_RECORDS]
+    return Gathered(revision=sha, records=records, warnings=warnings)

@@ -1,0 +1,1 @@
+"""The bundled example: fixture sources and the job spec that researches them."""

@@ -1,0 +1,42 @@
+"""Fixture sources for the acquisition tests: the example repositories, built for real."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from activities.sources import TopicTerms
+from examples.build_fixtures import build_fixtures
+
+AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+TOPICS = [
+    TopicTerms(name="jitter", terms=["jitter"]),
+    TopicTerms(name="delay_cap", terms=["max_delay"]),
+    TopicTerms(name="retry_after", terms=["Retry-After", "RetryAfter", "retry_after"]),
+    TopicTerms(name="idempotency", terms=["idempotent", "Idempotency-Key"]),
+]
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Read-only fixture tree shared by tests that do not modify it."""
+    target = tmp_path_factory.mktemp("fixtures")
+    build_fixtures(target)
+    return target
+
+
+@pytest.fixture()
+def fresh_fixtures(tmp_path: Path) -> Path:
+    """A private fixture tree a test may modify."""
+    build_fixtures(tmp_path / "fixtures")
+    return tmp_path / "fixtures"
+
+
+@pytest.fixture()
+def fixtures_env(shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``${PRESSROOM_FIXTURES}`` points at the shared tree."""
+    monkeypatch.setenv("PRESSROOM_FIXTURES", str(shared_fixtures))
+    return shared_fixtures
