@@ -177,3 +177,31 @@ async def test_concurrent_writers_retrying_lose_nothing(
         bodies.add(body)
     assert bodies == {f"writer {i}".encode() for i in range(WRITERS)}
     assert sum(conflicts) > 0  # they really raced
+
+
+async def test_unique_constraint_arbitrates_open_transactions(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    """Writer B checks the head while A's revision 1 is still uncommitted; A commits; B must
+    get a conflict (the head check on SQLite, the unique constraint on PostgreSQL), and B's
+    blob must not survive."""
+    from artifacts.revisions import put_artifact
+
+    async with store.db.write() as session_a:
+        await put_artifact(session_a, KIND, "held", b"A", principal=alice, scope=scope,
+                           trust="trusted_state", parent_revision=None)
+
+        async def writer_b() -> None:
+            async with store.db.write() as session_b:
+                await put_artifact(session_b, KIND, "held", b"B", principal=alice,
+                                   scope=scope, trust="trusted_state", parent_revision=None)
+
+        b = asyncio.create_task(writer_b())
+        await asyncio.sleep(0.5)  # let B reach its lock wait / unique-index wait
+        assert not b.done()
+    with pytest.raises(RevisionConflict) as info:
+        await b
+    assert (info.value.expected_parent, info.value.actual_head) == (None, 1)
+    _, body = await store.get(KIND, "held", principal=alice)
+    assert body == b"A"
+    assert await _count(store, Blob) == 1
