@@ -19,6 +19,7 @@ the full commit sha.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
@@ -76,7 +77,8 @@ async def run_git(
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError as exc:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
+            proc.kill()
         await proc.wait()
         raise RetrievalFailed(f"git {args[0]} timed out after {timeout:g}s") from exc
     code = proc.returncode if proc.returncode is not None else -1
