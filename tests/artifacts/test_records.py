@@ -1,0 +1,97 @@
+"""Manifests, checkpoints and receipts: sealed once, idempotent on retry, usage write-back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from artifacts import (
+    ArtifactNotFound,
+    ArtifactStore,
+    Principal,
+    Scope,
+    SealedConflict,
+    json_hash,
+)
+
+MANIFEST = {
+    "assembly": {
+        "id": "assembly-1",
+        "run_id": "run-1",
+        "step_id": "step-1",
+        "status": "ready",
+        "policy": {"id": "source-research", "revision": 3, "digest": "sha256:" + "a" * 64},
+        "serialized_model_input_hash": "sha256:" + "b" * 64,
+    },
+    "budget": {"usable_input": 1000, "estimated_used": 700, "actual_input_tokens": None},
+    "included": [{"item_id": "x", "score": 0.5}],
+}
+
+
+async def test_manifest_seal_and_usage(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    digest = await store.put_manifest("assembly-1", run_id="run-1", step_id="step-1",
+                                      status="ready", body=MANIFEST, scope=scope)
+    assert digest == json_hash(MANIFEST)
+    # A retried activity re-writes the same manifest: no-op.
+    assert await store.put_manifest("assembly-1", run_id="run-1", step_id="step-1",
+                                    status="ready", body=MANIFEST, scope=scope) == digest
+    changed = {**MANIFEST, "included": []}
+    with pytest.raises(SealedConflict, match="manifest 'assembly-1' is sealed"):
+        await store.put_manifest("assembly-1", run_id="run-1", step_id="step-1",
+                                 status="ready", body=changed, scope=scope)
+    assert await store.get_manifest("assembly-1", principal=alice) == MANIFEST
+
+    await store.record_usage("assembly-1", 812)
+    await store.record_usage("assembly-1", 812)
+    with pytest.raises(SealedConflict, match="already recorded as 812"):
+        await store.record_usage("assembly-1", 900)
+    got = await store.get_manifest("assembly-1", principal=alice)
+    assert got["budget"]["actual_input_tokens"] == 812
+    assert got["included"] == MANIFEST["included"]
+    with pytest.raises(ArtifactNotFound, match="no manifest 'missing'"):
+        await store.record_usage("missing", 1)
+
+    async with store.db.read() as s:
+        from sqlalchemy import select
+
+        from artifacts.models import Manifest
+
+        row = await s.scalar(select(Manifest).where(Manifest.manifest_id == "assembly-1"))
+    assert row is not None
+    assert (row.policy_id, row.policy_revision) == ("source-research", "3")
+    assert row.policy_digest == "sha256:" + "a" * 64
+    assert row.serialized_input_hash == "sha256:" + "b" * 64
+    assert row.actual_input_tokens == 812
+
+
+async def test_checkpoints_latest_wins(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    assert await store.latest_checkpoint("run-1", principal=alice) is None
+    for n in range(1, 4):
+        await store.put_checkpoint(f"cp-{n}", run_id="run-1", step_id=f"step-{n}",
+                                   body={"n": n}, scope=scope)
+    await store.put_checkpoint("cp-other", run_id="run-2", step_id="s", body={"n": 99},
+                               scope=scope)
+    assert await store.latest_checkpoint("run-1", principal=alice) == {"n": 3}
+    await store.put_checkpoint("cp-2", run_id="run-1", step_id="step-2", body={"n": 2},
+                               scope=scope)  # retry: no-op, does not become "latest"
+    assert await store.latest_checkpoint("run-1", principal=alice) == {"n": 3}
+    with pytest.raises(SealedConflict, match="checkpoint 'cp-2'"):
+        await store.put_checkpoint("cp-2", run_id="run-1", step_id="step-2", body={"n": 7},
+                                   scope=scope)
+
+
+async def test_receipts_are_idempotent_under_races(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    results = await asyncio.gather(*(
+        store.put_receipt("publish:run-1:article", body={"attempt": i}, scope=scope)
+        for i in range(12)
+    ))
+    assert len({json_hash(r) for r in results}) == 1
+    assert await store.get_receipt("publish:run-1:article", principal=alice) == results[0]
+    assert await store.get_receipt("publish:run-9:article", principal=alice) is None
