@@ -1,0 +1,38 @@
+"""The context lab: ``pressroom eval context`` (issue 4, seed 002 §4-§6, §10-§16).
+
+Fixed cases and sources (JSON Lines) are run through two strategies — the naive
+``dump-all`` baseline and the ``pressroom`` context engine — each reduced to a
+``Packet``; ten deterministic graders judge every packet; metrics, a release gate and four
+reports follow. Modules: ``dataset`` (strict loading), ``mapping`` (lab records → engine
+items), ``baseline``, ``strategy``, ``packet``, ``zones``, ``graders``, ``gate``,
+``runner``, ``reports``, ``command`` (the CLI body), ``errors``.
+"""
+
+from evals.context_lab.dataset import LabCase, LabSource, load_cases, load_sources
+from evals.context_lab.errors import DatasetError, LabError, StrategyError
+from evals.context_lab.gate import CaseRun, GateResult, StrategyMetrics
+from evals.context_lab.graders import GRADER_NAMES, GRADERS, Grade, grade_packet
+from evals.context_lab.packet import Packet
+from evals.context_lab.reports import write_reports
+from evals.context_lab.runner import EvalResult, run_context_eval
+
+__all__ = [
+    "GRADERS",
+    "GRADER_NAMES",
+    "CaseRun",
+    "DatasetError",
+    "EvalResult",
+    "GateResult",
+    "Grade",
+    "LabCase",
+    "LabError",
+    "LabSource",
+    "Packet",
+    "StrategyError",
+    "StrategyMetrics",
+    "grade_packet",
+    "load_cases",
+    "load_sources",
+    "run_context_eval",
+    "write_reports",
+]

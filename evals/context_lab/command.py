@@ -1,0 +1,62 @@
+"""``pressroom eval context``: run, write reports, print a summary, return the exit code.
+
+Exit codes: 0 the release gate passes, 1 it fails (the failing checks and their cases are
+printed), 2 the input is unusable (the message names the file, line and field). The CLI
+front door (``pressroom.py``) only parses options and calls :func:`run_command`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from evals.context_lab.errors import LabError
+from evals.context_lab.reports import write_reports
+from evals.context_lab.runner import STRATEGIES, EvalResult, run_context_eval
+
+EXIT_PASS, EXIT_GATE_FAILED, EXIT_UNUSABLE = 0, 1, 2
+
+
+def summary_table(result: EvalResult) -> Table:
+    table = Table(title="Context assembly eval")
+    table.add_column("metric")
+    for name in STRATEGIES:
+        table.add_column(name, justify="right")
+    rows = [
+        ("cases passed", lambda m: f"{m.passed_cases}/{m.cases}"),
+        ("case pass rate", lambda m: f"{m.case_pass_rate:.2%}"),
+        ("required-topic coverage", lambda m: f"{m.required_topic_coverage:.2%}"),
+        ("forbidden exposures", lambda m: str(m.forbidden_exposures)),
+        ("irrelevant exposures", lambda m: str(m.irrelevant_exposures)),
+        ("budget compliance", lambda m: f"{m.budget_compliance:.2%}"),
+        ("missing-evidence accuracy", lambda m: f"{m.missing_evidence_accuracy:.2%}"),
+        ("complete manifests", lambda m: f"{m.complete_manifests}/{m.cases}"),
+        ("mean evidence tokens", lambda m: f"{m.mean_tokens:.1f}"),
+    ]
+    for label, fmt in rows:
+        table.add_row(label, *(fmt(result.metrics[name]) for name in STRATEGIES))
+    return table
+
+
+def run_command(*, cases: Path, sources: Path, policy: str, budget: int | None,
+                output: Path, console: Console, err_console: Console) -> int:
+    try:
+        result = run_context_eval(cases, sources, policy=policy, budget=budget)
+    except LabError as exc:
+        err_console.print(f"[red]unusable input:[/red] {exc}", highlight=False)
+        return EXIT_UNUSABLE
+    paths = write_reports(result, output)
+    console.print(summary_table(result))
+    gate = result.gate
+    console.print(f"improvements: {', '.join(gate.improvements) or 'none'}", highlight=False)
+    console.print(f"regressions: {', '.join(gate.regressions) or 'none'}", highlight=False)
+    console.print(f"reports: {', '.join(str(p) for p in paths)}", highlight=False)
+    if gate.passed:
+        console.print("[green]release gate: PASS[/green]")
+        return EXIT_PASS
+    console.print("[red]release gate: FAIL[/red]")
+    for name, check in gate.failing.items():
+        console.print(f"  {name}: {', '.join(check.cases) or '(no case)'}", highlight=False)
+    return EXIT_GATE_FAILED

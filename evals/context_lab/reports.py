@@ -1,0 +1,153 @@
+"""The four report files of a context eval (issue 4), written deterministically.
+
+``context-comparison.json``  per-strategy metrics, improvements, regressions, gate checks
+                             (each naming its failing cases) and a per-case table.
+``context-comparison.md``    the same for people.
+``context-failures.md``      every failing case per strategy: failed graders with their
+                             detail, and the excluded sources with their reasons.
+``context-packets.jsonl``    one line per case per strategy (``Packet.report_line``).
+
+No timestamps: two runs over the same inputs write byte-identical files. Files are
+written to a temporary name and renamed, so a crash never leaves half a report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from evals.context_lab.gate import CaseRun
+from evals.context_lab.runner import CANDIDATE, STRATEGIES, EvalResult
+
+SCHEMA = "pressroom-context-eval/v1"
+REPORT_FILES = ("context-comparison.json", "context-comparison.md", "context-failures.md",
+                "context-packets.jsonl")
+
+
+def _change(base: CaseRun, cand: CaseRun) -> str:
+    if cand.passed and not base.passed:
+        return "improved"
+    if base.passed and not cand.passed:
+        return "regressed"
+    return "same"
+
+
+def _per_case(result: EvalResult) -> list[dict[str, Any]]:
+    rows = []
+    by_name = {name: {r.case.id: r for r in runs} for name, runs in result.runs.items()}
+    for run in result.runs[CANDIDATE]:
+        cid = run.case.id
+        row: dict[str, Any] = {"case_id": cid}
+        for name in STRATEGIES:
+            r = by_name[name][cid]
+            row[name] = {"passed": r.passed, "failed_graders": [g.name for g in r.failed],
+                         "tokens": r.packet.budget_used, "status": r.packet.status}
+        row["change"] = _change(by_name[STRATEGIES[0]][cid], run)
+        rows.append(row)
+    return rows
+
+
+def comparison(result: EvalResult) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "policy": result.policy,
+        "budget_override": result.budget_override,
+        "cases_file": result.cases_path,
+        "sources_file": result.sources_path,
+        "strategies": {name: m.model_dump() for name, m in result.metrics.items()},
+        "improvements": result.gate.improvements,
+        "regressions": result.gate.regressions,
+        "gate": {
+            "passed": result.gate.passed,
+            "checks": {k: c.model_dump() for k, c in result.gate.checks.items()},
+        },
+        "cases": _per_case(result),
+    }
+
+
+def _md_comparison(result: EvalResult, data: dict[str, Any]) -> str:
+    lines = ["# Context assembly eval: dump-all vs pressroom", ""]
+    p = result.policy
+    lines.append(f"Policy `{p['id']}` revision {p['revision']} (`{p['digest']}`)"
+                 + (f", budget override {result.budget_override}" if result.budget_override
+                    else "") + ".")
+    lines += ["", f"**Release gate: {'PASS' if result.gate.passed else 'FAIL'}**", "",
+              "| metric | " + " | ".join(STRATEGIES) + " |",
+              "|---|" + "---|" * len(STRATEGIES)]
+    for key in next(iter(data["strategies"].values())):
+        if key == "strategy":
+            continue
+        lines.append(f"| {key} | " + " | ".join(str(data["strategies"][s][key])
+                                                for s in STRATEGIES) + " |")
+    lines += ["", "## Gate checks", "", "| check | result | cases |", "|---|---|---|"]
+    for name, check in result.gate.checks.items():
+        lines.append(f"| {name} | {'pass' if check.passed else 'FAIL'} | "
+                     f"{', '.join(check.cases) or '-'} |")
+    lines += ["", f"Improvements: {', '.join(result.gate.improvements) or 'none'}",
+              f"Regressions: {', '.join(result.gate.regressions) or 'none'}", "",
+              "## Cases", "", "| case | " + " | ".join(STRATEGIES) + " | change |",
+              "|---|" + "---|" * (len(STRATEGIES) + 1)]
+    for row in data["cases"]:
+        cells = []
+        for s in STRATEGIES:
+            r = row[s]
+            cells.append("pass" if r["passed"] else "FAIL: " + ", ".join(r["failed_graders"]))
+        lines.append(f"| {row['case_id']} | " + " | ".join(cells) + f" | {row['change']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _md_failures(result: EvalResult) -> str:
+    lines = ["# Context eval failures", ""]
+    for name in STRATEGIES:
+        failing = [r for r in result.runs[name] if not r.passed]
+        lines += [f"## {name}: {len(failing)} failing case(s)", ""]
+        for run in failing:
+            lines.append(f"### {run.case.id} ({run.packet.status})")
+            lines.append(f"Question: {run.case.question}")
+            lines += [f"- **{g.name}**: {g.detail}" for g in run.failed]
+            if run.packet.excluded:
+                lines.append("- excluded: " + ", ".join(
+                    f"{e.id} ({e.reason}{'/' + e.gate if e.gate else ''})"
+                    for e in run.packet.excluded))
+            if run.packet.manifest and run.packet.manifest.blocked_reason:
+                lines.append(f"- blocked: {run.packet.manifest.blocked_reason}")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _packets(result: EvalResult) -> str:
+    out = []
+    for name in STRATEGIES:
+        for run in result.runs[name]:
+            line = run.packet.report_line()
+            line["passed"] = run.passed
+            line["grades"] = [{"name": g.name, "passed": g.passed, "detail": g.detail}
+                              for g in run.grades]
+            out.append(json.dumps(line, ensure_ascii=False, sort_keys=False))
+    return "\n".join(out) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_reports(result: EvalResult, output: Path | str) -> list[Path]:
+    """Write the four reports into ``output`` (created if needed); returns their paths."""
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    data = comparison(result)
+    texts = {
+        "context-comparison.json": json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+        "context-comparison.md": _md_comparison(result, data),
+        "context-failures.md": _md_failures(result),
+        "context-packets.jsonl": _packets(result),
+    }
+    paths = []
+    for name in REPORT_FILES:
+        _write(out / name, texts[name])
+        paths.append(out / name)
+    return paths

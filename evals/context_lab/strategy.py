@@ -1,0 +1,207 @@
+"""The ``pressroom`` strategy: a case through the real engine (``context.assemble``).
+
+The case becomes an ``AssemblyRequest`` (``mapping`` builds the items; every candidate is
+acquired ``retrieved`` from the fixed file; required topics become ``TopicSpec`` with the
+topic name and its words as terms; ``budget`` becomes ``evidence_budget``; the case's
+``policy`` overrides are deep-merged into the chosen policy and re-validated, so the
+manifest names the digest actually used). The packet is then read back from the sealed
+manifest and the serialized OpenAI Chat payload — what the model would really receive —
+never from the engine's intermediate state.
+
+Seed 002 §3.4's conservative rule is applied here, before the engine: a source whose lab
+``trust`` is ``untrusted`` is never a candidate. It is recorded in the packet as excluded
+``hard_gate_rejected`` at gate ``trust_role_compatibility`` (the engine's vocabulary for a
+source whose trust allows it no evidence role), with its acquisition outcome kept, so the
+packet still accounts for every candidate. Engine-vocabulary trust labels (for example
+``untrusted_external_data``) are not pre-filtered: they follow the policy.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import context
+from context.errors import ContextError
+from context.items import SourceAcquisition
+from context.policy import ContextPolicy, policy_from_mapping
+from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
+from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult
+from evals.context_lab.dataset import LabCase, LabSource
+from evals.context_lab.errors import DatasetError, StrategyError
+from evals.context_lab.mapping import acquisition_id, case_scope, security_class, source_to_item
+from evals.context_lab.packet import (
+    AcquisitionEntry,
+    ExcludedEntry,
+    ManifestRef,
+    Packet,
+    SelectedEntry,
+    ToolEvent,
+    VisibleMessage,
+    fingerprint,
+)
+
+STRATEGY = "pressroom"
+LAB_MODEL = ModelSpec(provider="lab", name="context-lab", context_limit=128_000)
+LAB_PRINCIPAL = "context-lab-agent"
+UNTRUSTED_REASON = "hard_gate_rejected"
+UNTRUSTED_GATE = "trust_role_compatibility"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def case_policy(case: LabCase, policy: ContextPolicy, cases_path: str) -> ContextPolicy:
+    if not case.policy:
+        return policy
+    data = policy.model_dump(mode="json")
+    data["policy"].pop("digest", None)
+    try:
+        return policy_from_mapping(_merge(data, case.policy), origin=f"case {case.id}")
+    except ContextError as exc:
+        raise DatasetError(cases_path, str(exc), field=f"{case.id}.policy") from None
+
+
+def topic_spec(name: str) -> TopicSpec:
+    words = " ".join(name.replace("-", " ").replace("_", " ").split())
+    return TopicSpec(name=name, terms=(words,) if words != name else ())
+
+
+def tool_history(case: LabCase) -> tuple[ToolHistory, tuple[ToolDefinition, ...]]:
+    calls = [ToolCall(call_id=e.call_id, tool_name=e.tool_name, arguments=e.arguments,
+                      turn=e.turn) for e in case.tool_history if e.type == "call"]
+    results = [ToolResult(call_id=e.call_id, tool_name=e.tool_name, status=e.status,
+                          content=e.content, arrival=i)
+               for i, e in enumerate(case.tool_history) if e.type == "result"]
+    names = sorted({e.tool_name for e in case.tool_history})
+    defs = tuple(ToolDefinition(name=n, description=f"lab tool {n}") for n in names)
+    return ToolHistory(calls=tuple(calls), results=tuple(results)), defs
+
+
+def build_request(case: LabCase, sources: dict[str, LabSource], *, budget: int,
+                  policy: ContextPolicy) -> AssemblyRequest:
+    admitted = [sources[s] for s in case.candidate_source_ids if sources[s].trust != "untrusted"]
+    items = [source_to_item(s, policy) for s in admitted]
+    acquisitions = [SourceAcquisition(source_request_id=acquisition_id(i.item_id),
+                                      source_type=i.source_type.value, source_id=i.item_id,
+                                      revision=i.revision, outcome="retrieved",
+                                      result_digest=i.content_hash) for i in items]
+    history, defs = tool_history(case)
+    scope = case_scope(case)
+    return AssemblyRequest(
+        run_id=f"context-lab-{case.id}", step_id="assemble", stage="research",
+        as_of=case.as_of,
+        principal=PrincipalContext(principal_id=case.principal or LAB_PRINCIPAL,
+                                   clearance=security_class(case.clearance), scope=scope),
+        scope=scope, policy=policy, model=LAB_MODEL, adapter="openai_chat",
+        question=case.question, decision=case.question,
+        required_topics=tuple(topic_spec(t) for t in case.required_topics),
+        required_revisions=dict(case.required_revisions), candidates=tuple(items),
+        acquisitions=tuple(acquisitions), tool_history=history, tool_definitions=defs,
+        evidence_budget=budget,
+    )
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) if isinstance(p, dict) else str(p)
+                         for p in content)
+    return json.dumps(content, sort_keys=True)
+
+
+def visible_messages(payload: dict[str, Any]) -> tuple[list[VisibleMessage], list[ToolEvent]]:
+    """Messages and tool events of an OpenAI Chat payload, in order."""
+    messages: list[VisibleMessage] = []
+    events: list[ToolEvent] = []
+    for index, m in enumerate(payload.get("messages", [])):
+        role = str(m.get("role"))
+        text = _text(m.get("content"))
+        for call in m.get("tool_calls") or []:
+            events.append(ToolEvent(kind="call", call_id=str(call.get("id")), message=index))
+            fn = call.get("function", {})
+            text += f"\n{fn.get('name')}({fn.get('arguments')})"
+        if role == "tool":
+            events.append(ToolEvent(kind="result", call_id=str(m.get("tool_call_id")),
+                                    message=index))
+        messages.append(VisibleMessage(role=role, text=text))
+    return messages, events
+
+
+def _source_id(entry: Any, candidate_ids: set[str]) -> str | None:
+    """The lab source an included item carries (itself, or the origin of a derived copy)."""
+    if entry.item_id in candidate_ids:
+        return str(entry.item_id)
+    for node in entry.source_lineage:
+        if node.get("node_id") in candidate_ids:
+            return str(node["node_id"])
+    return None
+
+
+def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
+                  policy: ContextPolicy, cases_path: str = "cases") -> Packet:
+    used_policy = case_policy(case, policy, cases_path)
+    request = build_request(case, sources, budget=budget, policy=used_policy)
+    try:
+        outcome = context.assemble(request)
+    except ContextError as exc:
+        raise StrategyError(f"case {case.id}: the engine rejected the lab's request: "
+                            f"{exc}") from exc
+    manifest = outcome.manifest
+    candidate_ids = set(case.candidate_source_ids)
+    selected: list[SelectedEntry] = []
+    for inc in manifest.included:
+        sid = _source_id(inc, candidate_ids)
+        if sid is None or inc.partition != "direct_evidence":
+            continue
+        src = sources[sid]
+        selected.append(SelectedEntry(
+            id=sid, tokens=inc.tokens, item_id=inc.item_id,
+            locator=inc.source_ref.get("locator") or inc.source_ref.get("url"),
+            updated_at=src.updated_at.isoformat(), content_hash=inc.content_hash))
+    excluded = [ExcludedEntry(id=sources[s].id, reason=UNTRUSTED_REASON, gate=UNTRUSTED_GATE,
+                              detail="lab trust 'untrusted' is never evidence (seed 002 §3.4)")
+                for s in case.candidate_source_ids if sources[s].trust == "untrusted"]
+    excluded += [ExcludedEntry(id=e.item_id, reason=e.reason.value, gate=e.hard_gate,
+                               detail=e.detail)
+                 for e in manifest.excluded if e.item_id in candidate_ids]
+    outcomes = {a.source_request_id: a.outcome.value for a in manifest.source_acquisition}
+
+    def outcome_of(sid: str) -> str | None:
+        if sources[sid].trust == "untrusted":
+            return "retrieved"  # fetched by the lab, refused before the engine
+        return outcomes.get(acquisition_id(sid))
+
+    acquisitions = [AcquisitionEntry(id=s, outcome=o) for s in case.candidate_source_ids
+                    if (o := outcome_of(s)) is not None]
+    ready = manifest.status == "ready"
+    messages, events = (visible_messages(outcome.serialized.payload) if ready else ([], []))
+    policy_ref = manifest.policy.model_dump(mode="json")
+    return Packet(
+        case_id=case.id, strategy=STRATEGY, status=manifest.status,
+        selected=tuple(selected), excluded=tuple(excluded),
+        missing_topics=tuple(manifest.missing_topics),
+        budget_used=manifest.budget.evidence_block_tokens, budget_limit=budget,
+        acquisitions=tuple(acquisitions), messages=tuple(messages), tool_events=tuple(events),
+        rendered_context=outcome.rendered_evidence if ready else "",
+        manifest=ManifestRef(
+            manifest_id=manifest.manifest_id, status=manifest.status,
+            blocked_reason=manifest.blocked_reason.value if manifest.blocked_reason else None,
+            policy=policy_ref, candidate_set_digest=manifest.candidate_set_digest,
+            assembly_input_hash=manifest.assembly_input_hash,
+            serialized_model_input_hash=manifest.serialized_model_input_hash),
+        fingerprint=fingerprint(strategy=STRATEGY, case_id=case.id,
+                                as_of=case.as_of.isoformat(),
+                                selected=[(s.id, s.content_hash) for s in selected],
+                                policy=policy_ref),
+    )
