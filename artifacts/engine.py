@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -31,6 +31,7 @@ __all__ = [
     "connect",
     "default_url",
     "pressroom_home",
+    "redact",
 ]
 
 DB_FILENAME = "pressroom.db"
@@ -47,6 +48,14 @@ def default_url() -> str:
     if env:
         return env
     return f"sqlite+aiosqlite:///{pressroom_home() / DB_FILENAME}"
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, for printing."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL may hold a password anywhere: show nothing of it
+        return "<unparsable database URL>"
 
 
 @dataclass
