@@ -45,7 +45,7 @@ def run_command(*, cases: Path, sources: Path, policy: str, budget: int | None,
     try:
         result = run_context_eval(cases, sources, policy=policy, budget=budget)
     except LabError as exc:
-        err_console.print(f"[red]unusable input:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]unusable input:[/red] {exc}", highlight=False, soft_wrap=True)
         return EXIT_UNUSABLE
     paths = write_reports(result, output)
     console.print(summary_table(result))
@@ -58,5 +58,6 @@ def run_command(*, cases: Path, sources: Path, policy: str, budget: int | None,
         return EXIT_PASS
     console.print("[red]release gate: FAIL[/red]")
     for name, check in gate.failing.items():
-        console.print(f"  {name}: {', '.join(check.cases) or '(no case)'}", highlight=False)
+        console.print(f"  {name}: {', '.join(check.cases) or '(no case)'}", highlight=False,
+                      soft_wrap=True)
     return EXIT_GATE_FAILED
