@@ -65,6 +65,7 @@ __all__ = [
     "RenderedToolCall",
     "assemble_messages",
     "data_block",
+    "data_block_frame",
     "escape_content",
     "missing_evidence_section",
     "parse_data_blocks",
@@ -74,6 +75,7 @@ __all__ = [
     "render_tool_pairs",
     "render_trusted",
     "tool_result_block",
+    "tool_result_frame",
     "unescape_content",
 ]
 
@@ -194,46 +196,59 @@ def _short(content: str) -> str:
     return sha256_text(content)[7 : 7 + _SHORT_HASH]
 
 
-def _block(attrs: Sequence[tuple[str, str]], content: str) -> str:
+def _frame(attrs: Sequence[tuple[str, str]], content: str) -> tuple[str, str]:
     short = _short(content)
     head = " ".join(f"{k}={_attr(v)}" for k, v in attrs if v or k == "id")
-    return (
-        f'<<<DATA {head} sha256="{short}">>>\n'
-        f"{escape_content(content)}\n"
-        f'<<<END DATA sha256="{short}">>>'
-    )
+    return f'<<<DATA {head} sha256="{short}">>>', f'<<<END DATA sha256="{short}">>>'
+
+
+def _block(attrs: Sequence[tuple[str, str]], content: str) -> str:
+    header, footer = _frame(attrs, content)
+    return f"{header}\n{escape_content(content)}\n{footer}"
+
+
+def _item_attrs(item: ContextItem, flags: Iterable[str]) -> list[tuple[str, str]]:
+    return [
+        ("id", item.item_id),
+        ("source", item.source_ref.citation()),
+        ("revision", item.revision or ""),
+        ("trust", str(item.trust)),
+        ("role", str(item.intended_role)),
+        ("flags", ",".join(sorted(set(flags)))),
+    ]
+
+
+def _pair_attrs(pair: ToolPair, flags: Iterable[str]) -> list[tuple[str, str]]:
+    return [
+        ("id", pair.result_item_id),
+        ("source", f"tool:{pair.tool_name} call:{pair.call_id}"),
+        ("trust", "untrusted_external_data"),
+        ("role", "tool_result"),
+        ("status", str(pair.status)),
+        ("evidence_use", pair.evidence_use),
+        ("flags", ",".join(sorted(set(flags)))),
+    ]
 
 
 def data_block(item: ContextItem, flags: Iterable[str] = ()) -> str:
     """``item`` as a hash-bound data block (untrusted or derived content)."""
-    return _block(
-        [
-            ("id", item.item_id),
-            ("source", item.source_ref.citation()),
-            ("revision", item.revision or ""),
-            ("trust", str(item.trust)),
-            ("role", str(item.intended_role)),
-            ("flags", ",".join(sorted(set(flags)))),
-        ],
-        item.content,
-    )
+    return _block(_item_attrs(item, flags), item.content)
+
+
+def data_block_frame(item: ContextItem, flags: Iterable[str] = ()) -> tuple[str, str]:
+    """(header, footer) of :func:`data_block`; the block is ``header\\nbody\\nfooter``
+    with ``body = escape_content(item.content)`` — lets callers count the parts separately."""
+    return _frame(_item_attrs(item, flags), item.content)
 
 
 def tool_result_block(pair: ToolPair, flags: Iterable[str] = ()) -> str:
     """A tool result as a data block: tool output is untrusted observation, never control."""
-    return _block(
-        [
-            ("id", pair.result_item_id),
-            ("source", f"tool:{pair.tool_name} call:{pair.call_id}"),
-            ("revision", ""),
-            ("trust", "untrusted_external_data"),
-            ("role", "tool_result"),
-            ("status", str(pair.status)),
-            ("evidence_use", pair.evidence_use),
-            ("flags", ",".join(sorted(set(flags)))),
-        ],
-        pair.result.content,
-    )
+    return _block(_pair_attrs(pair, flags), pair.result.content)
+
+
+def tool_result_frame(pair: ToolPair, flags: Iterable[str] = ()) -> tuple[str, str]:
+    """(header, footer) of :func:`tool_result_block` (same layout as ``data_block_frame``)."""
+    return _frame(_pair_attrs(pair, flags), pair.result.content)
 
 
 _HEADER = re.compile(r"^<<<DATA ((?:[a-z0-9_]+=\"(?:[^\"\\\n]|\\.)*\" ?)+)>>>\n", re.MULTILINE)

@@ -131,3 +131,14 @@ def test_trusted_text_cannot_fake_a_block() -> None:
     msg = render_trusted(item("t", fake), Zone.TASK)
     assert parse_data_blocks(msg.content or "") == []
     assert a.digest() == sample_assembly().digest()
+
+
+def test_frames_compose_the_blocks() -> None:
+    from context.render import data_block_frame, tool_result_block, tool_result_frame
+
+    it = item("x", "a <<<< b")
+    head, foot = data_block_frame(it, ["f"])
+    assert data_block(it, ["f"]) == f"{head}\n{escape_content(it.content)}\n{foot}"
+    pair = pair_tool_history(history()).pairs[0]
+    head, foot = tool_result_frame(pair)
+    assert tool_result_block(pair) == f"{head}\n{escape_content(pair.result.content)}\n{foot}"
