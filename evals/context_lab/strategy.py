@@ -2,11 +2,13 @@
 
 The case becomes an ``AssemblyRequest`` (``mapping`` builds the items; every candidate is
 acquired ``retrieved`` from the fixed file; required topics become ``TopicSpec`` with the
-topic name and its words as terms; ``budget`` becomes ``evidence_budget``; the case's
-``policy`` overrides are deep-merged into the chosen policy and re-validated, so the
-manifest names the digest actually used). The packet is then read back from the sealed
-manifest and the serialized OpenAI Chat payload — what the model would really receive —
-never from the engine's intermediate state.
+topic name and its words as terms; ``budget`` becomes ``evidence_budget``; a fixed
+control-policy item and a task item carrying the question are added, because the engine
+blocks a step without them by design — they are not lab sources and are never graded as
+evidence; the case's ``policy`` overrides are deep-merged into the chosen policy and
+re-validated, so the manifest names the digest actually used). The packet is then read
+back from the sealed manifest and the serialized OpenAI Chat payload — what the model
+would really receive — never from the engine's intermediate state.
 
 Seed 002 §3.4's conservative rule is applied here, before the engine: a source whose lab
 ``trust`` is ``untrusted`` is never a candidate. It is recorded in the packet as excluded
@@ -23,10 +25,11 @@ from typing import Any
 
 import context
 from context.errors import ContextError
-from context.items import SourceAcquisition
+from context.items import ContextItem, ScopeRef, SourceAcquisition
 from context.policy import ContextPolicy, policy_from_mapping
 from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
 from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult
+from context.vocabulary import Role, SecurityClass, SourceType, Trust
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.errors import DatasetError, StrategyError
 from evals.context_lab.mapping import acquisition_id, case_scope, security_class, source_to_item
@@ -46,6 +49,10 @@ LAB_MODEL = ModelSpec(provider="lab", name="context-lab", context_limit=128_000)
 LAB_PRINCIPAL = "context-lab-agent"
 UNTRUSTED_REASON = "hard_gate_rejected"
 UNTRUSTED_GATE = "trust_role_compatibility"
+CONTROL_TEXT = (
+    "You are Pressroom's research agent. Answer only from the admitted evidence below, cite "
+    "each claim by its source, and say plainly when evidence is missing."
+)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -85,16 +92,31 @@ def tool_history(case: LabCase) -> tuple[ToolHistory, tuple[ToolDefinition, ...]
     return ToolHistory(calls=tuple(calls), results=tuple(results)), defs
 
 
+def contract_items(case: LabCase, scope: ScopeRef) -> list[ContextItem]:
+    """The control policy and task contract every step needs (the engine blocks without)."""
+    common = {"producer": "context-lab", "observed_at": case.as_of,
+              "security_class": SecurityClass.PUBLIC}
+    return [
+        ContextItem.build(item_id="lab-control-policy", source_type=SourceType.SYSTEM_POLICY,
+                          content=CONTROL_TEXT, trust=Trust.CONTROL_AUTHORITY,
+                          intended_role=Role.CONTROL,
+                          scope=ScopeRef(tenant=scope.tenant, project=scope.project), **common),
+        ContextItem.build(item_id=f"lab-task-{case.id}", source_type=SourceType.USER_REQUEST,
+                          content=f"Task: {case.question}", trust=Trust.TASK_AUTHORITY,
+                          intended_role=Role.TASK_INTENT, scope=scope, **common),
+    ]
+
+
 def build_request(case: LabCase, sources: dict[str, LabSource], *, budget: int,
                   policy: ContextPolicy) -> AssemblyRequest:
+    scope = case_scope(case)
     admitted = [sources[s] for s in case.candidate_source_ids if sources[s].trust != "untrusted"]
-    items = [source_to_item(s, policy) for s in admitted]
+    items = contract_items(case, scope) + [source_to_item(s, policy) for s in admitted]
     acquisitions = [SourceAcquisition(source_request_id=acquisition_id(i.item_id),
                                       source_type=i.source_type.value, source_id=i.item_id,
                                       revision=i.revision, outcome="retrieved",
                                       result_digest=i.content_hash) for i in items]
     history, defs = tool_history(case)
-    scope = case_scope(case)
     return AssemblyRequest(
         run_id=f"context-lab-{case.id}", step_id="assemble", stage="research",
         as_of=case.as_of,
