@@ -1,0 +1,292 @@
+"""The offline default provider: an article composed only of quoted, cited evidence.
+
+``extractive`` calls no model. It reads the serialized request (``payload.read_request``),
+takes the topics and their search terms from the task text the engine rendered
+(``- <topic> (search terms: a, b)``), and for each topic quotes, verbatim, the evidence
+lines that mention one of its terms, each with a citation narrowed to the quoted line
+(``repo@commit:path#Ln-Ln``). It invents nothing: every finding is a substring of an
+admitted, hash-verified data block, and everything else in the draft is fixed template
+text. Output is a pure function of the payload, so the same request gives the same draft.
+
+What counts as evidence: data blocks whose citation is a code excerpt, a document excerpt
+or a web page excerpt (a ``#L<a>-L<b>`` locator, as ``activities.sources`` produces).
+Earlier drafts, workspace files such as ``plan.md``, checkpoints and tool results are
+data too, but they are not evidence and are never quoted as findings. Lines flagged as
+instruction-like (``context.security``) are never quoted; the source is named under open
+items instead, as is every topic in the request's MISSING EVIDENCE section, every failed
+acquisition and every reviewer comment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from activities.providers.base import ProviderResult
+from activities.providers.payload import RequestView, read_request
+from context.adapters import get_adapter
+from context.render import MISSING_EVIDENCE_HEADING, DataBlockView
+from context.security import Detector
+from context.tokens import default_counter
+
+NAME = "extractive"
+MODEL = "extractive-v1"
+MAX_FINDINGS_PER_TOPIC = 8
+MAX_QUOTE_CHARS = 240
+PREAMBLE = (
+    "_Drafted extractively by Pressroom from admitted evidence only: every finding quotes "
+    "its source verbatim, with a citation. Nothing here is inferred or paraphrased._"
+)
+UNTRUSTED_NOTE = " (untrusted external source)"
+_RANGE = re.compile(r"^(?P<base>.+)#L(?P<a>\d+)-L(?P<b>\d+)$")
+_TOPIC = re.compile(r"^- (?P<name>\S+) \(search terms: (?P<terms>.*)\)$")
+_QUESTION = re.compile(r"^Research question: (?P<q>.+)$")
+_EVIDENCE_TRUST = frozenset({"repository_evidence", "external_evidence", "untrusted_external_data"})
+_DETECTOR = Detector()
+
+
+@dataclass(frozen=True)
+class Finding:
+    topic: str
+    quote: str
+    citation: str
+    untrusted: bool = False
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What the trusted task text says the article must do."""
+
+    question: str | None
+    topics: list[tuple[str, list[str]]]
+    missing: list[str]
+    review_comments: list[str]
+
+
+def read_brief(trusted: list[str]) -> Brief:
+    question: str | None = None
+    topics: list[tuple[str, list[str]]] = []
+    missing: list[str] = []
+    comments: list[str] = []
+    for text in trusted:
+        lines = text.splitlines()
+        in_missing = any(line.strip() == f"## {MISSING_EVIDENCE_HEADING}" for line in lines[:1])
+        in_comments = False
+        for line in lines:
+            if in_missing:
+                if line.startswith("- "):
+                    missing.append(line[2:].removesuffix(" (blocking)").strip())
+                continue
+            if (m := _QUESTION.match(line)) and question is None:
+                question = m.group("q").strip()
+            elif m := _TOPIC.match(line):
+                terms = [t.strip() for t in m.group("terms").split(",") if t.strip()]
+                if m.group("name") not in (name for name, _ in topics):
+                    topics.append((m.group("name"), terms))
+            elif line.startswith("Reviewer's requested changes:"):
+                in_comments = True
+            elif in_comments and line.startswith("- "):
+                comments.append(line[2:].strip())
+    return Brief(question, topics, missing, comments)
+
+
+def block_citation(block: DataBlockView) -> str:
+    """The block's citation with its line range; a page cites ``url#La-Lb`` from its id."""
+    if _RANGE.match(block.citation):
+        return block.citation
+    m = _RANGE.match(block.item_id)
+    if m and block.citation.startswith(("http://", "https://")):
+        return f"{block.citation}#L{m.group('a')}-L{m.group('b')}"
+    return block.citation
+
+
+def is_evidence(block: DataBlockView) -> bool:
+    return (
+        block.trust in _EVIDENCE_TRUST
+        and block.role == "untrusted_data"
+        and _RANGE.match(block_citation(block)) is not None
+    )
+
+
+def line_citation(block: DataBlockView, index: int, line_count: int) -> str:
+    """The block's citation narrowed to line ``index`` (0-based) when the range allows it."""
+    cited = block_citation(block)
+    m = _RANGE.match(cited)
+    if m is None:
+        return cited
+    a, b = int(m.group("a")), int(m.group("b"))
+    if b - a + 1 != line_count:  # content was transformed; cite the whole excerpt
+        return cited
+    n = a + index
+    return f"{m.group('base')}#L{n}-L{n}"
+
+
+_MARKERS = re.compile(r"^(?:[-*]\s+|#+\s+|>\s+|\d+\.\s+)")
+_LOW_VALUE = re.compile(r"^(?:from\s+\S+\s+import\b|import\s|__all__\b|```|~~~)")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_DOC_QUOTES = ('"""', "'''")
+
+
+def fragments(line: str) -> list[str]:
+    """Quotable pieces of one evidence line; each is a verbatim substring of it.
+
+    List, heading, quote and comment markers and surrounding docstring quotes are trimmed
+    (never rewritten); a line too long to quote is split into sentences; headings, imports
+    and code fences are skipped as carrying no claim; instruction-like text is never quoted.
+    """
+    text = line.strip()
+    if text.startswith("#") and not text.startswith("# "):
+        return []  # a Markdown heading such as "## Retries", or a shebang
+    heading = text.startswith("# ") and not text.endswith((".", ":", ")"))
+    if heading or _LOW_VALUE.match(text):
+        return []
+    text = _MARKERS.sub("", text, count=1)
+    for q in _DOC_QUOTES:
+        text = text.removeprefix(q).removesuffix(q)
+    pieces = [text] if len(text) <= MAX_QUOTE_CHARS else _SENTENCE.split(text)
+    out = []
+    for piece in pieces:
+        piece = piece.strip()
+        if (
+            12 <= len(piece) <= MAX_QUOTE_CHARS
+            and re.search(r"[A-Za-z]{3}", piece)
+            and not _DETECTOR.instruction_matches(piece)
+        ):
+            out.append(piece)
+    return out
+
+
+def _source_key(file_key: str) -> str:
+    if file_key.startswith(("http://", "https://")):
+        return file_key
+    return re.split(r"[@:]", file_key, maxsplit=1)[0]
+
+
+def _round_robin(groups: dict[str, list[Finding]], limit: int) -> list[Finding]:
+    queues = [list(v) for v in groups.values()]
+    out: list[Finding] = []
+    while len(out) < limit and any(queues):
+        for q in queues:
+            if q and len(out) < limit:
+                out.append(q.pop(0))
+    return out
+
+
+def collect(view: RequestView, brief: Brief) -> tuple[list[Finding], list[str]]:
+    """Findings per topic and the evidence sources holding instruction-like text.
+
+    Within a topic the findings alternate between sources (repositories, document sets,
+    pages) and, inside a source, between files, so one verbose file cannot crowd out the
+    others; order is otherwise block order then line order — deterministic.
+    """
+    flagged: list[str] = []
+    evidence = [b for b in view.blocks if is_evidence(b)]
+    for block in evidence:
+        if (block.flags or _DETECTOR.instruction_matches(block.content)) and (
+            block_citation(block) not in flagged
+        ):
+            flagged.append(block_citation(block))
+    findings: list[Finding] = []
+    for topic, terms in brief.topics:
+        lowered = [t.lower() for t in terms]
+        by_source: dict[str, dict[str, list[Finding]]] = {}
+        seen: set[str] = set()
+        for block in evidence:
+            lines = block.content.split("\n")
+            for i, line in enumerate(lines):
+                for quote in fragments(line):
+                    if quote in seen or not any(t in quote.lower() for t in lowered):
+                        continue
+                    seen.add(quote)
+                    citation = line_citation(block, i, len(lines))
+                    m = _RANGE.match(citation)
+                    file_key = m.group("base") if m else citation
+                    files = by_source.setdefault(_source_key(file_key), {})
+                    untrusted = block.trust == "untrusted_external_data"
+                    files.setdefault(file_key, []).append(
+                        Finding(topic, quote, citation, untrusted)
+                    )
+        per_source = {k: _round_robin(v, MAX_FINDINGS_PER_TOPIC) for k, v in by_source.items()}
+        findings += _round_robin(per_source, MAX_FINDINGS_PER_TOPIC)
+    return findings, flagged
+
+
+def _failed_tools(view: RequestView) -> list[str]:
+    out = []
+    for block in view.blocks:
+        if block.role != "tool_result" or block.status not in ("error", "partial", "unknown"):
+            continue
+        reason = ""
+        try:
+            reason = str(json.loads(block.content).get("reason") or "")
+        except (ValueError, AttributeError):
+            pass
+        suffix = f": {reason}" if reason else ""
+        out.append(f"`{block.citation}` ended with status {block.status}{suffix}")
+    return out
+
+
+def compose(view: RequestView) -> str:
+    brief = read_brief(view.trusted)
+    findings, flagged = collect(view, brief)
+    title = brief.question or "Research draft"
+    out = [f"# {title}", "", PREAMBLE, ""]
+    cited: list[str] = []
+    uncovered: list[str] = []
+    for topic, _terms in brief.topics:
+        mine = [f for f in findings if f.topic == topic]
+        if topic in brief.missing:
+            continue
+        if not mine:
+            uncovered.append(topic)
+            continue
+        out += [f"## {topic}", ""]
+        for f in mine:
+            note = UNTRUSTED_NOTE if f.untrusted else ""
+            out.append(f"- \"{f.quote}\" — `{f.citation}`{note}")
+            base = _RANGE.match(f.citation)
+            cited.append(base.group("base") if base else f.citation)
+        out.append("")
+    out += ["## Missing evidence", ""]
+    if brief.missing:
+        out += [f"- {t}: no admitted evidence; this draft makes no claim about it."
+                for t in brief.missing]
+    else:
+        out.append("- None: every required topic has admitted evidence.")
+    out += ["", "## Open items", ""]
+    items = [f"- {t}: evidence was admitted but no line quotes its search terms."
+             for t in uncovered]
+    items += [f"- {t}: find evidence before publishing." for t in brief.missing]
+    items += [f"- `{c}` contains instruction-like text; it was treated as data and not "
+              "followed." for c in flagged]
+    items += [f"- Acquisition {t}." for t in _failed_tools(view)]
+    items += [f"- Reviewer requested: {c}" for c in brief.review_comments]
+    out += items or ["- None."]
+    out += ["", "## Sources", ""]
+    out += [f"- `{c}`" for c in dict.fromkeys(cited)] or ["- None quoted."]
+    return "\n".join(out) + "\n"
+
+
+class ExtractiveProvider:
+    """Deterministic, offline; see the module docstring."""
+
+    name = NAME
+
+    def __init__(self, model: str = MODEL) -> None:
+        self.model = model
+
+    async def complete(
+        self, payload: dict[str, Any], *, adapter: str, purpose: str
+    ) -> ProviderResult:
+        view = read_request(payload, adapter)
+        text = compose(view)
+        counter = default_counter()
+        return ProviderResult(
+            text=text,
+            input_tokens=get_adapter(adapter).count_tokens(payload, counter),
+            output_tokens=counter.count_text(text),
+            model=self.model,
+            provider=NAME,
+        )
