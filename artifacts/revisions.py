@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError as DBIntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from artifacts.dialect import insert_for
+from artifacts.blobio import blob_io_for
 from artifacts.engine import begin_write
 from artifacts.errors import (
     ArtifactNotFound,
@@ -27,7 +27,7 @@ from artifacts.errors import (
     ScopeDenied,
     StoreError,
 )
-from artifacts.models import Artifact, Blob
+from artifacts.models import Artifact
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 from artifacts.validate import (
     check_body,
@@ -88,12 +88,7 @@ async def put_artifact(
     if actual != parent:
         raise RevisionConflict(kind.value, artifact_id, parent, actual)
 
-    if await session.scalar(select(Blob.hash).where(Blob.hash == digest)) is None:
-        await session.execute(
-            insert_for(session, Blob)
-            .values(hash=digest, size=len(body), data=body)
-            .on_conflict_do_nothing(index_elements=["hash"])
-        )
+    await blob_io_for(session).write(session, digest, body)
     record = ArtifactRecord(
         kind=kind, artifact_id=artifact_id, revision=(parent or 0) + 1,
         content_hash=digest, writer=principal.principal_id, scope=scope, trust=trust,
@@ -145,7 +140,7 @@ async def get_artifact(
                 f"{kind.value}/{artifact_id} has no revision {wanted} (head is {head.revision})"
             )
         row = found
-    data = await session.scalar(select(Blob.data).where(Blob.hash == row.content_hash))
+    data = await blob_io_for(session).read(session, row.content_hash)
     if data is None:
         raise IntegrityError(kind.value, artifact_id, row.revision, row.content_hash,
                              "<blob missing>")

@@ -19,6 +19,7 @@ from artifacts import (
     StoreError,
     open_store,
 )
+from artifacts.blobio import CHUNK
 from artifacts.models import Artifact, Blob
 
 
@@ -197,11 +198,12 @@ async def test_unsupported_urls() -> None:
         await open_store("sqlite+aiosqlite:///:memory:")
 
 
+@pytest.mark.parametrize("size", [100, CHUNK + 1], ids=["small", "streamed"])
 async def test_failed_write_leaves_no_blob_or_row(
-    store: ArtifactStore, alice: Principal, scope: Scope
+    store: ArtifactStore, alice: Principal, scope: Scope, size: int
 ) -> None:
     """A real database failure after the blob insert (a trigger refusing the revision row)
-    rolls the whole put back: no blob, no row."""
+    rolls the whole put back: no blob, no row, on the plain and the streamed blob path."""
     if store.engine_name == "sqlite":
         ddl = ["CREATE TRIGGER refuse BEFORE INSERT ON artifacts WHEN NEW.artifact_id = 'doomed' "
                "BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END"]
@@ -218,7 +220,7 @@ async def test_failed_write_leaves_no_blob_or_row(
             await s.execute(text(statement))
     try:
         with pytest.raises(StoreError, match=r"refused by the database.*refused by trigger"):
-            await store.put(ArtifactKind.DOCUMENT, "doomed", b"never stored",
+            await store.put(ArtifactKind.DOCUMENT, "doomed", b"n" * size,
                             **_put_kwargs(alice, scope))
         assert await _counts(store) == (0, 0)
         await store.put(ArtifactKind.DOCUMENT, "fine", b"stored", **_put_kwargs(alice, scope))

@@ -37,6 +37,9 @@ def upgrade() -> None:
         sa.Column("data", sa.LargeBinary(), nullable=False),
         sa.PrimaryKeyConstraint("hash", name="pk_blobs"),
     )
+    if op.get_bind().dialect.name == "postgresql":
+        # Bodies are stored uncompressed so large reads can fetch TOAST slices directly.
+        op.execute("ALTER TABLE blobs ALTER COLUMN data SET STORAGE EXTERNAL")
     op.create_table(
         "artifacts",
         sa.Column("id", BigId, autoincrement=True, nullable=False),
