@@ -1,1 +1,70 @@
-"""Pressroom's context engine: pure, synchronous, deterministic assembly of model input."""
+"""Pressroom's context engine: pure, synchronous, deterministic assembly of model input.
+
+``assemble(request)`` runs the seed 000 §9 pipeline — hard gates, ranking and coverage,
+load modes, structure and tool pairing, source limits, partition budgets on real token
+counts, checked transforms, provider serialization — and returns ``Ready`` (the exact
+provider request and its sealed manifest) or ``ContextAssemblyBlocked`` (a sealed manifest
+with ``status="blocked"``; no model call may follow). ``load_policy`` reads a shipped or
+custom policy; ``count_tokens`` counts text or a chat request with framing. Errors: see
+``context.errors``.
+"""
+
+from context.adapters import SerializationError, SerializedRequest
+from context.engine import ContextAssemblyBlocked, Ready, assemble
+from context.errors import (
+    ContextError,
+    InvariantViolation,
+    PolicyError,
+    RequestError,
+    ToolHistoryError,
+)
+from context.items import (
+    ContextItem,
+    LineageNode,
+    ScopeRef,
+    SourceAcquisition,
+    SourceRef,
+    sha256_text,
+)
+from context.manifest import ContextAssemblyManifest
+from context.policy import ContextPolicy, load_policy, policy_from_mapping
+from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
+from context.tokens import ESTIMATOR, TokenCounter, count_tokens
+from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult
+from context.transforms import PreservationFailed, TransformRecord
+
+__all__ = [
+    "ESTIMATOR",
+    "AssemblyRequest",
+    "ContextAssemblyBlocked",
+    "ContextAssemblyManifest",
+    "ContextError",
+    "ContextItem",
+    "ContextPolicy",
+    "InvariantViolation",
+    "LineageNode",
+    "ModelSpec",
+    "PolicyError",
+    "PreservationFailed",
+    "PrincipalContext",
+    "Ready",
+    "RequestError",
+    "ScopeRef",
+    "SerializationError",
+    "SerializedRequest",
+    "SourceAcquisition",
+    "SourceRef",
+    "TokenCounter",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolHistory",
+    "ToolHistoryError",
+    "ToolResult",
+    "TopicSpec",
+    "TransformRecord",
+    "assemble",
+    "count_tokens",
+    "load_policy",
+    "policy_from_mapping",
+    "sha256_text",
+]

@@ -148,6 +148,11 @@ class ContextItem(_Frozen):
     claim: str | None = None
     required: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Scopes of everything this item was derived from (a summary of another task's items
+    # carries that task here); the security gate denies any origin outside the request.
+    origin_scopes: tuple[ScopeRef, ...] = ()
+    # Stages this item is relevant to (empty: any stage); a ranking signal, never a gate.
+    stages: tuple[str, ...] = ()
 
     @field_validator("content", mode="before")
     @classmethod
@@ -159,6 +164,15 @@ class ContextItem(_Frozen):
                 raise ValueError(
                     f"content is not valid UTF-8 (byte {exc.start}): decode or exclude it "
                     "before assembly"
+                ) from exc
+        if isinstance(value, str):
+            # Lone surrogates (e.g. from surrogateescape decoding) cannot be encoded as
+            # UTF-8: reject here rather than crash later inside hashing or the tokenizer.
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"content is not valid UTF-8 text (unpaired surrogate at index {exc.start})"
                 ) from exc
         return value
 

@@ -1,0 +1,475 @@
+"""The stages of one assembly up to the budget; ``context.finish`` renders and seals.
+
+Each stage appends a ``StageEntry`` and may exclude items (with the seed's reasons); no
+stage ever re-admits what an earlier one excluded — every later stage only iterates over
+``self.admitted``, which only gates can fill. See ``context.engine`` for the overview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from context.adapters import SerializedRequest
+from context.budget import Allocation, Unit, allocate, usable_budget
+from context.gates import GateOutcome, GateRunner
+from context.items import ContextItem, sha256_text
+from context.layout import (
+    control_frame_cost,
+    control_item_cost,
+    data_block_cost,
+    missing_notice_cost,
+    trusted_cost,
+)
+from context.loading import index_entry, load_mode_for, too_large
+from context.manifest import (
+    AcquisitionEntry,
+    CandidateEntry,
+    ContextAssemblyManifest,
+    ExcludedEntry,
+    StageEntry,
+    SummaryEntry,
+    TransformEntry,
+)
+from context.ranking import (
+    RankInfo,
+    coverage_first,
+    covered_topics,
+    decision_relevance,
+    decision_terms,
+    supersede,
+)
+from context.records import (
+    Admitted,
+    acquisition_entry,
+    candidate_entry,
+    excluded_after_gates,
+    excluded_from_gate,
+    simple_transform,
+)
+from context.render import AssemblyInput
+from context.request import AssemblyRequest
+from context.source_limits import apply_source_limit
+from context.structure import ToolStage
+from context.tokens import TokenCounter
+from context.vocabulary import (
+    ROLE_ZONE,
+    BlockedReason,
+    ExclusionReason,
+    LoadMode,
+    Partition,
+    Role,
+    SecurityClass,
+    SourceType,
+    Trust,
+    Zone,
+)
+
+ENGINE_PRODUCER = "pressroom-context-engine/v1"
+FRAME_UNIT = "control:frame"
+MISSING_UNIT = "task:missing-evidence"
+_ROLE_PARTITION = {
+    Role.CONTROL: Partition.CONTROL,
+    Role.TASK_INTENT: Partition.TASK,
+    Role.STATE: Partition.STATE,
+    Role.DERIVED_CONTEXT: Partition.STATE,
+    Role.UNTRUSTED_DATA: Partition.DIRECT_EVIDENCE,
+}
+_REASON_BY_PARTITION = {
+    Partition.CONTROL: "control_policy",
+    Partition.TASK: "task_contract",
+    Partition.STATE: "current_state",
+}
+
+
+@dataclass
+class Outcome:
+    manifest: ContextAssemblyManifest
+    blocked_reason: BlockedReason | None
+    serialized: SerializedRequest | None = None
+    assembly_input: AssemblyInput | None = None
+    rendered_evidence: str = ""
+
+
+class Blocked(Exception):
+    """Internal control flow: a stage decided the assembly must block."""
+
+    def __init__(self, reason: BlockedReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class Pipeline:
+    def __init__(self, request: AssemblyRequest, counter: TokenCounter) -> None:
+        self.req = request
+        self.policy = request.policy
+        self.counter = counter
+        self.current_stage = "start"
+        self.stages: list[StageEntry] = []
+        self.excluded: list[ExcludedEntry] = []
+        self.transforms: list[TransformEntry] = []
+        self.summaries: list[SummaryEntry] = []
+        self.admitted: dict[str, Admitted] = {}
+        self.candidate_entries: list[CandidateEntry] = []
+        self.acquisitions: list[AcquisitionEntry] = []
+        self.step_item_id = f"step:{request.step_id}"
+        self.tools = ToolStage(self)
+        self.alloc: Allocation | None = None
+        self.units: dict[str, Unit] = {}
+        self.usable = 0
+        self.missing: list[str] = []
+        self.estimated_used: int | None = None
+        self.evidence_block_tokens = 0
+        self.runner = GateRunner(
+            policy=self.policy,
+            as_of=request.as_of,
+            clearance=request.principal.clearance,
+            principal_scope=request.principal.scope,
+            request_scope=request.scope,
+            required_revisions=request.required_revisions,
+        )
+
+    # -- bookkeeping ---------------------------------------------------------------
+    def stage(self, name: str, detail: str) -> None:
+        self.stages.append(StageEntry(stage=name, status="done", detail=detail))
+
+    def exclude(self, a: Admitted, reason: ExclusionReason, stage: str, detail: str,
+                superseded_by: str | None = None) -> None:
+        self.admitted.pop(a.item.item_id, None)
+        self.excluded.append(
+            excluded_after_gates(a.item, a.gate, reason, stage, detail, superseded_by)
+        )
+
+    def run(self) -> Outcome:
+        from context.finish import Finisher
+
+        finisher = Finisher(self)
+        try:
+            for name, step in (
+                ("acquisition", self.acquisition),
+                ("hard_gates", self.gates),
+                ("ranking", self.ranking),
+                ("structure", self.tools.run),
+                ("source_limits", self.source_limits),
+                ("budget", self.budget),
+            ):
+                self.current_stage = name
+                step()
+            self.current_stage = "render"
+            return finisher.ready()
+        except Blocked as blocked:
+            self.stages.append(
+                StageEntry(stage=self.current_stage, status="blocked", detail=blocked.detail)
+            )
+            return finisher.blocked(blocked.reason, blocked.detail)
+
+    # -- stages --------------------------------------------------------------------
+    def acquisition(self) -> None:
+        self.acquisitions = [
+            acquisition_entry(a)
+            for a in sorted(self.req.acquisitions, key=lambda a: a.source_request_id)
+        ]
+        counts: dict[str, int] = {}
+        for a in self.acquisitions:
+            counts[a.outcome.value] = counts.get(a.outcome.value, 0) + 1
+        self.stage("acquisition", f"outcomes {dict(sorted(counts.items()))}")
+
+    def step_item(self) -> ContextItem:
+        r = self.req
+        lines = [f"QUESTION\n{r.question}", f"STAGE\n{r.stage}"]
+        if r.decision:
+            lines.insert(1, f"DECISION\n{r.decision}")
+        if r.required_topics:
+            topics = "\n".join(
+                f"- {t.name}{' (blocking)' if t.blocking else ''}" for t in r.required_topics
+            )
+            lines.append(f"REQUIRED TOPICS\n{topics}")
+        return ContextItem.build(
+            item_id=self.step_item_id,
+            source_type=SourceType.USER_REQUEST,
+            producer=ENGINE_PRODUCER,
+            content="\n\n".join(lines),
+            scope=r.scope,
+            trust=Trust.TASK_AUTHORITY,
+            intended_role=Role.TASK_INTENT,
+            security_class=SecurityClass.PUBLIC,
+            load_mode=LoadMode.RESIDENT,
+            metadata={"goal": r.question},
+        )
+
+    def admit(self, out: GateOutcome, original: ContextItem, reason: str = "") -> Admitted:
+        item = out.item
+        zone = ROLE_ZONE[item.intended_role]
+        part = _ROLE_PARTITION[item.intended_role]
+        if part is Partition.DIRECT_EVIDENCE and (
+            item.source_type in self.policy.placement.background_source_types
+        ):
+            part = Partition.BACKGROUND
+        a = Admitted(
+            item=item, original=original, gate=out, load_mode=load_mode_for(item, self.policy),
+            zone=zone, partition=part, admission_reason=reason or _REASON_BY_PARTITION.get(
+                part, "")
+        )
+        self.admitted[item.item_id] = a
+        return a
+
+    def gates(self) -> None:
+        items = [self.step_item(), *sorted(self.req.candidates, key=lambda i: i.item_id)]
+        for item in items:
+            out = self.runner.run(item)
+            fresh = out.freshness.value if out.freshness else None
+            self.candidate_entries.append(candidate_entry(item, fresh))
+            if not out.passed:
+                self.excluded.append(excluded_from_gate(out))
+                continue
+            a = self.admit(out, item)
+            if out.redaction is not None:
+                self.record_redaction(a, out)
+        failed = len(items) - len(self.admitted)
+        self.stage("hard_gates", f"{len(self.admitted)} passed, {failed} excluded")
+
+    def record_redaction(self, a: Admitted, out: GateOutcome) -> None:
+        assert out.redaction is not None
+        clean = self.runner.detector.scan_secrets(a.item.content) is None
+        rec = simple_transform(
+            record_id=f"transform-redact-{a.item.item_id}",
+            kind="redact",
+            before=out.redaction.original,
+            after=a.item,
+            objective="remove_secret_material",
+            policy_version=self.policy.version_label,
+            transformer_version="secret-redactor/v1",
+            assertions={
+                "secrets_removed": "passed" if clean else "failed",
+                "trust_not_raised": "passed",
+            },
+            tokens_before=None,
+            tokens_after=None,
+        )
+        self.transforms.append(rec)
+        a.transform_ids.append(rec.record_id)
+        if not clean:
+            self.exclude(a, ExclusionReason.SECURITY_REJECTED, "hard_gates",
+                         "redaction left secret material behind")
+
+    def ranking(self) -> None:
+        topics = self.req.required_topics
+        pool = [a for a in self.admitted.values() if a.item.item_id != self.step_item_id]
+        winners, losers = supersede([a.item for a in pool])
+        for loser, winner in losers:
+            self.exclude(
+                self.admitted[loser.item_id], ExclusionReason.SUPERSEDED, "supersession",
+                f"canonical key {loser.key}: revision {winner.revision!r} of {winner.item_id} "
+                f"is newer", superseded_by=winner.item_id,
+            )
+        exempt = set(self.policy.placement.topic_exempt_roles)
+        not_required = 0
+        for item in winners:
+            a = self.admitted[item.item_id]
+            a.covered = covered_topics(a.item, topics)
+            placed = a.item.intended_role in exempt or a.load_mode is LoadMode.RESIDENT
+            if placed:
+                a.admission_reason = a.admission_reason or "resident_by_policy"
+                continue
+            if a.item.required:
+                a.admission_reason = "required_by_step"
+            elif not topics:
+                a.admission_reason = "no_required_topics_declared"
+            elif a.covered:
+                a.admission_reason = "covers_required_topics:" + ",".join(a.covered)
+            else:
+                not_required += 1
+                self.exclude(a, ExclusionReason.NOT_REQUIRED, "coverage",
+                             "covers none of the required topics "
+                             f"{[t.name for t in topics]}")
+        self.stage(
+            "ranking",
+            f"{len(losers)} superseded, {not_required} not required, "
+            f"{len(self.admitted)} remain",
+        )
+
+    def source_limits(self) -> None:
+        terms = tuple(t for topic in self.req.required_topics for t in topic.match_terms)
+        limited = disclosed = 0
+        for a in list(self.admitted.values()):
+            if a.zone not in (Zone.DATA, Zone.DERIVED):
+                continue
+            before = a.item
+            if a.load_mode is not LoadMode.DISCLOSE:
+                limit = self.policy.source_limits.get(before.source_type)
+                applied = apply_source_limit(before, limit, terms)
+                if applied is not None:
+                    self._record_limit(a, before, applied.item, applied.mode, applied.detail)
+                    limited += 1
+            body = self.counter.count_text(a.item.content)
+            a.body_tokens = body
+            if a.load_mode is LoadMode.DISCLOSE or too_large(body, self.policy):
+                self._disclose(a, body)
+                disclosed += 1
+        self.stage("source_limits", f"{limited} limited, {disclosed} disclosed as index entries")
+
+    def _record_limit(self, a: Admitted, before: ContextItem, after: ContextItem, mode: str,
+                      detail: str) -> None:
+        ref = after.source_ref
+        checks = {
+            "source_ref_present": "passed" if ref.citation() != "unknown-source" else "failed",
+            "content_hash_bound": "passed" if after.content_hash == sha256_text(after.content)
+            else "failed",
+        }
+        if mode == "excerpt_with_line_range":
+            checks["line_range_present"] = "passed" if ref.line_start else "failed"
+            checks["revision_present"] = "passed" if ref.commit else "failed"
+        rec = simple_transform(
+            record_id=f"transform-excerpt-{before.item_id}", kind="excerpt", before=before,
+            after=after, objective=f"{mode} ({detail})",
+            policy_version=self.policy.version_label, transformer_version="source-limits/v1",
+            assertions=checks, tokens_before=self.counter.count_text(before.content),
+            tokens_after=self.counter.count_text(after.content),
+        )
+        self._apply(a, after, rec)
+
+    def _disclose(self, a: Admitted, body: int) -> None:
+        before = a.item
+        after = index_entry(before, body)
+        checks = {
+            key: "passed" if needle in after.content else "failed"
+            for key, needle in (
+                ("id_present", before.item_id),
+                ("revision_present", before.revision or "unversioned"),
+                ("source_ref_present", before.source_ref.citation()),
+                ("content_hash_present", before.content_hash),
+            )
+        }
+        rec = simple_transform(
+            record_id=f"transform-disclose-{before.item_id}", kind="disclose", before=before,
+            after=after, objective="progressive_disclosure_index_entry",
+            policy_version=self.policy.version_label, transformer_version="index-entry/v1",
+            assertions=checks, tokens_before=body,
+            tokens_after=self.counter.count_text(after.content),
+        )
+        a.load_mode = LoadMode.DISCLOSE
+        self._apply(a, after, rec)
+
+    def _apply(self, a: Admitted, after: ContextItem, rec: TransformEntry) -> None:
+        self.transforms.append(rec)
+        a.transform_ids.append(rec.record_id)
+        failed = [k for k, v in rec.preservation_assertions.items() if v != "passed"]
+        if failed:
+            self.exclude(a, ExclusionReason.TRANSFORM_BLOCKED, "source_limits",
+                         f"{rec.type} failed assertions {failed}")
+            return
+        a.item = after
+
+    # -- budget --------------------------------------------------------------------
+    def rank_info(self, a: Admitted, terms: tuple[str, ...]) -> RankInfo:
+        stages = a.item.stages
+        return RankInfo(
+            required=a.item.required,
+            covered=a.covered,
+            relevance=decision_relevance(a.item, terms),
+            stage_match=not stages or self.req.stage in stages,
+            authority=a.item.authority,
+            tokens=a.tokens,
+            item_id=a.item.item_id,
+        )
+
+    def budget(self) -> None:
+        c, req = self.counter, self.req
+        units: list[Unit] = [Unit(FRAME_UNIT, Partition.CONTROL,
+                                  control_frame_cost(c, req.tool_definitions), 0)]
+        names = [t.name for t in req.required_topics]
+        blocking = [t.name for t in req.required_topics if t.blocking]
+        if names:
+            units.append(Unit(MISSING_UNIT, Partition.TASK,
+                              missing_notice_cost(c, names, blocking), 1))
+        terms = decision_terms(req.question, req.decision)
+        by_part: dict[Partition, list[Admitted]] = {}
+        for a in self.admitted.values():
+            flags = a.gate.instruction_flags
+            if a.zone is Zone.CONTROL:
+                a.tokens = control_item_cost(c, a.item)
+            elif a.zone in (Zone.TASK, Zone.STATE):
+                a.tokens = trusted_cost(c, a.item)
+            else:
+                cost = data_block_cost(c, a.item, flags)
+                a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
+            by_part.setdefault(a.partition, []).append(a)
+        for part, members in by_part.items():
+            infos = {a.item.item_id: self.rank_info(a, terms) for a in members}
+            if part is Partition.DIRECT_EVIDENCE:
+                order = [r.item_id for r in coverage_first(list(infos.values()), names)]
+            elif part is Partition.CONTROL:
+                order = [a.item.item_id for a in sorted(
+                    members, key=lambda a: (-a.item.authority, a.item.item_id))]
+            else:
+                order = [r.item_id for r in sorted(infos.values(), key=RankInfo.sort_key)]
+            if self.step_item_id in order:
+                order.remove(self.step_item_id)
+                order.insert(0, self.step_item_id)
+            for rank, iid in enumerate(order, start=2):
+                a = self.admitted[iid]
+                units.append(Unit(iid, part, a.tokens, rank, a.block_tokens, a.item.required))
+        units += self.tools.units(c)
+        self.units = {u.unit_id: u for u in units}
+        self.usable = usable_budget(self.policy.budget, req.model.context_limit)
+        alloc = allocate(units, self.policy.budget, self.usable, req.evidence_budget)
+        self.alloc = alloc
+        for u in alloc.evicted:
+            self.evict(u, "does not fit its partition budget")
+        if alloc.blocked is not None:
+            raise Blocked(alloc.blocked, alloc.blocked_detail)
+        self.check_required()
+        self.stage(
+            "budget",
+            f"usable {self.usable}, estimated {alloc.used}, {len(alloc.admitted)} units "
+            f"admitted, {len(alloc.evicted)} evicted",
+        )
+
+    def evict(self, u: Unit, detail: str) -> None:
+        if u.unit_id in self.admitted:
+            a = self.admitted[u.unit_id]
+            self.exclude(a, ExclusionReason.BUDGET_EVICTED, "budget",
+                         f"{detail} ({u.cost} tokens, partition {u.partition.value})")
+        else:
+            self.tools.evict(u, detail)
+
+    def check_required(self) -> None:
+        """Required partitions filled, blocking topics covered; sets ``missing``."""
+        real = {i.item_id for i in self.req.candidates}
+        for part in self.policy.blocking.required_partitions:
+            if not any(a.partition is part and a.item.item_id in real
+                       for a in self.admitted.values()):
+                raise Blocked(
+                    BlockedReason.REQUIRED_PARTITION_MISSING,
+                    f"partition {part.value} has no admitted candidate (supply e.g. a "
+                    f"{_HINT[part]} item, or a policy whose blocking.required_partitions "
+                    f"omits {part.value})",
+                )
+        covered = {t for a in self.admitted.values() for t in a.covered}
+        covered |= self.tools.covered_topics()
+        self.missing = [t.name for t in self.req.required_topics if t.name not in covered]
+        hard = [t.name for t in self.req.required_topics if t.blocking and t.name in self.missing]
+        if hard:
+            raise Blocked(
+                BlockedReason.REQUIRED_EVIDENCE_MISSING,
+                f"no admitted evidence for blocking topics {hard}",
+            )
+
+    def ordered(self, zone: Zone, part: Partition | None = None) -> Sequence[Admitted]:
+        """Admitted items of a zone in their budget order (deterministic)."""
+        members = [a for a in self.admitted.values() if a.zone is zone
+                   and (part is None or a.partition is part)]
+        return sorted(members, key=lambda a: (
+            self.units[a.item.item_id].order if a.item.item_id in self.units else 0,
+            a.item.item_id))
+
+
+_HINT = {
+    Partition.CONTROL: "system_policy (role control)",
+    Partition.TASK: "user_request (role task_intent)",
+    Partition.STATE: "runtime_state (role state)",
+    Partition.DIRECT_EVIDENCE: "evidence",
+    Partition.RECENT_TOOL_PAIRS: "tool history",
+    Partition.BACKGROUND: "background",
+}

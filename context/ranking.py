@@ -1,0 +1,156 @@
+"""Ranking among *eligible* items: supersession, topic coverage, order (seed 000 §2, 002 §5-6).
+
+Nothing here can admit an item the gates rejected: these functions only ever receive
+items that passed every gate, and they only remove or order.
+
+* **Supersession.** Items sharing a canonical key are versions of one object; the newest
+  wins and the others are excluded ``superseded``. "Newest" compares, in order: integer
+  revisions when both are integers, then ``observed_at`` (when both have one), then the
+  revision string, then the item id — a total, deterministic order. A revision the task
+  pins was already enforced by the required-revision gate.
+* **Coverage.** An item covers a required topic when the topic name is among its
+  ``topics`` or any of the topic's terms (or its name) occurs, case-insensitively, in its
+  content, summary or claim. ``missing_topics`` are the required topics no *included*
+  item covers.
+* **Not required.** An evidence candidate (not resident, not of a topic-exempt role) that
+  covers no required topic is excluded ``not_required`` — it is never padded in. With no
+  required topics the step declares no contract to filter against, so nothing is
+  excluded for this reason.
+* **Order** (the budget fills in this order): required items first, then more required
+  topics covered, then decision/question relevance (distinct decision terms found), then
+  stage match, then authority, then fewer tokens, then item id. Direct evidence is
+  ordered *coverage first*: for each required topic in request order, its best item not
+  yet placed; then everything else by rank — so a tight budget spends itself on covering
+  topics, not on the second-best item for one topic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from context.items import ContextItem
+from context.request import TopicSpec
+
+_WORD = re.compile(r"\w{4,}")
+_MEMO_ENTRIES = 100_000
+_COVER_MEMO: OrderedDict[tuple[str, tuple[tuple[str, ...], ...]], tuple[int, ...]] = OrderedDict()
+
+
+def decision_terms(question: str, decision: str) -> tuple[str, ...]:
+    """Distinct words of four or more characters of the question and decision, lower-cased."""
+    words = _WORD.findall(f"{question}\n{decision}".casefold())
+    return tuple(sorted(set(words)))
+
+
+def _haystack(item: ContextItem) -> str:
+    parts = [item.content, item.summary or "", item.claim or ""]
+    return "\n".join(parts).casefold()
+
+
+def covered_topics(item: ContextItem, topics: Sequence[TopicSpec]) -> tuple[str, ...]:
+    """Names of the required topics ``item`` covers (memoized by content hash)."""
+    if not topics:
+        return ()
+    term_sets = tuple(t.match_terms for t in topics)
+    key = (f"{item.content_hash}|{item.summary}|{item.claim}|{item.topics}", term_sets)
+    found = _COVER_MEMO.get(key)
+    if found is None:
+        declared = {t.casefold() for t in item.topics}
+        hay: str | None = None
+        hits: list[int] = []
+        for i, terms in enumerate(term_sets):
+            if terms and terms[0] in declared:
+                hits.append(i)
+                continue
+            if hay is None:
+                hay = _haystack(item)
+            if any(term in hay for term in terms):
+                hits.append(i)
+        found = tuple(hits)
+        _COVER_MEMO[key] = found
+        if len(_COVER_MEMO) > _MEMO_ENTRIES:
+            _COVER_MEMO.popitem(last=False)
+    else:
+        _COVER_MEMO.move_to_end(key)
+    return tuple(topics[i].name for i in found)
+
+
+def decision_relevance(item: ContextItem, terms: tuple[str, ...]) -> int:
+    if not terms:
+        return 0
+    hay = _haystack(item)
+    return sum(1 for t in terms if t in hay)
+
+
+def _rev_key(item: ContextItem) -> tuple[int, int, float, str, str]:
+    rev = item.revision or ""
+    as_int = int(rev) if rev.isdigit() else -1
+    observed = _ts(item.observed_at)
+    return (1 if rev.isdigit() else 0, as_int, observed, rev, item.item_id)
+
+
+def _ts(value: datetime | None) -> float:
+    if value is None or value.tzinfo is None:
+        return float("-inf")
+    return value.timestamp()
+
+
+def supersede(
+    items: Sequence[ContextItem],
+) -> tuple[list[ContextItem], list[tuple[ContextItem, ContextItem]]]:
+    """Winners per canonical key (input order kept) and ``(loser, winner)`` pairs."""
+    groups: dict[str, list[ContextItem]] = {}
+    for item in items:
+        groups.setdefault(item.key, []).append(item)
+    winners: set[str] = set()
+    losers: list[tuple[ContextItem, ContextItem]] = []
+    for group in groups.values():
+        best = max(group, key=_rev_key)
+        winners.add(best.item_id)
+        losers += [(other, best) for other in group if other is not best]
+    return [i for i in items if i.item_id in winners], losers
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    required: bool
+    covered: tuple[str, ...]
+    relevance: int
+    stage_match: bool
+    authority: int
+    tokens: int
+    item_id: str
+
+    def sort_key(self) -> tuple[int, int, int, int, int, int, str]:
+        return (
+            0 if self.required else 1,
+            -len(self.covered),
+            -self.relevance,
+            0 if self.stage_match else 1,
+            -self.authority,
+            self.tokens,
+            self.item_id,
+        )
+
+
+def coverage_first(infos: Sequence[RankInfo], topic_names: Sequence[str]) -> list[RankInfo]:
+    """Required items, then the best item per uncovered topic, then the rest by rank."""
+    ranked = sorted(infos, key=RankInfo.sort_key)
+    placed: list[RankInfo] = [r for r in ranked if r.required]
+    taken = {r.item_id for r in placed}
+    covered = {t for r in placed for t in r.covered}
+    for topic in topic_names:
+        if topic in covered:
+            continue
+        for r in ranked:
+            if r.item_id not in taken and topic in r.covered:
+                placed.append(r)
+                taken.add(r.item_id)
+                covered.update(r.covered)
+                break
+    placed += [r for r in ranked if r.item_id not in taken]
+    return placed
