@@ -27,7 +27,9 @@ import context
 from context.errors import ContextError
 from context.items import ContextItem, ScopeRef, SourceAcquisition
 from context.policy import ContextPolicy, policy_from_mapping
+from context.render import parse_data_blocks
 from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
+from context.tokens import count_tokens
 from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
 from evals.context_lab.dataset import LabCase, LabSource
@@ -43,6 +45,7 @@ from evals.context_lab.packet import (
     VisibleMessage,
     fingerprint,
 )
+from evals.context_lab.zones import block_spans
 
 STRATEGY = "pressroom"
 LAB_MODEL = ModelSpec(provider="lab", name="context-lab", context_limit=128_000)
@@ -160,6 +163,17 @@ def visible_messages(payload: dict[str, Any]) -> tuple[list[VisibleMessage], lis
     return messages, events
 
 
+def block_tokens(rendered: str) -> dict[str, int]:
+    """Tokens of each evidence block as rendered (the unit ``evidence_budget`` counts).
+
+    The manifest's ``included[].tokens`` is the whole chat message (with framing); the
+    evidence budget counts the data block alone, so the packet reports that.
+    """
+    views = parse_data_blocks(rendered)
+    spans = block_spans(rendered)
+    return {v.item_id: count_tokens(rendered[a:b]) for v, (a, b) in zip(views, spans, strict=True)}
+
+
 def _source_id(entry: Any, candidate_ids: set[str]) -> str | None:
     """The lab source an included item carries (itself, or the origin of a derived copy)."""
     if entry.item_id in candidate_ids:
@@ -181,14 +195,16 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
                             f"{exc}") from exc
     manifest = outcome.manifest
     candidate_ids = set(case.candidate_source_ids)
+    rendered = outcome.rendered_evidence if isinstance(outcome, context.Ready) else ""
+    tokens = block_tokens(rendered)
     selected: list[SelectedEntry] = []
     for inc in manifest.included:
         sid = _source_id(inc, candidate_ids)
-        if sid is None or inc.partition != "direct_evidence":
+        if sid is None:
             continue
         src = sources[sid]
         selected.append(SelectedEntry(
-            id=sid, tokens=inc.tokens, item_id=inc.item_id,
+            id=sid, tokens=tokens.get(inc.item_id, inc.tokens), item_id=inc.item_id,
             locator=inc.source_ref.get("locator") or inc.source_ref.get("url"),
             updated_at=src.updated_at.isoformat(), content_hash=inc.content_hash))
     excluded = [ExcludedEntry(id=sources[s].id, reason=UNTRUSTED_REASON, gate=UNTRUSTED_GATE,
@@ -206,8 +222,8 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
 
     acquisitions = [AcquisitionEntry(id=s, outcome=o) for s in case.candidate_source_ids
                     if (o := outcome_of(s)) is not None]
-    ready = manifest.status == "ready"
-    messages, events = (visible_messages(outcome.serialized.payload) if ready else ([], []))
+    messages, events = (visible_messages(outcome.serialized.payload)
+                        if isinstance(outcome, context.Ready) else ([], []))
     policy_ref = manifest.policy.model_dump(mode="json")
     return Packet(
         case_id=case.id, strategy=STRATEGY, status=manifest.status,
@@ -215,7 +231,7 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
         missing_topics=tuple(manifest.missing_topics),
         budget_used=manifest.budget.evidence_block_tokens, budget_limit=budget,
         acquisitions=tuple(acquisitions), messages=tuple(messages), tool_events=tuple(events),
-        rendered_context=outcome.rendered_evidence if ready else "",
+        rendered_context=rendered,
         manifest=ManifestRef(
             manifest_id=manifest.manifest_id, status=manifest.status,
             blocked_reason=manifest.blocked_reason.value if manifest.blocked_reason else None,

@@ -1,0 +1,85 @@
+"""``pressroom eval context`` end to end on the bundled dataset, through the real engine.
+
+Nothing is faked: the CLI runs ``context.assemble`` on every case, grades both strategies
+and writes the four reports. The bundled run must pass the release gate (exit 0) and
+``--budget 10`` must fail it (exit 1) naming the cases.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evals.context_lab.reports import REPORT_FILES
+from pressroom import app
+
+runner = CliRunner()
+PACKET_FIELDS = {"case_id", "strategy", "selected", "excluded", "missing_topics", "budget",
+                 "fingerprint", "manifest_id", "hashes", "rendered_context"}
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("bundled")
+    result = runner.invoke(app, ["eval", "context", "--output", str(out)])
+    return result, out
+
+
+def test_bundled_run_passes_the_gate(bundled):
+    result, out = bundled
+    assert result.exit_code == 0, result.output
+    assert "release gate: PASS" in result.output
+    assert "Context assembly eval" in result.output  # the rich summary table
+    for name in REPORT_FILES:
+        assert (out / name).is_file()
+
+
+def test_bundled_reports_hold_the_issue_fields(bundled):
+    _, out = bundled
+    data = json.loads((out / "context-comparison.json").read_text())
+    assert data["gate"]["passed"] is True
+    base, cand = data["strategies"]["dump-all"], data["strategies"]["pressroom"]
+    assert cand["passed_cases"] == cand["cases"] >= 20
+    assert base["passed_cases"] < cand["passed_cases"]
+    assert len(data["improvements"]) >= 3 and data["regressions"] == []
+    for key in ("case_pass_rate", "required_topic_coverage", "forbidden_exposures",
+                "irrelevant_exposures", "budget_compliance", "missing_evidence_accuracy",
+                "mean_tokens"):
+        assert key in cand
+    lines = [json.loads(x) for x in (out / "context-packets.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 * cand["cases"]
+    for line in lines:
+        assert PACKET_FIELDS <= set(line)
+        assert set(line["budget"]) == {"used", "limit"}
+        assert all(set(s) == {"id", "tokens"} for s in line["selected"])
+        assert all(set(e) == {"id", "reason"} for e in line["excluded"])
+    ready = [x for x in lines if x["strategy"] == "pressroom"]
+    assert all(x["manifest_id"] and x["hashes"]["serialized_model_input_hash"] for x in ready)
+    failures = (out / "context-failures.md").read_text()
+    assert "## dump-all" in failures and "## pressroom: 0 failing case(s)" in failures
+
+
+def test_bundled_reports_are_deterministic(bundled, tmp_path: Path):
+    _, out = bundled
+    again = runner.invoke(app, ["eval", "context", "--output", str(tmp_path)])
+    assert again.exit_code == 0
+    for name in REPORT_FILES:
+        assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
+
+
+def test_budget_ten_fails_the_gate_and_names_the_cases(tmp_path: Path):
+    result = runner.invoke(app, ["eval", "context", "--budget", "10", "--output",
+                                 str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "release gate: FAIL" in result.output
+    assert "all_available_required_evidence_retained: ctx-01-current-policy" in result.output
+    data = json.loads((tmp_path / "context-comparison.json").read_text())
+    assert data["budget_override"] == 10 and data["gate"]["passed"] is False
+    failing = data["gate"]["checks"]["all_available_required_evidence_retained"]["cases"]
+    assert "ctx-02-expired-version" in failing
+    packets = [json.loads(x) for x in (tmp_path / "context-packets.jsonl").read_text().splitlines()]
+    assert all(p["budget"]["used"] <= 10 for p in packets)
+    assert all(p["budget"]["limit"] == 10 for p in packets)
