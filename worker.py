@@ -1,1 +1,107 @@
-"""Builds the Temporal worker (workflows + activities + data converter)."""
+"""Builds and runs the Temporal worker: the workflow, the activities and the data converter.
+
+``python worker.py`` (or ``pressroom worker``) joins the cluster named by the environment
+(``PRESSROOM_TEMPORAL_ADDRESS``, ``PRESSROOM_TEMPORAL_NAMESPACE``, ``PRESSROOM_TASK_QUEUE``,
+``PRESSROOM_STORE_URL``) or by flags, and runs until SIGINT/SIGTERM. Crash tests start it
+as a separate process and SIGKILL it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.service import TLSConfig
+from temporalio.worker import Worker
+
+from activities.registry import build_activities
+from activities.runtime import ActivityRuntime
+from workflows.research_job import ResearchJobWorkflow
+from workflows.temporal_config import (
+    DATA_CONVERTER,
+    WORKFLOW_FAILURE_EXCEPTION_TYPES,
+    WORKFLOW_RUNNER,
+    address_from_env,
+    namespace_from_env,
+    task_queue_from_env,
+)
+
+
+async def connect(address: str | None = None, namespace: str | None = None, *,
+                  tls_cert: str | None = None, tls_key: str | None = None,
+                  tls_ca: str | None = None) -> Client:
+    """A client with Pressroom's data converter (TLS when a cert or CA is given)."""
+    tls: bool | TLSConfig = False
+    if tls_cert or tls_ca:
+        def read(path: str | None) -> bytes | None:
+            return Path(path).read_bytes() if path else None
+
+        tls = TLSConfig(client_cert=read(tls_cert), client_private_key=read(tls_key),
+                        server_root_ca_cert=read(tls_ca))
+    return await Client.connect(address or address_from_env(),
+                                namespace=namespace or namespace_from_env(),
+                                data_converter=DATA_CONVERTER, tls=tls)
+
+
+def build_worker(client: Client, runtime: ActivityRuntime, *, task_queue: str | None = None,
+                 max_concurrent_activities: int = 100, **extra: Any) -> Worker:
+    """The Pressroom worker on ``task_queue`` (default from the environment)."""
+    return Worker(
+        client,
+        task_queue=task_queue or task_queue_from_env(),
+        workflows=[ResearchJobWorkflow],
+        activities=build_activities(runtime),
+        workflow_runner=WORKFLOW_RUNNER,
+        workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+        max_concurrent_activities=max_concurrent_activities,
+        graceful_shutdown_timeout=timedelta(seconds=5),
+        **extra,
+    )
+
+
+async def run_worker(address: str | None = None, namespace: str | None = None, *,
+                     task_queue: str | None = None, store_url: str | None = None,
+                     tls_cert: str | None = None, tls_key: str | None = None,
+                     tls_ca: str | None = None, ready: asyncio.Event | None = None,
+                     stop: asyncio.Event | None = None) -> None:
+    """Run a worker until ``stop`` is set or SIGINT/SIGTERM arrives."""
+    client = await connect(address, namespace, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
+    runtime = ActivityRuntime(store_url or os.environ.get("PRESSROOM_STORE_URL") or None)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+    try:
+        async with build_worker(client, runtime, task_queue=task_queue):
+            if ready is not None:
+                ready.set()
+            await stop.wait()
+    finally:
+        await runtime.close()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run a Pressroom worker.")
+    parser.add_argument("--address", default=None)
+    parser.add_argument("--namespace", default=None)
+    parser.add_argument("--task-queue", default=None)
+    parser.add_argument("--store-url", default=None)
+    args = parser.parse_args(argv)
+    print(f"pressroom worker: {args.address or address_from_env()} "
+          f"queue={args.task_queue or task_queue_from_env()}", flush=True)
+    asyncio.run(run_worker(args.address, args.namespace, task_queue=args.task_queue,
+                           store_url=args.store_url))
+
+
+if __name__ == "__main__":
+    main()

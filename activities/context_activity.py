@@ -1,0 +1,96 @@
+"""``assemble_context``: load a step's candidates from the store and run the context engine.
+
+Every step re-admits everything: the job spec, the held revisions of the plan, evidence,
+draft and review, the latest checkpoint, the tool history and the job's workspace files
+(such as ``plan.md``). Nothing keeps a pass from an earlier step. The engine's verdict —
+``Ready`` or ``ContextAssemblyBlocked`` — is sealed into the store as a manifest; a ready
+manifest also carries the serialized request, so the draft activity calls the model on
+exactly those bytes. Only a small ``ContextRef`` goes back to the workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any
+
+import context
+from activities.candidates import CandidateSet, load_candidates
+from activities.contracts import AssembleContextInput, ContextRef
+from activities.runtime import ActivityRuntime, scope_of
+from context.items import ScopeRef
+from context.request import ModelSpec, PrincipalContext, TopicSpec
+
+#: What each stage is deciding; the engine ranks relevance against it.
+DECISIONS = {
+    "plan": "write a research plan covering every topic and required source",
+    "research": "choose and acquire the evidence the article needs",
+    "draft": "draft the article from admitted evidence, one citation per claim",
+    "revise": "revise the draft to address the reviewer's comments, citing evidence",
+    "publish": "confirm the approved draft is the one being published",
+}
+#: Stages that need topic evidence; before research there is none to demand.
+EVIDENCE_STAGES = frozenset({"draft", "revise", "publish"})
+
+
+def _request(inp: AssembleContextInput, cands: CandidateSet) -> Any:
+    spec = inp.spec
+    scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
+    topics = [TopicSpec(name=t.name, terms=tuple(t.terms), blocking=t.blocking)
+              for t in spec.topics] if inp.stage in EVIDENCE_STAGES else []
+    return context.AssemblyRequest(
+        run_id=spec.job_id,
+        step_id=inp.step_id,
+        stage=inp.stage,
+        as_of=datetime.fromisoformat(inp.as_of),
+        principal=PrincipalContext(principal_id=spec.principal.principal_id,
+                                   clearance=spec.principal.clearance, scope=scope),
+        scope=scope,
+        policy=context.load_policy(spec.policy),
+        model=ModelSpec(provider=spec.model.provider, name=spec.model.name,
+                        context_limit=spec.model.context_limit),
+        adapter=spec.model.adapter,
+        question=spec.question,
+        decision=DECISIONS[inp.stage],
+        required_topics=tuple(topics),
+        required_revisions={**cands.required_revisions, **inp.state.accepted_revisions},
+        candidates=tuple(cands.items),
+        acquisitions=tuple(cands.acquisitions),
+        tool_history=cands.tool_history,
+        evidence_budget=inp.state.evidence_budget,
+    )
+
+
+async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
+    store = await rt.store()
+    cands = await load_candidates(store, inp)
+    request = _request(inp, cands)
+    # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
+    # event loop free to heartbeat and run other activities meanwhile.
+    outcome = await asyncio.to_thread(context.assemble, request)
+    manifest = outcome.manifest
+    body: dict[str, Any] = manifest.model_dump(mode="json")
+    blocked = isinstance(outcome, context.ContextAssemblyBlocked)
+    input_hash = None
+    if not blocked:
+        ser = outcome.serialized
+        body["serialized_request"] = {
+            "adapter": ser.adapter, "adapter_version": ser.adapter_version,
+            "serialization_policy_version": ser.serialization_policy_version,
+            "payload": ser.payload, "canonical_json": ser.canonical_json, "hash": ser.hash,
+        }
+        input_hash = ser.hash
+    status = "blocked" if blocked else "ready"
+    await store.put_manifest(manifest.manifest_id, run_id=inp.spec.job_id, step_id=inp.step_id,
+                             status=status, body=body, scope=scope_of(inp.spec))
+    reason = str(outcome.blocked_reason) if blocked else None
+    return ContextRef(manifest_id=manifest.manifest_id, step_id=inp.step_id, stage=inp.stage,
+                      status=status, input_hash=input_hash, blocked_reason=reason,
+                      blocked_detail=_detail(body) if blocked else None)
+
+
+def _detail(body: dict[str, Any]) -> str | None:
+    """A short human hint for a blocked step (e.g. the missing topics)."""
+    missing = body.get("missing_topics") or []
+    names = [m.get("name", m) if isinstance(m, dict) else m for m in missing]
+    return f"missing topics: {', '.join(map(str, names))}" if names else None

@@ -1,0 +1,152 @@
+"""The inputs and results of every Pressroom activity: small references, never content.
+
+Workflow history stores these payloads verbatim, so each one carries only what identifies
+an artifact (kind, id, revision, content hash) or a manifest, plus a few short strings. The
+bytes live in the artifact store; an activity that needs them reads them by reference.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.sources.specs import SourceSpec
+from workflows.job_spec import JobSpec
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArtifactRef(_Msg):
+    """Identifies one stored artifact revision."""
+
+    kind: str
+    artifact_id: str
+    revision: int = Field(ge=1)
+    content_hash: str
+
+
+class ContextRef(_Msg):
+    """What ``assemble_context`` returns: the sealed manifest's identity, never its body."""
+
+    manifest_id: str
+    step_id: str
+    stage: str
+    status: Literal["ready", "blocked"]
+    input_hash: str | None = None
+    blocked_reason: str | None = None
+    blocked_detail: str | None = None
+
+
+class StepState(_Msg):
+    """The references a step's context is assembled from (the revisions the job holds)."""
+
+    job_spec: ArtifactRef
+    plan: ArtifactRef | None = None
+    source_records: ArtifactRef | None = None
+    evidence_pack: ArtifactRef | None = None
+    tool_records: ArtifactRef | None = None
+    draft: ArtifactRef | None = None
+    review: ArtifactRef | None = None
+    checkpoint_id: str | None = None
+    review_comments: list[str] = Field(default_factory=list)
+    evidence_budget: int | None = None
+    accepted_revisions: dict[str, str] = Field(default_factory=dict)
+
+
+class StoreJobSpecInput(_Msg):
+    spec: JobSpec
+
+
+class AssembleContextInput(_Msg):
+    spec: JobSpec
+    step_id: str
+    stage: Literal["plan", "research", "draft", "revise", "publish"]
+    state: StepState
+    as_of: str  # ISO-8601 from workflow.now(): the engine must not read a clock
+
+
+class PlanInput(_Msg):
+    spec: JobSpec
+    context: ContextRef
+    parent_revision: int | None = None
+
+
+class ResearchInput(_Msg):
+    spec: JobSpec
+    context: ContextRef
+    state: StepState
+    #: the sources to (re-)acquire in this call; results merge into the held revisions
+    sources: list[SourceSpec]
+    as_of: str
+    turn: int = 1
+
+
+class ResearchResult(_Msg):
+    source_records: ArtifactRef
+    evidence_pack: ArtifactRef
+    tool_records: ArtifactRef
+    retrieved: int
+    not_retrieved: int
+    retrieval_failed: int
+
+
+class DraftInput(_Msg):
+    spec: JobSpec
+    context: ContextRef
+    state: StepState
+    round: int = 0
+
+
+class DraftResult(_Msg):
+    draft: ArtifactRef
+    summary: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class RecordReviewInput(_Msg):
+    spec: JobSpec
+    decision_id: str
+    decision: Literal["approve", "request_changes", "reject"]
+    reviewer: str
+    draft: ArtifactRef
+    destination: str
+    comments: list[str] = Field(default_factory=list)
+    decided_at: str
+    parent_revision: int | None = None
+
+
+class CheckpointInput(_Msg):
+    spec: JobSpec
+    checkpoint_id: str
+    step_id: str
+    stage: str
+    status: str
+    state: StepState
+    manifest_ids: list[str] = Field(default_factory=list)
+    open_items: list[str] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+
+
+class CheckpointResult(_Msg):
+    checkpoint_id: str
+    content_hash: str
+
+
+class PublishInput(_Msg):
+    spec: JobSpec
+    context: ContextRef
+    draft: ArtifactRef
+    review: ArtifactRef
+
+
+class PublishResult(_Msg):
+    receipt_key: str
+    destination: str
+    location: str
+    content_hash: str
+    review_decision_id: str
+    published_at: str

@@ -1,0 +1,74 @@
+"""The draft activity: call the model on exactly the input the manifest sealed.
+
+It never rebuilds the prompt. It loads the serialized request stored beside the manifest
+(by manifest id), re-hashes it against the manifest's input hash, calls the configured
+provider, appends a new ``article_draft`` revision and writes the provider's actual token
+usage back to the manifest next to the engine's estimate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities.contracts import DraftInput, DraftResult
+from activities.providers import get_provider
+from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
+
+SUMMARY_CHARS = 240
+
+
+def draft_id(job_id: str) -> str:
+    return f"{job_id}.draft"
+
+
+def summarize(text: str) -> str:
+    """First heading plus the start of the first paragraph: what a reviewer sees first."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    title = next((ln.lstrip("# ") for ln in lines if ln.startswith("#")), "")
+    body = next((ln for ln in lines if not ln.startswith(("#", "<!--"))), "")
+    summary = f"{title}: {body}" if title else body
+    return summary[:SUMMARY_CHARS] + ("…" if len(summary) > SUMMARY_CHARS else "")
+
+
+async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, Any]:
+    """The serialized request sealed with the manifest; its hash must still match."""
+    body = await store.get_manifest(manifest_id, principal=principal_of(spec))
+    serialized = body.get("serialized_request")
+    if not serialized:
+        raise ApplicationError(f"manifest {manifest_id} has no serialized request "
+                               "(was it blocked?)", type="InvalidArtifact", non_retryable=True)
+    canonical = serialized["canonical_json"]
+    digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    if digest != serialized["hash"]:
+        raise ApplicationError(f"serialized request of manifest {manifest_id} does not match "
+                               "its sealed hash", type="IntegrityError", non_retryable=True)
+    loaded: dict[str, Any] = serialized
+    return loaded
+
+
+async def draft(rt: ActivityRuntime, inp: DraftInput) -> DraftResult:
+    store = await rt.store()
+    spec, ctx = inp.spec, inp.context
+    if ctx.status != "ready":
+        raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
+                               type="InvalidArtifact", non_retryable=True)
+    serialized = await load_serialized(store, spec, ctx.manifest_id)
+    await pause_point("draft")
+    provider = get_provider(spec.model.provider)
+    purpose = "revise" if inp.round > 0 else "draft"
+    result = await provider.complete(serialized["payload"], adapter=serialized["adapter"],
+                                     purpose=purpose)
+    text = result.text if result.text.endswith("\n") else result.text + "\n"
+    rec = await put_once(
+        store, "article_draft", draft_id(spec.job_id), text.encode("utf-8"), spec=spec,
+        trust="derived_context", write_id=ctx.step_id, media_type="text/markdown",
+        parent_revision=inp.state.draft.revision if inp.state.draft else None,
+        metadata={"manifest_id": ctx.manifest_id, "model": result.model, "round": inp.round},
+    )
+    if result.input_tokens is not None:
+        await store.record_usage(ctx.manifest_id, result.input_tokens)
+    return DraftResult(draft=ref_of(rec), summary=summarize(text),
+                       input_tokens=result.input_tokens, output_tokens=result.output_tokens)

@@ -1,0 +1,89 @@
+"""The Temporal activity definitions, bound to one worker's ``ActivityRuntime``.
+
+The workflow addresses activities by these names only, so this file is the one contract
+between ``workflows/`` and the side-effecting code. Each definition heartbeats while it
+runs (so a killed worker is noticed within the heartbeat timeout) and delegates to the
+module that holds the logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+
+from activities import checkpoint, publish, store_activities
+from activities.contracts import (
+    ArtifactRef,
+    AssembleContextInput,
+    CheckpointInput,
+    CheckpointResult,
+    ContextRef,
+    DraftInput,
+    DraftResult,
+    PlanInput,
+    PublishInput,
+    PublishResult,
+    RecordReviewInput,
+    ResearchInput,
+    ResearchResult,
+    StoreJobSpecInput,
+)
+from activities.runtime import ActivityRuntime, heartbeating
+
+ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
+                  "record_review", "write_checkpoint", "publish")
+
+
+def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
+    """All of Pressroom's activities, sharing ``rt`` (one store per worker)."""
+
+    @activity.defn(name="store_job_spec")
+    async def store_job_spec(inp: StoreJobSpecInput) -> ArtifactRef:
+        async with heartbeating():
+            return await store_activities.store_job_spec(rt, inp)
+
+    @activity.defn(name="assemble_context")
+    async def assemble_context(inp: AssembleContextInput) -> ContextRef:
+        from activities import context_activity  # the engine loads policies lazily
+
+        async with heartbeating():
+            return await context_activity.assemble_context(rt, inp)
+
+    @activity.defn(name="write_plan")
+    async def write_plan(inp: PlanInput) -> ArtifactRef:
+        async with heartbeating():
+            return await store_activities.write_plan(rt, inp)
+
+    @activity.defn(name="research")
+    async def research(inp: ResearchInput) -> ResearchResult:
+        from activities import research as research_mod
+
+        async with heartbeating():
+            return await research_mod.research(rt, inp)
+
+    @activity.defn(name="draft")
+    async def draft(inp: DraftInput) -> DraftResult:
+        from activities import draft as draft_mod
+
+        async with heartbeating():
+            return await draft_mod.draft(rt, inp)
+
+    @activity.defn(name="record_review")
+    async def record_review(inp: RecordReviewInput) -> ArtifactRef:
+        async with heartbeating():
+            return await store_activities.record_review(rt, inp)
+
+    @activity.defn(name="write_checkpoint")
+    async def write_checkpoint(inp: CheckpointInput) -> CheckpointResult:
+        async with heartbeating():
+            return await checkpoint.write_checkpoint(rt, inp)
+
+    @activity.defn(name="publish")
+    async def publish_article(inp: PublishInput) -> PublishResult:
+        async with heartbeating():
+            return await publish.publish(rt, inp)
+
+    return [store_job_spec, assemble_context, write_plan, research, draft, record_review,
+            write_checkpoint, publish_article]

@@ -1,0 +1,138 @@
+"""What every Pressroom activity shares: the store handle, identities, heartbeats, test hooks.
+
+``ActivityRuntime`` opens the artifact store once per worker process (lazily, on the first
+activity) so activities stay cheap. ``heartbeating`` keeps a running activity's heartbeat
+alive, which is how the server notices a dead worker within ``heartbeat_timeout`` instead of
+waiting for the whole start-to-close timeout. ``put_once`` makes a write safe to retry.
+
+Test hook (documented here because crash tests rely on it): when the environment variable
+``PRESSROOM_TEST_PAUSE_AT`` names a pause point (comma-separated; points are ``research``,
+``draft`` and ``publish_after_write``), the activity reaching it writes the marker file
+``$PRESSROOM_TEST_PAUSE_DIR/<point>.reached`` and then waits forever while still
+heartbeating. A test SIGKILLs the worker process once the marker exists, starts a fresh
+worker without the variable, and checks the job completes exactly once. The hook does
+nothing when the variable is unset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+
+import artifacts
+from activities.contracts import ArtifactRef
+from artifacts.errors import RevisionConflict
+from workflows.job_spec import JobSpec
+
+PAUSE_ENV = "PRESSROOM_TEST_PAUSE_AT"
+PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
+
+
+class ActivityRuntime:
+    """Per-worker shared state: the artifact store, opened on first use."""
+
+    def __init__(self, store_url: str | None = None) -> None:
+        self.store_url = store_url
+        self._store: Any = None
+        self._lock = asyncio.Lock()
+
+    async def store(self) -> Any:
+        async with self._lock:
+            if self._store is None:
+                self._store = await artifacts.open_store(self.store_url)
+            return self._store
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._store is not None:
+                await self._store.close()
+                self._store = None
+
+
+def principal_of(spec: JobSpec, principal_id: str | None = None) -> Any:
+    return artifacts.Principal(principal_id=principal_id or spec.principal.principal_id,
+                               tenant=spec.scope.tenant, project=spec.scope.project)
+
+
+def scope_of(spec: JobSpec) -> Any:
+    return artifacts.Scope(tenant=spec.scope.tenant, project=spec.scope.project,
+                           task=spec.scope.task)
+
+
+def ref_of(rec: Any) -> ArtifactRef:
+    kind = rec.kind.value if hasattr(rec.kind, "value") else str(rec.kind)
+    return ArtifactRef(kind=kind, artifact_id=rec.artifact_id, revision=rec.revision,
+                       content_hash=rec.content_hash)
+
+
+def dumps(body: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, so equal content has an equal hash."""
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=str).encode("utf-8")
+
+
+async def put_once(store: Any, kind: str, artifact_id: str, body: bytes, *, spec: JobSpec,
+                   trust: str, parent_revision: int | None, write_id: str,
+                   principal_id: str | None = None, media_type: str = "application/json",
+                   metadata: dict[str, Any] | None = None) -> Any:
+    """Append a revision; a retry of the same logical write returns the first one.
+
+    ``write_id`` names the logical write (the workflow step that asked for it). If the
+    parent moved because an earlier attempt of this very write already landed, that
+    revision is the answer; a conflict with anybody else's write is re-raised.
+    """
+    principal = principal_of(spec, principal_id)
+    meta = {**(metadata or {}), "write_id": write_id}
+    try:
+        return await store.put(kind, artifact_id, body, principal=principal,
+                               scope=scope_of(spec), trust=trust,
+                               parent_revision=parent_revision, media_type=media_type,
+                               metadata=meta)
+    except RevisionConflict:
+        for rec in reversed(await store.history(kind, artifact_id, principal=principal)):
+            if rec.metadata.get("write_id") == write_id:
+                return rec
+        raise
+
+
+@contextlib.asynccontextmanager
+async def heartbeating() -> AsyncIterator[None]:
+    """Heartbeat in the background while the body runs (no-op outside an activity)."""
+    try:
+        timeout = activity.info().heartbeat_timeout
+    except RuntimeError:
+        yield
+        return
+    interval = max(0.2, (timeout.total_seconds() / 4) if timeout else 5.0)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def pause_point(name: str) -> None:
+    """The crash-test hook described in the module docstring."""
+    points = {p.strip() for p in os.environ.get(PAUSE_ENV, "").split(",") if p.strip()}
+    if name not in points:
+        return
+    marker_dir = Path(os.environ.get(PAUSE_DIR_ENV) or ".")
+    marker_dir.mkdir(parents=True, exist_ok=True)
+    (marker_dir / f"{name}.reached").write_text(str(os.getpid()), encoding="utf-8")
+    while True:  # killed from outside; heartbeats keep flowing meanwhile
+        await asyncio.sleep(3600)

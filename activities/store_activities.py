@@ -1,0 +1,101 @@
+"""Activities that only write records: the job spec, the research plan, review decisions.
+
+Each write is idempotent under retry (``put_once``) and returns an ``ArtifactRef`` — the
+workflow keeps the reference, the bytes stay in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from activities.contracts import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
+from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
+from workflows.job_spec import JobSpec
+
+
+def job_spec_id(spec: JobSpec) -> str:
+    return spec.job_id
+
+
+def plan_id(spec: JobSpec) -> str:
+    return f"{spec.job_id}.plan"
+
+
+def review_id(spec: JobSpec) -> str:
+    return f"{spec.job_id}.review"
+
+
+async def store_job_spec(rt: ActivityRuntime, inp: StoreJobSpecInput) -> ArtifactRef:
+    store = await rt.store()
+    spec = inp.spec
+    body = dumps(spec.model_dump(mode="json"))
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    head = await store.head("job_spec", job_spec_id(spec), principal=principal_of(spec))
+    if head is not None and head.content_hash == digest:
+        return ref_of(head)
+    rec = await put_once(store, "job_spec", job_spec_id(spec), body, spec=spec,
+                         trust="task_authority",
+                         parent_revision=head.revision if head else None,
+                         write_id=f"job-spec:{digest}")
+    return ref_of(rec)
+
+
+def render_plan(spec: JobSpec) -> str:
+    """The research plan, derived deterministically from the job spec (no model call)."""
+    lines = [f"# Research plan: {spec.job_id}", "", f"Question: {spec.question}", "",
+             "## Topics to cover"]
+    for t in spec.topics:
+        flag = " (blocking: required before drafting)" if t.blocking else ""
+        lines.append(f"- {t.name}{flag}: search terms {', '.join(t.terms)}")
+    lines += ["", "## Required sources"]
+    for s in spec.sources:
+        if s.kind == "git":
+            paths = f", paths {', '.join(s.paths)}" if s.paths else ""
+            lines.append(f"- {s.name}: git {s.repo} at commit {s.commit}{paths}")
+        elif s.kind == "web_page":
+            lines.append(f"- {s.name}: saved web page {s.url} (untrusted data)")
+        else:
+            lines.append(f"- {s.name}: document {s.path}")
+    lines += ["", "## Forbidden actions"]
+    lines += [f"- {a}" for a in spec.forbidden_actions] or ["- (none listed)"]
+    lines += ["", "## Steps", "1. Acquire every required source at its pinned revision.",
+              "2. Draft the article from admitted evidence, one citation per claim.",
+              "3. Wait for an approving review by an allowed reviewer.",
+              f"4. Publish to {spec.destination} only after that approval.", ""]
+    return "\n".join(lines)
+
+
+async def write_plan(rt: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
+    store = await rt.store()
+    text = render_plan(inp.spec)
+    rec = await put_once(store, "research_plan", plan_id(inp.spec), text.encode("utf-8"),
+                         spec=inp.spec, trust="trusted_state",
+                         parent_revision=inp.parent_revision,
+                         write_id=inp.context.step_id, media_type="text/markdown",
+                         metadata={"manifest_id": inp.context.manifest_id})
+    return ref_of(rec)
+
+
+async def record_review(rt: ActivityRuntime, inp: RecordReviewInput) -> ArtifactRef:
+    """Store a validated review decision, written by the reviewer's own principal."""
+    store = await rt.store()
+    body = {
+        "decision_id": inp.decision_id,
+        "job_id": inp.spec.job_id,
+        "decision": inp.decision,
+        "reviewer": inp.reviewer,
+        "draft": inp.draft.model_dump(mode="json"),
+        "destination": inp.destination,
+        "comments": inp.comments,
+        "decided_at": inp.decided_at,
+    }
+    rec = await put_once(store, "review_decision", review_id(inp.spec), dumps(body),
+                         spec=inp.spec, trust="trusted_state",
+                         parent_revision=inp.parent_revision, write_id=inp.decision_id,
+                         principal_id=inp.reviewer,
+                         metadata={"decision": inp.decision,
+                                   "draft_hash": inp.draft.content_hash})
+    return ref_of(rec)
+
+
+__all__ = ["record_review", "render_plan", "store_job_spec", "write_plan"]

@@ -1,0 +1,236 @@
+"""The job spec: what a user asks Pressroom to research, and under which rules.
+
+A job spec is validated completely before anything starts (``load_job_spec`` raises
+``JobSpecError`` naming the offending field), so a typo never becomes a half-run job. It is
+the workflow's input and the first artifact a job writes; it is small by construction
+(paths and pins, never source content), which keeps workflow history reference-sized.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from activities.sources.specs import SourceSpec
+from context.vocabulary import SecurityClass
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_TIMEDELTA: TypeAdapter[timedelta] = TypeAdapter(timedelta)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+class JobSpecError(ValueError):
+    """A job spec is invalid; the message names the file (when known) and the field."""
+
+
+def parse_duration(value: object) -> timedelta:
+    """``30``, ``"30s"``, ``"10m"``, ``"2h"``, ``"7d"`` or a timedelta → timedelta > 0."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+    elif isinstance(value, str) and value.strip().upper().startswith("P"):
+        # ISO 8601 ("PT30S"): how pydantic serializes a timedelta in JSON payloads
+        try:
+            seconds = _TIMEDELTA.validate_python(value.strip()).total_seconds()
+        except ValidationError:
+            raise ValueError(f"not a duration: {value!r}") from None
+    else:
+        raise ValueError(f"not a duration: {value!r} (use seconds or e.g. '30s', '10m', '7d')")
+    if seconds <= 0:
+        raise ValueError(f"duration must be positive, got {value!r}")
+    return timedelta(seconds=seconds)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TopicSpec(_Spec):
+    """A topic the article must cover; its terms drive relevance and ``missing_topics``."""
+
+    name: str = Field(min_length=1)
+    terms: list[str] = Field(min_length=1)
+    blocking: bool = False
+
+
+class PrincipalSpec(_Spec):
+    """The identity the job acts as. It may never approve its own draft."""
+
+    principal_id: str = Field(min_length=1)
+    clearance: SecurityClass = SecurityClass.INTERNAL
+
+
+class ScopeSpec(_Spec):
+    tenant: str = Field(min_length=1)
+    project: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+
+
+class ReviewSpec(_Spec):
+    """Who may review, how long the job waits, and how many revise rounds are allowed."""
+
+    reviewers: list[str] = Field(min_length=1)
+    timeout: timedelta = timedelta(days=7)
+    max_revisions: int = Field(default=3, ge=0, le=50)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> timedelta:
+        return parse_duration(value)
+
+
+class ModelSpecInput(_Spec):
+    """Which provider drafts; ``extractive`` is the offline deterministic default."""
+
+    provider: str = "extractive"
+    name: str = "extractive-v1"
+    context_limit: int = Field(default=32_000, gt=0)
+    adapter: Literal["openai_chat", "anthropic_messages"] = "openai_chat"
+
+
+class RuntimeSpec(_Spec):
+    """Knobs for the durable runtime; defaults suit production, tests shorten them."""
+
+    heartbeat_timeout: timedelta = timedelta(seconds=20)
+    activity_timeout: timedelta = timedelta(minutes=10)
+    #: continue-as-new once history holds this many events (Temporal's hard limit is
+    #: 51,200; the server also suggests it earlier, which is honoured too).
+    continue_as_new_events: int = Field(default=10_000, ge=50)
+
+    @field_validator("heartbeat_timeout", "activity_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> timedelta:
+        return parse_duration(value)
+
+
+class JobSpec(_Spec):
+    """A research job. ``job_id`` is also the Temporal workflow id."""
+
+    job_id: str = Field(pattern=_ID)
+    question: str = Field(min_length=1)
+    topics: list[TopicSpec] = Field(min_length=1)
+    principal: PrincipalSpec
+    scope: ScopeSpec
+    sources: list[SourceSpec] = Field(min_length=1)
+    forbidden_actions: list[str] = Field(default_factory=list)
+    destination: str = Field(min_length=1)
+    policy: str = "default"
+    review: ReviewSpec
+    block_timeout: timedelta = timedelta(hours=24)
+    workspace: str | None = None
+    model: ModelSpecInput = ModelSpecInput()
+    runtime: RuntimeSpec = RuntimeSpec()
+
+    @field_validator("block_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> timedelta:
+        return parse_duration(value)
+
+    @field_validator("principal", mode="before")
+    @classmethod
+    def _principal_shorthand(cls, value: object) -> object:
+        return {"principal_id": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobSpec:
+        if self.principal.principal_id in self.review.reviewers:
+            raise ValueError(
+                f"review.reviewers: the job's own principal {self.principal.principal_id!r} "
+                "can never review its own draft"
+            )
+        names = [s.name for s in self.sources]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"sources: duplicate source names {dupes}")
+        topics = [t.name for t in self.topics]
+        if len(set(topics)) != len(topics):
+            raise ValueError("topics: duplicate topic names")
+        return self
+
+    def source_named(self, name: str) -> Any:
+        for source in self.sources:
+            if source.name == name:
+                return source
+        raise KeyError(f"no source named {name!r} in job {self.job_id}")
+
+
+def _format_error(exc: ValidationError, origin: str) -> str:
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "<root>"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"field '{field}': {msg}")
+    return f"invalid job spec {origin}: " + "; ".join(parts)
+
+
+def _absolutize(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Resolve relative local paths against the spec file's folder (URLs are left alone)."""
+
+    def fix(value: object) -> object:
+        if not isinstance(value, str) or value.startswith("git@") or any(
+            marker in value for marker in ("://", "${")
+        ):
+            return value
+        path = Path(value).expanduser()
+        return str(path if path.is_absolute() else (base / path).resolve())
+
+    out = dict(raw)
+    for key in ("destination", "workspace"):
+        if key in out:
+            out[key] = fix(out[key])
+    if isinstance(out.get("sources"), list):
+        fixed = []
+        for src in out["sources"]:
+            if isinstance(src, dict):
+                src = dict(src)
+                for key in ("path", "repo"):
+                    if key in src:
+                        src[key] = fix(src[key])
+            fixed.append(src)
+        out["sources"] = fixed
+    return out
+
+
+def parse_job_spec(
+    data: object, *, origin: str = "<input>", base_dir: Path | None = None
+) -> JobSpec:
+    """Validate a mapping into a ``JobSpec``; ``JobSpecError`` names the bad field."""
+    if not isinstance(data, dict):
+        raise JobSpecError(f"invalid job spec {origin}: expected a mapping at the top level")
+    if base_dir is not None:
+        data = _absolutize(data, base_dir)
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as exc:
+        raise JobSpecError(_format_error(exc, origin)) from None
+
+
+def load_job_spec(path: str | Path) -> JobSpec:
+    """Read and validate a job spec YAML file (relative paths are relative to the file)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise JobSpecError(f"cannot read job spec {p}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise JobSpecError(f"job spec {p} is not valid YAML: {exc}") from None
+    return parse_job_spec(data, origin=str(p), base_dir=p.resolve().parent)

@@ -1,0 +1,103 @@
+"""Messages of ``ResearchJobWorkflow``: its input, update, signal, query and result.
+
+Also ``JobState``, the workflow's whole memory: stage, references and counters. It is what
+continue-as-new carries, so it must stay reference-sized (no artifact content).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.contracts import ArtifactRef, PublishResult, StepState
+from activities.sources.specs import SourceSpec
+from workflows.job_spec import JobSpec
+
+Stage = Literal["start", "plan", "research", "draft", "review", "revise", "publish", "done"]
+Status = Literal[
+    "running", "blocked", "awaiting_review", "published", "rejected", "expired", "failed"
+]
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PendingDraft(_Msg):
+    revision: int
+    content_hash: str
+    summary: str
+    artifact_id: str
+
+
+class JobState(_Msg):
+    """Everything the workflow remembers; carried across continue-as-new."""
+
+    stage: Stage = "start"
+    status: Status = "running"
+    blocked_reason: str | None = None
+    refs: StepState | None = None
+    pending_draft: PendingDraft | None = None
+    manifest_ids: list[str] = Field(default_factory=list)
+    revision_round: int = 0
+    step_counter: int = 0
+    review_decision: Literal["approve", "request_changes", "reject"] | None = None
+    review_count: int = 0
+    receipt: PublishResult | None = None
+    continued_runs: int = 0
+
+
+class ResearchJobInput(_Msg):
+    spec: JobSpec
+    carried: JobState | None = None
+
+
+class ReviewInput(_Msg):
+    """A reviewer's decision. It must bind the exact draft and destination it judged."""
+
+    decision: Literal["approve", "request_changes", "reject"]
+    reviewer: str = Field(min_length=1)
+    draft_revision: int
+    draft_hash: str
+    destination: str
+    comments: list[str] = Field(default_factory=list)
+
+
+class ReviewResult(_Msg):
+    decision_id: str
+    decision: str
+    review: ArtifactRef
+
+
+class ResolveInput(_Msg):
+    """What unblocks a blocked step; the workflow re-assembles after applying it."""
+
+    action: Literal["add_source", "refresh_source", "raise_budget", "accept_revision", "retry"]
+    source: SourceSpec | None = None
+    source_name: str | None = None
+    evidence_budget: int | None = Field(default=None, gt=0)
+    canonical_key: str | None = None
+    revision: str | None = None
+    note: str = ""
+
+
+class JobStatus(_Msg):
+    job_id: str
+    status: Status
+    stage: Stage
+    blocked_reason: str | None
+    pending_draft: PendingDraft | None
+    manifest_ids: list[str]
+    revision_round: int
+    destination: str
+    reviewers: list[str]
+    receipt: PublishResult | None = None
+
+
+class JobResult(_Msg):
+    job_id: str
+    status: Status
+    reason: str | None = None
+    receipt: PublishResult | None = None
+    manifest_ids: list[str] = Field(default_factory=list)

@@ -1,0 +1,347 @@
+"""``ResearchJobWorkflow``: plan → research → draft → review → (revise → review)* → publish.
+
+Deterministic orchestration only. Every side effect is an activity, addressed by name so
+this module never imports I/O code into the sandbox. The workflow remembers references
+(``JobState``), never content; each step begins with ``assemble_context`` and a blocked
+assembly stops the job (no model call) until a ``resolve`` signal or the block timeout.
+Review is an Update whose validator rejects stale or foreign decisions before anything is
+recorded; the review wait always has a timer.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel
+
+    from activities.contracts import (
+        ArtifactRef,
+        AssembleContextInput,
+        CheckpointInput,
+        CheckpointResult,
+        ContextRef,
+        DraftInput,
+        DraftResult,
+        PlanInput,
+        PublishInput,
+        PublishResult,
+        RecordReviewInput,
+        ResearchInput,
+        ResearchResult,
+        StepState,
+        StoreJobSpecInput,
+    )
+    from workflows.job_spec import JobSpec
+    from workflows.models import (
+        JobResult,
+        JobState,
+        JobStatus,
+        PendingDraft,
+        ResearchJobInput,
+        ResolveInput,
+        ReviewInput,
+        ReviewResult,
+    )
+    from workflows.temporal_config import WORKFLOW_TYPE
+
+R = TypeVar("R", bound=BaseModel)
+
+#: Activity errors that no retry can fix; everything else retries with backoff.
+_NON_RETRYABLE = [
+    "JobSpecError",
+    "PublishRefused",
+    "ScopeDenied",
+    "InvalidArtifact",
+    "IntegrityError",
+    "RequestError",
+    "PolicyError",
+    "SourceSpecError",
+]
+_MANIFEST_IDS_KEPT = 200
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
+class ResearchJobWorkflow:
+    @workflow.init
+    def __init__(self, inp: ResearchJobInput) -> None:
+        self._spec: JobSpec = inp.spec
+        self._s: JobState = inp.carried.model_copy(deep=True) if inp.carried else JobState()
+        self._resolutions: list[ResolveInput] = []
+        self._review_busy = False
+
+    # ------------------------------------------------------------------ run
+    @workflow.run
+    async def run(self, inp: ResearchJobInput) -> JobResult:
+        s = self._s
+        while True:
+            self._maybe_continue_as_new()
+            if s.stage == "start":
+                ref = await self._act("store_job_spec", StoreJobSpecInput(spec=self._spec),
+                                      ArtifactRef)
+                s.refs = StepState(job_spec=ref)
+                s.stage = "plan"
+            elif s.stage == "plan":
+                ctx = await self._assemble("plan")
+                plan = await self._act("write_plan", PlanInput(
+                    spec=self._spec, context=ctx,
+                    parent_revision=self._refs.plan.revision if self._refs.plan else None,
+                ), ArtifactRef)
+                self._set_refs(plan=plan)
+                await self._checkpoint("plan", ["research the required sources"])
+                s.stage = "research"
+            elif s.stage == "research":
+                await self._research(list(self._spec.sources))
+                await self._checkpoint("research", ["draft the article from admitted evidence"])
+                s.stage = "draft"
+            elif s.stage in ("draft", "revise"):
+                await self._draft(s.stage)
+                await self._checkpoint(s.stage, ["wait for a reviewer's decision"])
+                s.stage = "review"
+            elif s.stage == "review":
+                outcome = await self._await_review()
+                if outcome is not None:
+                    return outcome
+            elif s.stage == "publish":
+                return await self._publish()
+            else:  # "done" can only be reached by a bug; fail loudly, never loop
+                raise ApplicationError(f"unexpected stage {s.stage!r}", non_retryable=True)
+
+    # --------------------------------------------------------------- stages
+    async def _research(self, sources: list[Any]) -> None:
+        ctx = await self._assemble("research")
+        res = await self._act("research", ResearchInput(
+            spec=self._spec, context=ctx, state=self._refs, sources=sources,
+            as_of=workflow.now().isoformat(), turn=self._s.step_counter,
+        ), ResearchResult)
+        self._set_refs(source_records=res.source_records, evidence_pack=res.evidence_pack,
+                       tool_records=res.tool_records)
+
+    async def _draft(self, stage: str) -> None:
+        s = self._s
+        ctx = await self._assemble(stage)
+        res = await self._act("draft", DraftInput(
+            spec=self._spec, context=ctx, state=self._refs, round=s.revision_round,
+        ), DraftResult)
+        self._set_refs(draft=res.draft)
+        s.pending_draft = PendingDraft(
+            revision=res.draft.revision, content_hash=res.draft.content_hash,
+            summary=res.summary, artifact_id=res.draft.artifact_id,
+        )
+
+    async def _await_review(self) -> JobResult | None:
+        s = self._s
+        s.status = "awaiting_review"
+        s.review_decision = None
+        timeout = self._spec.review.timeout
+        try:
+            await workflow.wait_condition(lambda: s.review_decision is not None, timeout=timeout)
+        except TimeoutError:
+            # A decision being recorded right now wins over the timer that fired meanwhile.
+            await workflow.wait_condition(lambda: not self._review_busy)
+            if s.review_decision is None:
+                s.status = "expired"
+                await self._checkpoint("review", [], note="review timed out; not published")
+                return self._result(reason=f"no review within {timeout}")
+        decision = s.review_decision
+        if decision == "approve":
+            s.status = "running"
+            s.stage = "publish"
+        elif decision == "request_changes":
+            s.status = "running"
+            s.revision_round += 1
+            s.stage = "revise"
+        else:
+            s.status = "rejected"
+            await self._checkpoint("review", [], note="rejected by reviewer")
+            return self._result(reason="rejected by reviewer")
+        return None
+
+    async def _publish(self) -> JobResult:
+        s = self._s
+        ctx = await self._assemble("publish")
+        refs = self._refs
+        if refs.draft is None or refs.review is None:
+            raise ApplicationError("publish reached without a draft and a review",
+                                   non_retryable=True)
+        s.receipt = await self._act("publish", PublishInput(
+            spec=self._spec, context=ctx, draft=refs.draft, review=refs.review,
+        ), PublishResult)
+        s.status = "published"
+        s.stage = "done"
+        await self._checkpoint("publish", [], note=f"published to {s.receipt.location}")
+        return self._result()
+
+    # ------------------------------------------------------------- assembly
+    async def _assemble(self, stage: str) -> ContextRef:
+        s = self._s
+        while True:
+            s.step_counter += 1
+            step_id = f"{stage}-{s.step_counter}"
+            ref = await self._act("assemble_context", AssembleContextInput(
+                spec=self._spec, step_id=step_id, stage=stage,  # type: ignore[arg-type]
+                state=self._refs, as_of=workflow.now().isoformat(),
+            ), ContextRef)
+            s.manifest_ids = [*s.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
+            if ref.status == "ready":
+                s.status, s.blocked_reason = "running", None
+                return ref
+            reason = ref.blocked_reason or "blocked"
+            if ref.blocked_detail:
+                reason = f"{reason} ({ref.blocked_detail})"
+            s.status, s.blocked_reason = "blocked", reason
+            await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
+            try:
+                await workflow.wait_condition(lambda: bool(self._resolutions),
+                                              timeout=self._spec.block_timeout)
+            except TimeoutError:
+                s.status = "failed"
+                raise ApplicationError(f"failed: {reason}", type="JobBlocked",
+                                       non_retryable=True) from None
+            s.status = "running"
+            await self._apply_resolutions()
+
+    async def _apply_resolutions(self) -> None:
+        to_acquire: list[Any] = []
+        while self._resolutions:
+            r = self._resolutions.pop(0)
+            if r.action == "add_source" and r.source is not None:
+                names = [src.name for src in self._spec.sources]
+                if r.source.name in names:  # same name: replace the spec, then refresh it
+                    sources = [r.source if src.name == r.source.name else src
+                               for src in self._spec.sources]
+                else:
+                    sources = [*self._spec.sources, r.source]
+                self._spec = self._spec.model_copy(update={"sources": sources})
+                to_acquire.append(r.source)
+            elif r.action == "refresh_source" and r.source_name:
+                to_acquire.extend(src for src in self._spec.sources if src.name == r.source_name)
+            elif r.action == "raise_budget" and r.evidence_budget:
+                self._set_refs(evidence_budget=r.evidence_budget)
+            elif r.action == "accept_revision" and r.canonical_key and r.revision:
+                accepted = {**self._refs.accepted_revisions, r.canonical_key: r.revision}
+                self._set_refs(accepted_revisions=accepted)
+        if to_acquire and self._refs.evidence_pack is not None:
+            await self._research(to_acquire)
+
+    # ------------------------------------------------------------- handlers
+    @workflow.update
+    async def review(self, inp: ReviewInput) -> ReviewResult:
+        s = self._s
+        self._review_busy = True
+        try:
+            s.review_count += 1
+            decision_id = f"{self._spec.job_id}-review-{s.review_count}"
+            refs = self._refs
+            assert refs.draft is not None
+            ref = await self._act("record_review", RecordReviewInput(
+                spec=self._spec, decision_id=decision_id, decision=inp.decision,
+                reviewer=inp.reviewer, draft=refs.draft, destination=inp.destination,
+                comments=inp.comments, decided_at=workflow.now().isoformat(),
+                parent_revision=refs.review.revision if refs.review else None,
+            ), ArtifactRef)
+            comments = inp.comments if inp.decision == "request_changes" else []
+            self._set_refs(review=ref, review_comments=comments)
+            s.review_decision = inp.decision
+            return ReviewResult(decision_id=decision_id, decision=inp.decision, review=ref)
+        finally:
+            self._review_busy = False
+
+    @review.validator
+    def _validate_review(self, inp: ReviewInput) -> None:
+        s, spec = self._s, self._spec
+        if s.status != "awaiting_review" or self._review_busy or s.review_decision is not None:
+            raise ValueError(f"job {spec.job_id} is not waiting for a review (status {s.status})")
+        draft = s.pending_draft
+        if draft is None:
+            raise ValueError("no draft is pending review")
+        if inp.draft_revision != draft.revision:
+            raise ValueError(f"stale decision: it names draft revision {inp.draft_revision}, "
+                             f"the pending draft is revision {draft.revision}")
+        if inp.draft_hash != draft.content_hash:
+            raise ValueError(f"stale decision: draft hash {inp.draft_hash} does not match the "
+                             f"pending draft {draft.content_hash}")
+        if inp.destination != spec.destination:
+            raise ValueError(f"wrong destination {inp.destination!r}; this job publishes to "
+                             f"{spec.destination!r}")
+        if inp.reviewer == spec.principal.principal_id:
+            raise ValueError(f"the job's own principal {inp.reviewer!r} can never review "
+                             "its own draft")
+        if inp.reviewer not in spec.review.reviewers:
+            raise ValueError(f"reviewer {inp.reviewer!r} is not allowed for this job")
+        if inp.decision == "request_changes":
+            if not [c for c in inp.comments if c.strip()]:
+                raise ValueError("request_changes needs at least one comment")
+            if s.revision_round >= spec.review.max_revisions:
+                raise ValueError(f"all {spec.review.max_revisions} revision rounds are used; "
+                                 "approve or reject")
+
+    @workflow.signal
+    def resolve(self, inp: ResolveInput) -> None:
+        self._resolutions.append(inp)
+
+    @workflow.query
+    def status(self) -> JobStatus:
+        s = self._s
+        return JobStatus(
+            job_id=self._spec.job_id, status=s.status, stage=s.stage,
+            blocked_reason=s.blocked_reason, pending_draft=s.pending_draft,
+            manifest_ids=list(s.manifest_ids), revision_round=s.revision_round,
+            destination=self._spec.destination, reviewers=list(self._spec.review.reviewers),
+            receipt=s.receipt,
+        )
+
+    # -------------------------------------------------------------- helpers
+    @property
+    def _refs(self) -> StepState:
+        if self._s.refs is None:
+            raise ApplicationError("job state has no artifact references yet", non_retryable=True)
+        return self._s.refs
+
+    def _set_refs(self, **changes: Any) -> None:
+        self._s.refs = self._refs.model_copy(update=changes)
+
+    async def _act(self, name: str, arg: BaseModel, result_type: type[R]) -> R:
+        rt = self._spec.runtime
+        return await workflow.execute_activity(
+            name, arg, result_type=result_type,
+            start_to_close_timeout=rt.activity_timeout,
+            heartbeat_timeout=rt.heartbeat_timeout,
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                     maximum_interval=timedelta(seconds=30),
+                                     non_retryable_error_types=_NON_RETRYABLE),
+        )
+
+    async def _checkpoint(self, stage: str, next_steps: list[str], note: str = "") -> None:
+        s = self._s
+        cp_id = f"{self._spec.job_id}-cp-{s.step_counter}-{stage}"
+        open_items = [note] if note else []
+        await self._act("write_checkpoint", CheckpointInput(
+            spec=self._spec, checkpoint_id=cp_id, step_id=f"{stage}-{s.step_counter}",
+            stage=stage, status=s.status, state=self._refs, manifest_ids=s.manifest_ids[-5:],
+            open_items=open_items, next_steps=next_steps,
+        ), CheckpointResult)
+        self._set_refs(checkpoint_id=cp_id)
+
+    def _result(self, reason: str | None = None) -> JobResult:
+        s = self._s
+        return JobResult(job_id=self._spec.job_id, status=s.status, reason=reason,
+                         receipt=s.receipt, manifest_ids=list(s.manifest_ids))
+
+    def _maybe_continue_as_new(self) -> None:
+        info = workflow.info()
+        too_long = info.get_current_history_length() >= self._spec.runtime.continue_as_new_events
+        if not (too_long or info.is_continue_as_new_suggested()):
+            return
+        if self._review_busy or self._resolutions or not workflow.all_handlers_finished():
+            return  # try again at the next stage boundary; never drop a pending message
+        self._s.continued_runs += 1
+        workflow.continue_as_new(ResearchJobInput(spec=self._spec, carried=self._s))
+
+
+__all__ = ["ResearchJobWorkflow"]

