@@ -126,10 +126,11 @@ def release_gate(baseline: list[CaseRun], candidate: list[CaseRun],
     def failing(grader: str) -> list[str]:
         return [r.case.id for r in candidate if not r.grade(grader).passed]
 
+    not_worse = cand_m.case_pass_rate >= base_m.case_pass_rate
     failed_cases = [r.case.id for r in candidate if not r.passed]
     checks = {
         "candidate_not_worse_overall": GateCheck(
-            passed=cand_m.case_pass_rate >= base_m.case_pass_rate, cases=failed_cases),
+            passed=not_worse, cases=[] if not_worse else failed_cases),
         "at_least_one_measured_improvement": GateCheck(passed=bool(improvements), cases=[]),
         "no_case_regressions": GateCheck(passed=not regressions, cases=regressions),
         "all_available_required_evidence_retained": GateCheck(
