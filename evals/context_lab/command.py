@@ -7,12 +7,14 @@ front door (``pressroom.py``) only parses options and calls :func:`run_command`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from evals.context_lab.errors import LabError
+from evals.context_lab.gate import StrategyMetrics
 from evals.context_lab.reports import write_reports
 from evals.context_lab.runner import STRATEGIES, EvalResult, run_context_eval
 
@@ -24,7 +26,7 @@ def summary_table(result: EvalResult) -> Table:
     table.add_column("metric")
     for name in STRATEGIES:
         table.add_column(name, justify="right")
-    rows = [
+    rows: list[tuple[str, Callable[[StrategyMetrics], str]]] = [
         ("cases passed", lambda m: f"{m.passed_cases}/{m.cases}"),
         ("case pass rate", lambda m: f"{m.case_pass_rate:.2%}"),
         ("required-topic coverage", lambda m: f"{m.required_topic_coverage:.2%}"),

@@ -154,7 +154,7 @@ def tool_pairing(case: LabCase, sources: dict[str, LabSource], packet: Packet) -
                  if result_count[c] != 1]
     problems += [f"orphan result {c}" for c in result_count if c not in call_count]
     result_messages = {e.message for e in results}
-    first_call = {}
+    first_call: dict[str, int] = {}
     for e in calls:
         first_call.setdefault(e.call_id, e.message)
     for e in results:

@@ -14,18 +14,19 @@ from pydantic import BaseModel, ConfigDict
 
 from context.errors import ContextError
 from context.policy import ContextPolicy, load_policy
-from evals.context_lab.baseline import STRATEGY as BASELINE
+from evals.context_lab import baseline, strategy
 from evals.context_lab.baseline import run_dump_all
 from evals.context_lab.dataset import LabCase, LabSource, load_cases, load_sources
 from evals.context_lab.errors import DatasetError
 from evals.context_lab.gate import CaseRun, GateResult, StrategyMetrics, metrics, release_gate
 from evals.context_lab.graders import grade_packet
-from evals.context_lab.strategy import STRATEGY as CANDIDATE
 from evals.context_lab.strategy import run_pressroom
 
 BUNDLED = Path(__file__).resolve().parent.parent / "context"
 BUNDLED_CASES = BUNDLED / "cases.jsonl"
 BUNDLED_SOURCES = BUNDLED / "sources.jsonl"
+BASELINE: str = baseline.STRATEGY
+CANDIDATE: str = strategy.STRATEGY
 STRATEGIES = (BASELINE, CANDIDATE)
 
 
