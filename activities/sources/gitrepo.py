@@ -23,6 +23,8 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,6 +46,7 @@ TOOL_NAME = "git_grep"
 DEFAULT_TIMEOUT_S = 30.0
 MAX_HIT_LINES = 5000
 MAX_RECORDS = 200
+MAX_BLOB_BYTES = 5_000_000
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # an unreachable private URL must fail, not wait for a password
@@ -102,15 +105,20 @@ async def _local_repo(location: str, commit: str, timeout: float) -> str:
     cache = pressroom_home() / "git-cache" / hashlib.sha256(location.encode()).hexdigest()[:24]
     if not (cache / "HEAD").exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".tmp{os.getpid()}")
+        # Clone beside the cache and rename into place, so a concurrent or crashed clone
+        # never leaves a half-written repository where the next acquisition looks.
+        staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=cache.parent))
         try:
             await run_git(
-                str(cache.parent), "clone", "--bare", "--quiet", "--", location, str(tmp),
-                timeout=timeout,
+                str(staging), "clone", "--bare", "--quiet", "--", location,
+                str(staging / "repo.git"), timeout=timeout,
             )
+            with contextlib.suppress(OSError):  # another acquisition won the race: fine
+                os.rename(staging / "repo.git", cache)
         except RetrievalFailed as exc:
             raise RetrievalFailed(f"repository {location} is unreachable: {exc}") from exc
-        os.replace(tmp, cache)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     code, _ = await run_git(
         str(cache), "cat-file", "-e", f"{commit}^{{commit}}", timeout=timeout, ok_codes=(0, 1, 128)
     )
@@ -133,17 +141,20 @@ async def _resolve(repo: str, commit: str, timeout: float) -> str:
     return sha
 
 
-async def _tree(repo: str, sha: str, timeout: float) -> dict[str, str]:
-    """path -> blob id of every file at ``sha``."""
-    _, out = await run_git(repo, "ls-tree", "-r", "-z", "--full-tree", sha, timeout=timeout)
-    blobs: dict[str, str] = {}
+async def _tree(repo: str, sha: str, timeout: float) -> dict[str, tuple[str, int]]:
+    """path -> (blob id, size) of every file at ``sha``."""
+    _, out = await run_git(
+        repo, "ls-tree", "-r", "-z", "-l", "--full-tree", sha, timeout=timeout
+    )
+    blobs: dict[str, tuple[str, int]] = {}
     for entry in out.split(b"\0"):
         if not entry:
             continue
         meta, _, path = entry.partition(b"\t")
         parts = meta.split()
-        if len(parts) == 3 and parts[1] == b"blob":
-            blobs[path.decode("utf-8", "surrogateescape")] = parts[2].decode()
+        if len(parts) == 4 and parts[1] == b"blob":
+            size = int(parts[3]) if parts[3].isdigit() else 0
+            blobs[path.decode("utf-8", "surrogateescape")] = (parts[2].decode(), size)
     return blobs
 
 
@@ -207,7 +218,11 @@ async def acquire_git(
     targets = sorted({*(p for p in hits if not is_log_path(p)), *logs})
     records: list[EvidenceRecord] = []
     for path in targets:
-        data = await _read_blob(repo, blobs[path], timeout)
+        blob, size = blobs[path]
+        if size > MAX_BLOB_BYTES:
+            warnings.append(f"{path}: {size} bytes exceeds {MAX_BLOB_BYTES}; not read")
+            continue
+        data = await _read_blob(repo, blob, timeout)
         try:
             lines = data.decode("utf-8").splitlines()
         except UnicodeDecodeError as exc:
@@ -235,8 +250,8 @@ async def acquire_git(
                     content=content,
                     content_hash=result_hash(content),
                     revision=sha,
-                    source_digest=f"git-blob:{blobs[path]}",
-                    artifact_ref=f"git-blob:{spec.name}/{blobs[path]}" if is_log else None,
+                    source_digest=f"git-blob:{blob}",
+                    artifact_ref=f"git-blob:{spec.name}/{blob}" if is_log else None,
                     observed_at=as_of,
                     trust=Trust.REPOSITORY_EVIDENCE,
                     security_class=spec.security_class,

@@ -43,7 +43,10 @@ class GitSourceSpec(_Spec):
     kind: Literal["git"] = "git"
     repo: str = Field(min_length=1, description="local path (may use placeholders) or URL")
     commit: str = Field(min_length=1, max_length=200, description="sha, tag or branch")
-    paths: list[str] = Field(default_factory=list, description="pathspecs; empty = whole tree")
+    paths: list[str] = Field(
+        default_factory=list,
+        description="files or directories (path prefixes, not globs); empty = whole tree",
+    )
 
     @field_validator("commit")
     @classmethod

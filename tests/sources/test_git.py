@@ -161,3 +161,45 @@ async def test_records_become_code_evidence_items(shared_fixtures: Path) -> None
     assert item.source_request_id == "c"
     assert [n.type for n in item.source_lineage] == ["source", "excerpt"]
     assert item.source_lineage[-1].digest == item.content_hash == sha256_text(item.content)
+
+
+async def test_url_sources_are_cloned_once_and_fetched_for_new_commits(
+    fresh_fixtures: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("PRESSROOM_HOME", str(tmp_path / "home"))
+    origin = fresh_fixtures / "repos" / "httpkit"
+    url = f"file://{origin}"
+    by_url = await acquire(
+        GitSourceSpec(name="httpkit", repo=url, commit="v2"), TOPICS, call_id="c", as_of=AS_OF
+    )
+    by_path = await acquire(_httpkit(fresh_fixtures), TOPICS, call_id="c", as_of=AS_OF)
+    assert by_url.outcome is AcquisitionOutcome.RETRIEVED
+    assert by_url.records == by_path.records  # citations name the source, not its location
+    caches = list((tmp_path / "home" / "git-cache").iterdir())
+    assert len(caches) == 1 and (caches[0] / "HEAD").is_file(), caches
+
+    # A commit made after the clone is fetched on demand, never read from a working tree.
+    (origin / "NOTES.md").write_text("Retry-After handling was reviewed.\n")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "-C", str(origin), "add", "NOTES.md"], check=True, env=env)
+    subprocess.run(["git", "-C", str(origin), "commit", "-qm", "notes"], check=True, env=env)
+    new = subprocess.run(["git", "-C", str(origin), "rev-parse", "HEAD"], check=True,
+                         capture_output=True, text=True, env=env).stdout.strip()
+    later = await acquire(
+        GitSourceSpec(name="httpkit", repo=url, commit=new, paths=["NOTES.md"]), TOPICS,
+        call_id="c2", as_of=AS_OF,
+    )
+    assert later.outcome is AcquisitionOutcome.RETRIEVED, later.reason
+    assert [r.path for r in later.records] == ["NOTES.md"] and later.revision == new
+
+
+async def test_oversized_blobs_are_skipped_and_reported(shared_fixtures: Path, monkeypatch) -> None:
+    import activities.sources.gitrepo as gitrepo
+
+    monkeypatch.setattr(gitrepo, "MAX_BLOB_BYTES", 600)
+    result = await acquire(_httpkit(shared_fixtures), TOPICS, call_id="c", as_of=AS_OF)
+    assert result.outcome is AcquisitionOutcome.RETRIEVED
+    assert result.tool_result.status is ToolStatus.PARTIAL
+    assert "httpkit/client.py" in (result.reason or "") and "not read" in (result.reason or "")
+    assert "httpkit/client.py" not in {r.path for r in result.records}
