@@ -7,9 +7,13 @@ Hierarchy (every error the store raises on purpose is a ``StoreError``)::
     │   └── SealedConflict      a sealed record (manifest, checkpoint, usage) was re-written
     │                           with different content
     ├── IntegrityError          stored bytes no longer hash to the recorded content hash
-    ├── ScopeDenied             the principal may not read/write in that tenant/project; the
-    │                           message never reveals whether the id exists in another scope
-    ├── ArtifactNotFound        a revision that does not exist of an artifact the principal sees
+    ├── ScopeDenied             the principal may not read/write there. A read of an id with
+    │                           nothing visible in the principal's tenant/project raises it
+    │                           whether the id exists in another scope or nowhere, with the
+    │                           same message, so guessing ids learns nothing (use ``head()``,
+    │                           which returns ``None``, to ask "does it exist yet?")
+    ├── ArtifactNotFound        a revision that does not exist of an artifact the principal
+    │                           sees; ``record_usage`` on an unknown manifest
     ├── InvalidArtifact         bad input: unknown kind, bad id, bad scope shape, non-bytes body
     ├── DatabaseUnavailable     the database cannot be reached (names host / file)
     └── SchemaNotReady          the database schema is not at the shipped migration head

@@ -1,0 +1,69 @@
+"""Engine plumbing: SQLite write transactions take the write lock up front, a session
+that already read cannot silently turn into a writer, and the PostgreSQL fixture's
+skip/fail rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event, select
+
+from artifacts import ArtifactKind, ArtifactStore, Principal, Scope, StoreError, open_store
+from artifacts.engine import begin_write
+from artifacts.models import Blob
+from tests.artifacts.conftest import postgres_url
+
+
+async def test_sqlite_writes_begin_immediate_reads_deferred(
+    tmp_path: Path, alice: Principal, scope: Scope
+) -> None:
+    store = await open_store(f"sqlite+aiosqlite:///{tmp_path / 's.db'}")
+    begins: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        if statement.startswith("BEGIN"):
+            begins.append(statement)
+
+    event.listen(store.db.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        await store.put(ArtifactKind.DOCUMENT, "d", b"x", principal=alice, scope=scope,
+                        trust="trusted_state", parent_revision=None)
+        await store.get(ArtifactKind.DOCUMENT, "d", principal=alice)
+        await store.put_receipt("r", body={}, scope=scope)
+    finally:
+        await store.close()
+    assert begins == ["BEGIN IMMEDIATE", "BEGIN", "BEGIN IMMEDIATE"]
+
+
+async def test_read_session_cannot_become_a_writer(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    from artifacts.revisions import put_artifact
+
+    async with store.db.sessions() as session:
+        await session.scalar(select(Blob.hash).limit(1))
+        with pytest.raises(StoreError, match="already began a read transaction"):
+            await begin_write(session)
+        with pytest.raises(StoreError, match="already began a read transaction"):
+            await put_artifact(session, ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
+                               scope=scope, trust="trusted_state", parent_revision=None)
+    async with store.db.sessions() as session:
+        await begin_write(session)
+        await begin_write(session)  # idempotent inside a write transaction
+        await put_artifact(session, ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
+                           scope=scope, trust="trusted_state", parent_revision=None)
+        await session.commit()
+    assert await store.head(ArtifactKind.DOCUMENT, "d", principal=alice) is not None
+
+
+def test_postgres_tests_fail_in_ci_without_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PRESSROOM_TEST_POSTGRES_URL", raising=False)
+    monkeypatch.setenv("PRESSROOM_CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="PRESSROOM_CI=1"):
+        postgres_url()
+    monkeypatch.delenv("PRESSROOM_CI")
+    with pytest.raises(pytest.skip.Exception, match="PRESSROOM_TEST_POSTGRES_URL is not set"):
+        postgres_url()
+    monkeypatch.setenv("PRESSROOM_TEST_POSTGRES_URL", "postgresql+asyncpg://x@h/db")
+    assert postgres_url() == "postgresql+asyncpg://x@h/db"
