@@ -189,6 +189,16 @@ class TransformPolicy(_Strict):
     )
     preserve: tuple[str, ...] = ()
 
+    @field_validator("preserve")
+    @classmethod
+    def _known_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        from context.transforms import PRESERVE_KEYS
+
+        unknown = sorted(set(keys) - set(PRESERVE_KEYS))
+        if unknown:
+            raise ValueError(f"unknown preservation keys {unknown}; known: {list(PRESERVE_KEYS)}")
+        return keys
+
 
 class BlockingPolicy(_Strict):
     required_partitions: tuple[Partition, ...] = (Partition.CONTROL, Partition.TASK)

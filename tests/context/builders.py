@@ -45,21 +45,27 @@ def item(item_id: str, content: str = "", **kw: Any) -> ContextItem:
     return ContextItem.build(**defaults)
 
 
+def _kind(item_id: str, content: str, base: dict[str, Any], kw: dict[str, Any]) -> ContextItem:
+    return item(item_id, content, **{**base, **kw})
+
+
 def control(item_id: str = "policy-system", content: str = "Follow the research policy.",
             **kw: Any) -> ContextItem:
-    return item(item_id, content, source_type=SourceType.SYSTEM_POLICY,
-                trust=Trust.CONTROL_AUTHORITY, intended_role=Role.CONTROL, **kw)
+    return _kind(item_id, content, {"source_type": SourceType.SYSTEM_POLICY,
+                                    "trust": Trust.CONTROL_AUTHORITY,
+                                    "intended_role": Role.CONTROL}, kw)
 
 
 def task(item_id: str = "job-spec", content: str = "Write an article on retry policies.",
          **kw: Any) -> ContextItem:
-    return item(item_id, content, source_type=SourceType.USER_REQUEST,
-                trust=Trust.TASK_AUTHORITY, intended_role=Role.TASK_INTENT, **kw)
+    return _kind(item_id, content, {"source_type": SourceType.USER_REQUEST,
+                                    "trust": Trust.TASK_AUTHORITY,
+                                    "intended_role": Role.TASK_INTENT}, kw)
 
 
 def state(item_id: str = "run-state", content: str = "stage: research", **kw: Any) -> ContextItem:
-    return item(item_id, content, source_type=SourceType.RUNTIME_STATE,
-                trust=Trust.TRUSTED_STATE, intended_role=Role.STATE, **kw)
+    return _kind(item_id, content, {"source_type": SourceType.RUNTIME_STATE,
+                                    "trust": Trust.TRUSTED_STATE, "intended_role": Role.STATE}, kw)
 
 
 def code(item_id: str, content: str, *, repo: str = "pi", commit: str = "53fa77cc",
@@ -68,13 +74,14 @@ def code(item_id: str, content: str, *, repo: str = "pi", commit: str = "53fa77c
     n = content.count("\n") + 1
     start, end = lines or (1, n)
     ref = SourceRef(repo=repo, commit=commit, path=path, line_start=start, line_end=end)
-    return item(item_id, content, source_type=SourceType.REPOSITORY_SOURCE,
-                trust=Trust.REPOSITORY_EVIDENCE, source_ref=ref, revision=commit, **kw)
+    return _kind(item_id, content, {"source_type": SourceType.REPOSITORY_SOURCE,
+                                    "trust": Trust.REPOSITORY_EVIDENCE, "source_ref": ref,
+                                    "revision": commit}, kw)
 
 
 def web(item_id: str, content: str, **kw: Any) -> ContextItem:
-    return item(item_id, content, source_type=SourceType.WEB_PAGE,
-                trust=Trust.UNTRUSTED_EXTERNAL_DATA, **kw)
+    return _kind(item_id, content, {"source_type": SourceType.WEB_PAGE,
+                                    "trust": Trust.UNTRUSTED_EXTERNAL_DATA}, kw)
 
 
 def topic(name: str, *terms: str, blocking: bool = False) -> TopicSpec:
