@@ -6,11 +6,14 @@ later in the run. Unknown keys are errors too: a misspelt optional field would o
 silently switch a check off.
 
 Dates (``updated_at``, ``valid_until``, ``as_of``) are ISO dates (midnight UTC) or ISO
-datetimes; a datetime without an offset is read as UTC. Two lab extensions beyond the
-issue's field list, both optional and both graded: ``forbidden_text`` (strings that must
+datetimes; a datetime without an offset is read as UTC. ``tool_history`` is a list of
+events in arrival order (``{"type": "call"|"result", "call_id", "tool_name", ...}``) or
+the engine's ``{"calls": [...], "results": [...]}``. Three lab extensions beyond the
+issue's field list, all optional and all graded: ``forbidden_text`` (strings that must
 not appear anywhere in the model-visible input, e.g. a secret that should have been
-redacted) and ``retained_text`` (strings that must still be visible, e.g. call ids and
-line ranges a compaction has to keep).
+redacted), ``retained_text`` (strings that must still be visible, e.g. call ids and line
+ranges a compaction has to keep) and ``expected_anomalies`` (``[{"type", "call_id"}]``,
+tool-history repairs that must be recorded).
 """
 
 from __future__ import annotations
@@ -23,7 +26,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from context.items import ScopeRef
-from context.vocabulary import ExclusionReason, Role, SourceType, ToolStatus, Trust
+from context.vocabulary import (
+    AnomalyType,
+    ExclusionReason,
+    Role,
+    SourceType,
+    ToolStatus,
+    Trust,
+)
 from evals.context_lab.errors import DatasetError
 
 LAB_TRUST = ("trusted", "untrusted")
@@ -124,6 +134,13 @@ class ToolEventSpec(_Record):
     content: str = ""
 
 
+class AnomalySpec(_Record):
+    """A tool-history repair the case expects the assembler to record (seed 003)."""
+
+    type: AnomalyType
+    call_id: str = Field(min_length=1)
+
+
 class LabCase(_Record):
     """One fixed case: a question, its contract and its candidate sources."""
 
@@ -144,6 +161,7 @@ class LabCase(_Record):
     expected_excluded: dict[str, ExclusionReason] = Field(default_factory=dict)
     forbidden_text: list[str] = Field(default_factory=list)
     retained_text: list[str] = Field(default_factory=list)
+    expected_anomalies: list[AnomalySpec] = Field(default_factory=list)
 
     @field_validator("as_of", mode="before")
     @classmethod

@@ -18,7 +18,8 @@ not know which strategy produced the packet. The ten graders:
 ``expected_exclusions`` each ``expected_excluded`` source is excluded with that reason
                        (not applicable when the case states none).
 ``tool_pairing``       every visible call has exactly one result, which follows it with
-                       only other results in between; no orphan or duplicate result.
+                       only other results in between; no orphan or duplicate result; the
+                       repairs the case expects are recorded as typed anomalies.
 ``trust_zone``         no line of untrusted text (untrusted sources, tool output) appears
                        outside a data block, nor in a system message at all.
 ``manifest_complete``  every retrieved candidate is selected xor excluded with a reason,
@@ -144,9 +145,12 @@ def expected_exclusions(case: LabCase, sources: dict[str, LabSource], packet: Pa
 def tool_pairing(case: LabCase, sources: dict[str, LabSource], packet: Packet) -> Grade:
     calls = [e for e in packet.tool_events if e.kind == "call"]
     results = [e for e in packet.tool_events if e.kind == "result"]
+    recorded = {(a.type, a.call_id) for a in packet.anomalies}
+    problems = [f"repair {a.type.value} of {a.call_id} not recorded"
+                for a in case.expected_anomalies if (a.type.value, a.call_id) not in recorded]
     if not calls and not results:
-        return Grade(name="tool_pairing", passed=True, detail="no tool exchange visible")
-    problems = []
+        return Grade(name="tool_pairing", passed=not problems,
+                     detail="; ".join(problems) or "no tool exchange visible")
     call_count = Counter(e.call_id for e in calls)
     result_count = Counter(e.call_id for e in results)
     problems += [f"call {c} issued {n} times" for c, n in call_count.items() if n > 1]

@@ -62,6 +62,11 @@ class ToolEvent(_Model):
     message: int
 
 
+class AnomalyRecord(_Model):
+    type: str
+    call_id: str
+
+
 class ManifestRef(_Model):
     manifest_id: str
     status: str
@@ -84,6 +89,7 @@ class Packet(_Model):
     acquisitions: tuple[AcquisitionEntry, ...]
     messages: tuple[VisibleMessage, ...] = ()
     tool_events: tuple[ToolEvent, ...] = ()
+    anomalies: tuple[AnomalyRecord, ...] = ()
     rendered_context: str
     manifest: ManifestRef | None = None
     fingerprint: str

@@ -37,6 +37,7 @@ from evals.context_lab.errors import DatasetError, StrategyError
 from evals.context_lab.mapping import acquisition_id, case_scope, security_class, source_to_item
 from evals.context_lab.packet import (
     AcquisitionEntry,
+    AnomalyRecord,
     ExcludedEntry,
     ManifestRef,
     Packet,
@@ -231,6 +232,8 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
         missing_topics=tuple(manifest.missing_topics),
         budget_used=manifest.budget.evidence_block_tokens, budget_limit=budget,
         acquisitions=tuple(acquisitions), messages=tuple(messages), tool_events=tuple(events),
+        anomalies=tuple(AnomalyRecord(type=a.type.value, call_id=a.call_id)
+                        for a in manifest.tool_anomalies),
         rendered_context=rendered,
         manifest=ManifestRef(
             manifest_id=manifest.manifest_id, status=manifest.status,

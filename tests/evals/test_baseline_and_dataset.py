@@ -68,3 +68,6 @@ def test_bundled_dataset_covers_the_failure_modes_of_the_seeds():
     assert any(s.scope is not None for s in sources.values())
     histories = [c.tool_history for c in cases if c.tool_history]
     assert len(histories) >= 5
+    anomalies = {a.type.value for c in cases for a in c.expected_anomalies}
+    assert anomalies == {"tool_result_reordered", "tool_result_synthesized",
+                         "orphan_tool_result_dropped", "duplicate_dropped"}

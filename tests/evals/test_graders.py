@@ -16,6 +16,7 @@ from evals.context_lab import graders as g
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.packet import (
     AcquisitionEntry,
+    AnomalyRecord,
     ExcludedEntry,
     ManifestRef,
     Packet,
@@ -178,6 +179,17 @@ def test_expected_exclusions_fails_on_wrong_or_missing_reason_and_is_na_when_uns
 def test_tool_pairing_fails(events, needle):
     grade = _grade(g.tool_pairing, _clean(tool_events=events))
     assert not grade.passed and needle in grade.detail
+
+
+def test_tool_pairing_fails_when_an_expected_repair_is_not_recorded():
+    case = _case(expected_anomalies=[{"type": "duplicate_dropped", "call_id": "c1"}])
+    grade = _grade(g.tool_pairing, _clean(), case)
+    assert not grade.passed and "duplicate_dropped of c1 not recorded" in grade.detail
+    recorded = _clean(anomalies=(AnomalyRecord(type="duplicate_dropped", call_id="c1"),))
+    assert _grade(g.tool_pairing, recorded, case).passed
+    no_tools = _case(tool_history=[], expected_anomalies=[
+        {"type": "tool_result_synthesized", "call_id": "c9"}])
+    assert not _grade(g.tool_pairing, _clean(tool_events=(), messages=()), no_tools).passed
 
 
 def test_tool_pairing_accepts_parallel_calls_answered_in_a_row():
