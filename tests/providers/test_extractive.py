@@ -148,3 +148,41 @@ async def test_bad_requests_are_typed_errors(built: BuiltRequest) -> None:
     with pytest.raises(ProviderInputError, match="does not match sha256"):
         await provider.complete({**payload, "messages": forged}, adapter="openai_chat",
                                 purpose="draft")
+
+
+async def test_reviewer_comments_become_open_items(built: BuiltRequest) -> None:
+    from context.items import ContextItem
+    from context.render import assemble_messages
+    from context.vocabulary import Role, SourceType, Trust
+    from tests.providers.conftest import SCOPE
+
+    def task(item_id: str, text: str) -> ContextItem:
+        return ContextItem.build(
+            item_id=item_id, source_type=SourceType.USER_REQUEST, producer="t", content=text,
+            scope=SCOPE, trust=Trust.TASK_AUTHORITY, intended_role=Role.TASK_INTENT,
+            revision="1",
+        )
+
+    control = ContextItem.build(
+        item_id="control", source_type=SourceType.SYSTEM_POLICY, producer="t",
+        content="Write only from evidence.", scope=SCOPE, trust=Trust.CONTROL_AUTHORITY,
+        intended_role=Role.CONTROL, revision="1",
+    )
+    assembly = assemble_messages(
+        control=[control],
+        task=[
+            task("job", "Research question: How are retries capped?\n"
+                        "- delay_cap (search terms: max_delay)"),
+            task("review_comments:r@1", "Reviewer's requested changes:\n"
+                                        "- Compare the cap with the guidelines document."),
+        ],
+        data=built.data_items,
+    )
+    from context.adapters import get_adapter
+
+    payload = get_adapter("openai_chat").serialize(assembly, "m", 1000).payload
+    text = (await get_provider("extractive").complete(
+        payload, adapter="openai_chat", purpose="revise")).text
+    assert text.startswith("# How are retries capped?\n")
+    assert "- Reviewer requested: Compare the cap with the guidelines document." in text
+    assert "## delay_cap" in text and "## jitter" not in text
