@@ -155,7 +155,7 @@ class LabCase(_Record):
     candidate_source_ids: list[str] = Field(min_length=1)
     required_revisions: dict[str, str] = Field(default_factory=dict)
     scope: ScopeRef | None = None
-    principal: str | None = None
+    principal: str | None = None  # the principal id; clearance and scope come from the case
     policy: dict[str, Any] = Field(default_factory=dict)
     tool_history: list[ToolEventSpec] = Field(default_factory=list)
     expected_excluded: dict[str, ExclusionReason] = Field(default_factory=dict)

@@ -175,6 +175,16 @@ def block_tokens(rendered: str) -> dict[str, int]:
     return {v.item_id: count_tokens(rendered[a:b]) for v, (a, b) in zip(views, spans, strict=True)}
 
 
+def _locator(ref: dict[str, Any]) -> str | None:
+    """Where the included item points: its locator, url, or code citation (excerpts)."""
+    if ref.get("locator") or ref.get("url"):
+        return str(ref.get("locator") or ref.get("url"))
+    if ref.get("repo") and ref.get("commit") and ref.get("path"):
+        lines = f"#L{ref['line_start']}-L{ref['line_end']}" if ref.get("line_start") else ""
+        return f"{ref['repo']}@{ref['commit']}:{ref['path']}{lines}"
+    return None
+
+
 def _source_id(entry: Any, candidate_ids: set[str]) -> str | None:
     """The lab source an included item carries (itself, or the origin of a derived copy)."""
     if entry.item_id in candidate_ids:
@@ -206,7 +216,7 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
         src = sources[sid]
         selected.append(SelectedEntry(
             id=sid, tokens=tokens.get(inc.item_id, inc.tokens), item_id=inc.item_id,
-            locator=inc.source_ref.get("locator") or inc.source_ref.get("url"),
+            locator=_locator(inc.source_ref),
             updated_at=src.updated_at.isoformat(), content_hash=inc.content_hash))
     excluded = [ExcludedEntry(id=sources[s].id, reason=UNTRUSTED_REASON, gate=UNTRUSTED_GATE,
                               detail="lab trust 'untrusted' is never evidence (seed 002 §3.4)")
