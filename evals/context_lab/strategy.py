@@ -202,7 +202,7 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
     try:
         outcome = context.assemble(request)
     except ContextError as exc:
-        raise StrategyError(f"case {case.id}: the engine rejected the lab's request: "
+        raise StrategyError(f"case {case.id}: the engine raised {type(exc).__name__}: "
                             f"{exc}") from exc
     manifest = outcome.manifest
     candidate_ids = set(case.candidate_source_ids)
