@@ -14,7 +14,11 @@ Errors — ``ProviderError`` is the root:
 - ``ProviderInputError`` — the payload cannot be read (no messages, malformed data block).
   Not retryable.
 - ``ProviderCallError`` — the remote API failed (network, rate limit, server error); it
-  carries ``retryable`` so the activity can let Temporal retry only what may succeed.
+  carries ``retryable`` so Temporal retries only what may succeed.
+
+Every provider error is a Temporal ``ApplicationError`` whose ``type`` is the class name
+and whose ``non_retryable`` is ``not retryable``: raised inside an activity, a missing key
+fails the step at once instead of being retried until the activity times out.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from temporalio.exceptions import ApplicationError
 
 
 class ProviderResult(BaseModel):
@@ -47,10 +52,12 @@ class ModelProvider(Protocol):
     ) -> ProviderResult: ...
 
 
-class ProviderError(Exception):
+class ProviderError(ApplicationError):
     """Root of every provider error."""
 
-    retryable = False
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message, type=type(self).__name__, non_retryable=not retryable)
+        self.retryable = retryable
 
 
 class ProviderUnavailable(ProviderError):
@@ -69,5 +76,4 @@ class ProviderCallError(ProviderError):
     """The remote API call failed; ``retryable`` says whether trying again may help."""
 
     def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
+        super().__init__(message, retryable=retryable)

@@ -141,3 +141,14 @@ async def test_call_failures_are_typed_with_retryability(
         await provider.complete(built.payload("openai_chat"), adapter="openai_chat",
                                 purpose="draft")
     assert info.value.retryable is retryable
+
+
+def test_provider_errors_tell_temporal_whether_to_retry() -> None:
+    from temporalio.exceptions import ApplicationError
+
+    missing_key = ProviderConfigError("OPENAI_API_KEY is not set")
+    assert isinstance(missing_key, ApplicationError) and isinstance(missing_key, ValueError)
+    assert missing_key.non_retryable and missing_key.type == "ProviderConfigError"
+    assert ProviderUnavailable("no sdk").non_retryable
+    assert not ProviderCallError("429", retryable=True).non_retryable
+    assert ProviderCallError("400", retryable=False).non_retryable
