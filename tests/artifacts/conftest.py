@@ -3,13 +3,15 @@ PostgreSQL (URL from ``PRESSROOM_TEST_POSTGRES_URL``).
 
 Without that variable the PostgreSQL half skips with a visible reason, except under
 ``PRESSROOM_CI=1`` where a missing URL fails the test. PostgreSQL isolation: each test
-starts by dropping the store's tables, so it sees an empty, freshly migrated schema.
+starts by dropping the store's tables, so it sees an empty, freshly migrated schema; the
+package leaves the database empty and migrated to head when it is done.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,22 @@ async def reset_postgres(url: str) -> None:
             await conn.execute(text(f"DROP TABLE IF EXISTS {', '.join(STORE_TABLES)} CASCADE"))
     finally:
         await engine.dispose()
+
+
+async def _leave_migrated(url: str) -> None:
+    await reset_postgres(url)
+    store = await open_store(url, migrate=True)
+    await store.close()
+
+
+@pytest.fixture(scope="package", autouse=True)
+def leave_postgres_migrated() -> Iterator[None]:
+    """Tests here drop and downgrade the store's tables; leave the shared test database
+    empty but at the migration head for whatever test suite runs next."""
+    yield
+    url = os.environ.get("PRESSROOM_TEST_POSTGRES_URL")
+    if url:
+        asyncio.run(_leave_migrated(url))
 
 
 @pytest.fixture(
