@@ -47,6 +47,7 @@ DEFAULT_TIMEOUT_S = 30.0
 MAX_HIT_LINES = 5000
 MAX_RECORDS = 200
 MAX_BLOB_BYTES = 5_000_000
+MAX_TOTAL_BYTES = 64_000_000
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # an unreachable private URL must fail, not wait for a password
@@ -63,14 +64,18 @@ def is_log_path(path: str) -> bool:
 
 
 async def run_git(
-    repo: str, *args: str, timeout: float, ok_codes: Sequence[int] = (0,)
+    repo: str,
+    *args: str,
+    timeout: float,
+    ok_codes: Sequence[int] = (0,),
+    stdin: bytes | None = None,
 ) -> tuple[int, bytes]:
     """Run ``git -C repo args``; return (code, stdout) or raise ``RetrievalFailed``."""
     env = {**os.environ, **_ENV}
     try:
         proc = await asyncio.create_subprocess_exec(
             "git", "-C", repo, *args,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=env,
@@ -78,7 +83,7 @@ async def run_git(
     except FileNotFoundError as exc:
         raise RetrievalFailed("git executable not found on this worker") from exc
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
     except TimeoutError as exc:
         with contextlib.suppress(ProcessLookupError):  # it may have exited meanwhile
             proc.kill()
@@ -191,9 +196,24 @@ async def _grep(
     return dict(hits), capped
 
 
-async def _read_blob(repo: str, blob: str, timeout: float) -> bytes:
-    _, out = await run_git(repo, "cat-file", "blob", blob, timeout=timeout)
-    return out
+async def _read_blobs(repo: str, blob_ids: Sequence[str], timeout: float) -> dict[str, bytes]:
+    """Contents of ``blob_ids`` through one ``git cat-file --batch`` process."""
+    wanted = sorted(set(blob_ids))
+    if not wanted:
+        return {}
+    request = ("\n".join(wanted) + "\n").encode()
+    _, out = await run_git(repo, "cat-file", "--batch", timeout=timeout, stdin=request)
+    found: dict[str, bytes] = {}
+    pos = 0
+    for blob in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) != 3 or header[0].decode() != blob or header[1] != b"blob":
+            raise RetrievalFailed(f"git cat-file could not read blob {blob}")
+        size = int(header[2])
+        found[blob] = out[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1  # content is followed by a newline
+    return found
 
 
 async def acquire_git(
@@ -215,14 +235,22 @@ async def acquire_git(
     hits, capped = await _grep(repo, sha, terms, spec.paths, timeout) if terms else ({}, False)
     warnings = [f"more than {MAX_HIT_LINES} hit lines; the rest were not read"] if capped else []
     logs = sorted(f for f in blobs if is_log_path(f) and _in_scope(f, spec.paths))
-    targets = sorted({*(p for p in hits if not is_log_path(p)), *logs})
-    records: list[EvidenceRecord] = []
-    for path in targets:
-        blob, size = blobs[path]
+    targets: list[str] = []
+    total = 0
+    for path in sorted({*(p for p in hits if not is_log_path(p)), *logs}):
+        size = blobs[path][1]
         if size > MAX_BLOB_BYTES:
             warnings.append(f"{path}: {size} bytes exceeds {MAX_BLOB_BYTES}; not read")
-            continue
-        data = await _read_blob(repo, blob, timeout)
+        elif total + size > MAX_TOTAL_BYTES:
+            warnings.append(f"{path}: read budget of {MAX_TOTAL_BYTES} bytes spent; not read")
+        else:
+            targets.append(path)
+            total += size
+    contents = await _read_blobs(repo, [blobs[p][0] for p in targets], timeout)
+    records: list[EvidenceRecord] = []
+    for path in targets:
+        blob = blobs[path][0]
+        data = contents[blob]
         try:
             lines = data.decode("utf-8").splitlines()
         except UnicodeDecodeError as exc:
