@@ -181,7 +181,12 @@ def settings_for(url: str | URL) -> DialectSettings:
             f"unsupported database engine {backend!r}; use sqlite+aiosqlite:///path or "
             "postgresql+asyncpg://user@host/db"
         )
-    return cls(parsed.set(drivername=cls.drivername))
+    parsed = parsed.set(drivername=cls.drivername)
+    if cls is SqliteSettings and parsed.database and parsed.database.startswith("~"):
+        from pathlib import Path
+
+        parsed = parsed.set(database=str(Path(parsed.database).expanduser()))
+    return cls(parsed)
 
 
 def insert_for(session: AsyncSession, table: Any) -> Any:

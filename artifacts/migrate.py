@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from artifacts.dialect import WRITE_OPTION, DialectSettings
 from artifacts.engine import Database
 
-__all__ = ["current_revision", "downgrade", "head_revision", "upgrade"]
+__all__ = ["current_revision", "downgrade", "head_revision", "is_known_revision", "upgrade"]
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -33,6 +33,14 @@ def head_revision() -> str:
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None, "no migrations shipped"
     return head
+
+
+def is_known_revision(revision: str) -> bool:
+    """True when ``revision`` is one of the migrations shipped with this package."""
+    try:
+        return ScriptDirectory.from_config(_config()).get_revision(revision) is not None
+    except Exception:  # alembic raises several error types for unknown / bad ids
+        return False
 
 
 async def current_revision(db: Database) -> str | None:

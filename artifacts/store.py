@@ -14,7 +14,7 @@ from typing import Any
 from artifacts import records, revisions
 from artifacts.engine import Database, connect
 from artifacts.errors import SchemaNotReady
-from artifacts.migrate import current_revision, head_revision, upgrade
+from artifacts.migrate import current_revision, head_revision, is_known_revision, upgrade
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 
 __all__ = ["ArtifactStore", "open_store"]
@@ -32,6 +32,11 @@ async def open_store(url: str | None = None, *, migrate: bool | None = None) -> 
         auto = db.settings.name == "sqlite" if migrate is None else migrate
         head = head_revision()
         current = await current_revision(db)
+        if current is not None and not is_known_revision(current):
+            raise SchemaNotReady(
+                f"{db.settings.target()} is at schema {current}, which this code does not "
+                f"know (written by a newer Pressroom?); this code needs {head}"
+            )
         if current != head:
             if not auto:
                 raise SchemaNotReady(

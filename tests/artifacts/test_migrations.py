@@ -114,3 +114,24 @@ async def test_database_url_env_selects_the_database(
         pass
     assert target.is_file()
     assert not (tmp_path / "home" / "pressroom.db").exists()
+
+
+async def test_unknown_schema_revision_is_refused(empty_db_url: str) -> None:
+    from sqlalchemy import text
+
+    async with await open_store(empty_db_url, migrate=True) as store:
+        async with store.db.write() as s:
+            await s.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+    for migrate in (None, True, False):
+        with pytest.raises(SchemaNotReady, match="9999_future, which this code does not know"):
+            await open_store(empty_db_url, migrate=migrate)
+
+
+def test_sqlite_url_with_home_tilde_is_expanded(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    from artifacts.dialect import settings_for
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = settings_for("sqlite:///~/pressroom/x.db")
+    assert settings.url.drivername == "sqlite+aiosqlite"
+    assert settings.url.database == str(tmp_path / "pressroom" / "x.db")
