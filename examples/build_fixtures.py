@@ -158,8 +158,13 @@ def _swap_in(new: Path, target: Path) -> None:
         shutil.rmtree(old)
 
 
-def build_fixtures(target: Path | None = None) -> dict[str, object]:
-    """Build every fixture under ``target``; return the ``fixtures.json`` content."""
+def build_fixtures(target: Path | None = None, *, verify: bool = True) -> dict[str, object]:
+    """Build every fixture under ``target``; return the ``fixtures.json`` content.
+
+    With ``verify`` (the default) a build whose commits differ from ``EXPECTED_COMMITS``
+    fails with ``FixtureBuildError`` naming them: the example job pins those shas, and a
+    silently different fixture would only surface later as a missing commit.
+    """
     target = (target or default_target()).resolve()
     (target / "repos").mkdir(parents=True, exist_ok=True)
     repos: dict[str, dict[str, str]] = {}
@@ -180,6 +185,15 @@ def build_fixtures(target: Path | None = None) -> dict[str, object]:
             shutil.rmtree(staging)
         shutil.copytree(SOURCE / plain, staging)
         _swap_in(staging, target / plain)
+    if verify and repos != EXPECTED_COMMITS:
+        changed = sorted(
+            f"{name} {v}: {sha}" for name, vs in repos.items() for v, sha in vs.items()
+            if EXPECTED_COMMITS.get(name, {}).get(v) != sha
+        )
+        raise FixtureBuildError(
+            "fixture commits differ from EXPECTED_COMMITS (were fixture files edited? then "
+            "update EXPECTED_COMMITS and examples/job.yaml together): " + "; ".join(changed)
+        )
     result: dict[str, object] = {"fixtures_dir": str(target), "repos": repos}
     (target / "fixtures.json").write_text(json.dumps({"repos": repos}, indent=2, sort_keys=True))
     return result

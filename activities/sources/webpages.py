@@ -3,9 +3,11 @@
 Web text is ``untrusted_external_data`` whatever it says (seed 000 §2): a page that
 tells the agent to skip approval is evidence *that the page says so*, nothing more. The
 page is reduced at the source (seed 000 §5): tags are stripped with the standard
-library's ``html.parser`` (script, style and similar non-text elements dropped), headings
-become section boundaries, and only sections that mention a topic are kept, each with its
-line range in the extracted text and the page's content hash as its revision.
+library's ``html.parser`` (script, style and similar non-text elements dropped; text hidden
+by CSS is kept — hiding text makes it neither trustworthy nor harmless, and the engine's
+security gate must see it), headings become section boundaries, and only sections that
+mention a topic are kept, each with its line range in the extracted text and the page's
+content hash as its revision.
 
 Record identity: ``item_id = <name>:page#L<a>-L<b>`` (lines of the extracted text);
 ``revision`` and ``source_digest`` are the sha256 of the saved file's bytes.
