@@ -7,6 +7,7 @@ engine or the artifact store, and turns their typed errors into one clear line.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -19,8 +20,198 @@ err_console = Console(stderr=True)
 
 @app.command()
 def demo() -> None:
-    """Run the main job end to end (until the workflow lands: the store's self-check)."""
-    selfcheck(url=None)
+    """Run the example job end to end: server + worker, draft, approval, publish, receipt."""
+    from workflows.embedded import run_demo
+
+    raise typer.Exit(_job_cmd(run_demo(console)) or 0)
+
+
+# --- durable jobs: dev, worker, run, status, list, approve/request-changes/reject, resolve,
+# --- explain, cancel (job-runtime helper; bodies live in workflows.commands) ---
+
+_ADDR_HELP = "Temporal frontend HOST:PORT (default $PRESSROOM_TEMPORAL_ADDRESS or localhost:7233)"
+_QUEUE_HELP = "Task queue (default $PRESSROOM_TASK_QUEUE or 'pressroom')"
+
+
+def _job_cmd(coro: object) -> object:
+    """Run a job command; its expected errors become one line on stderr and exit code 1."""
+    import asyncio
+
+    from temporalio.service import RPCError
+
+    from artifacts import StoreError
+    from context.errors import ContextError
+    from workflows.errors import JobError
+
+    try:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    except (JobError, StoreError, ContextError, RPCError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        raise typer.Exit(130) from None
+    except Exception as exc:  # a bug, not bad input: still one line unless debugging
+        import os
+
+        if os.environ.get("PRESSROOM_DEBUG"):
+            raise
+        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc} "
+                          "(PRESSROOM_DEBUG=1 shows the traceback)", soft_wrap=True,
+                          highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _queue(task_queue: str | None) -> str:
+    from workflows.temporal_config import task_queue_from_env
+
+    return task_queue or task_queue_from_env()
+
+
+@app.command()
+def dev(
+    port: int = typer.Option(7233, help="gRPC port of the dev server (Web UI on port + 1000)."),
+    headless: bool = typer.Option(False, help="Run without the Web UI."),
+    task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+) -> None:
+    """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker."""
+    from workflows.embedded import run_dev
+
+    _job_cmd(run_dev(console, port=port, headless=headless, task_queue=_queue(task_queue)))
+
+
+@app.command()
+def worker(
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+    namespace: str | None = typer.Option(None, help="Temporal namespace (default 'default')."),
+    task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+    tls_cert: str | None = typer.Option(None, help="Client certificate (PEM) for mTLS."),
+    tls_key: str | None = typer.Option(None, help="Client private key (PEM) for mTLS."),
+    tls_ca: str | None = typer.Option(None, help="Server root CA (PEM)."),
+    store_url: str | None = typer.Option(None, help="Artifact store URL (default SQLite)."),
+) -> None:
+    """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C)."""
+    from worker import run_worker
+    from workflows.temporal_config import address_from_env
+
+    console.print(f"pressroom worker → {address or address_from_env()}, "
+                  f"queue {_queue(task_queue)!r}")
+    _job_cmd(run_worker(address, namespace, task_queue=_queue(task_queue), store_url=store_url,
+                        tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca))
+
+
+@app.command()
+def run(
+    job_file: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
+    wait: bool = typer.Option(False, "--wait", help="Follow the stages until review/blocked/end."),
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+    task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+) -> None:
+    """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused)."""
+    from workflows import commands
+
+    _job_cmd(commands.run(console, job_file, wait=wait, task_queue=_queue(task_queue),
+                          address=address))
+
+
+@app.command()
+def status(job: str, address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Show a job's status, stage, pending draft, manifests and receipt."""
+    from workflows import commands
+
+    _job_cmd(commands.show_status(console, job, address))
+
+
+@app.command("list")
+def list_jobs(address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """List the jobs on the cluster."""
+    from workflows import commands
+
+    _job_cmd(commands.list_all(console, address))
+
+
+def _reviewer(reviewer: str | None) -> str:
+    import getpass
+    import os
+
+    return reviewer or os.environ.get("PRESSROOM_REVIEWER") or getpass.getuser()
+
+
+_REVIEWER_HELP = "Reviewer principal (default $PRESSROOM_REVIEWER or your user name)."
+
+
+@app.command()
+def approve(job: str, reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+            yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Show the pending draft and approve it for publication."""
+    from workflows import commands
+
+    _job_cmd(commands.review(console, job, "approve", reviewer=_reviewer(reviewer), comments=[],
+                             yes=yes, address=address))
+
+
+@app.command("request-changes")
+def request_changes(
+    job: str,
+    message: Annotated[list[str], typer.Option("-m", "--message", help="A requested change.")],
+    reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+    yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+) -> None:
+    """Send the pending draft back with comments (they become the next draft's task input)."""
+    from workflows import commands
+
+    _job_cmd(commands.review(console, job, "request_changes", reviewer=_reviewer(reviewer),
+                             comments=message, yes=yes, address=address))
+
+
+@app.command()
+def reject(job: str, reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+           yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+           address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Reject the pending draft; the job ends 'rejected' and nothing is published."""
+    from workflows import commands
+
+    _job_cmd(commands.review(console, job, "reject", reviewer=_reviewer(reviewer), comments=[],
+                             yes=yes, address=address))
+
+
+@app.command()
+def resolve(
+    job: str,
+    add_source: str | None = typer.Option(
+        None, help="A source to add, as YAML/JSON (e.g. '{kind: document, name: n, path: p}')."),
+    refresh: str | None = typer.Option(None, help="Name of a source to re-acquire."),
+    budget: int | None = typer.Option(None, help="New evidence budget (tokens)."),
+    accept: str | None = typer.Option(None, help="Accept a revision: CANONICAL_KEY=REVISION."),
+    note: str = typer.Option("", help="Why (recorded with the resolution)."),
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+) -> None:
+    """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision)."""
+    from workflows import commands
+    from workflows.resolution import build_resolution
+
+    _job_cmd(commands.resolve(console, job, build_resolution(
+        add_source=add_source, refresh=refresh, budget=budget, accept=accept, note=note),
+        address))
+
+
+@app.command()
+def explain(job: str, step: str | None = typer.Option(None, help="Only this step or stage."),
+            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Show the job's context manifests: included, excluded, partitions, transforms, cache."""
+    from workflows import commands
+
+    _job_cmd(commands.explain(console, job, step, address))
+
+
+@app.command()
+def cancel(job: str, address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Cancel a running job (nothing is published)."""
+    from workflows import commands
+
+    _job_cmd(commands.cancel(console, job, address))
 
 
 # --- artifact store: `pressroom selfcheck`, `pressroom db upgrade|downgrade` (store helper) ---

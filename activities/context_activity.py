@@ -90,7 +90,8 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
 
 
 def _detail(body: dict[str, Any]) -> str | None:
-    """A short human hint for a blocked step (e.g. the missing topics)."""
-    missing = body.get("missing_topics") or []
-    names = [m.get("name", m) if isinstance(m, dict) else m for m in missing]
-    return f"missing topics: {', '.join(map(str, names))}" if names else None
+    """A short human hint for a blocked step: the engine's detail, else the missing topics."""
+    if body.get("blocked_detail"):
+        return str(body["blocked_detail"])[:300]
+    missing = [str(m) for m in body.get("missing_topics") or []]
+    return f"missing topics: {', '.join(missing)}" if missing else None

@@ -13,7 +13,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import checkpoint, publish, store_activities
+from activities import checkpoint, context_activity, draft, publish, research, store_activities
 from activities.contracts import (
     ArtifactRef,
     AssembleContextInput,
@@ -46,8 +46,6 @@ def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
 
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
-        from activities import context_activity  # the engine loads policies lazily
-
         async with heartbeating():
             return await context_activity.assemble_context(rt, inp)
 
@@ -57,18 +55,14 @@ def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
             return await store_activities.write_plan(rt, inp)
 
     @activity.defn(name="research")
-    async def research(inp: ResearchInput) -> ResearchResult:
-        from activities import research as research_mod
-
+    async def research_sources(inp: ResearchInput) -> ResearchResult:
         async with heartbeating():
-            return await research_mod.research(rt, inp)
+            return await research.research(rt, inp)
 
     @activity.defn(name="draft")
-    async def draft(inp: DraftInput) -> DraftResult:
-        from activities import draft as draft_mod
-
+    async def draft_article(inp: DraftInput) -> DraftResult:
         async with heartbeating():
-            return await draft_mod.draft(rt, inp)
+            return await draft.draft(rt, inp)
 
     @activity.defn(name="record_review")
     async def record_review(inp: RecordReviewInput) -> ArtifactRef:
@@ -85,5 +79,6 @@ def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating():
             return await publish.publish(rt, inp)
 
-    return [store_job_spec, assemble_context, write_plan, research, draft, record_review,
+    return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
+            record_review,
             write_checkpoint, publish_article]

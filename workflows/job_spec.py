@@ -26,15 +26,12 @@ from pydantic import (
 
 from activities.sources.specs import SourceSpec
 from context.vocabulary import SecurityClass
+from workflows.errors import JobSpecError
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _TIMEDELTA: TypeAdapter[timedelta] = TypeAdapter(timedelta)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-
-
-class JobSpecError(ValueError):
-    """A job spec is invalid; the message names the file (when known) and the field."""
 
 
 def parse_duration(value: object) -> timedelta:

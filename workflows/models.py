@@ -92,11 +92,15 @@ class JobStatus(_Msg):
     revision_round: int
     destination: str
     reviewers: list[str]
+    tenant: str
+    project: str
     receipt: PublishResult | None = None
 
 
 class JobResult(_Msg):
     job_id: str
+    tenant: str
+    project: str
     status: Status
     reason: str | None = None
     receipt: PublishResult | None = None

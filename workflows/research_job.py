@@ -293,7 +293,7 @@ class ResearchJobWorkflow:
             blocked_reason=s.blocked_reason, pending_draft=s.pending_draft,
             manifest_ids=list(s.manifest_ids), revision_round=s.revision_round,
             destination=self._spec.destination, reviewers=list(self._spec.review.reviewers),
-            receipt=s.receipt,
+            tenant=self._spec.scope.tenant, project=self._spec.scope.project, receipt=s.receipt,
         )
 
     # -------------------------------------------------------------- helpers
@@ -330,7 +330,8 @@ class ResearchJobWorkflow:
 
     def _result(self, reason: str | None = None) -> JobResult:
         s = self._s
-        return JobResult(job_id=self._spec.job_id, status=s.status, reason=reason,
+        return JobResult(job_id=self._spec.job_id, tenant=self._spec.scope.tenant,
+                         project=self._spec.scope.project, status=s.status, reason=reason,
                          receipt=s.receipt, manifest_ids=list(s.manifest_ids))
 
     def _maybe_continue_as_new(self) -> None:

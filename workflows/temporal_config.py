@@ -32,6 +32,7 @@ _PASSTHROUGH_MODULES = (
     # class, so a model decoded by the converter (outside the sandbox) would fail
     # isinstance checks inside it, and re-import costs time on every workflow task.
     "workflows.job_spec",
+    "workflows.errors",
     "workflows.models",
     "activities.contracts",
     # The source spec models the job spec embeds; same identity argument as above. The

@@ -1,0 +1,165 @@
+"""Client-side job operations: start, look at, review, resolve, cancel, list.
+
+Runs outside any workflow (the CLI, the demo, tests, the benchmark). Each operation turns
+Temporal's errors into the typed errors of ``workflows.errors`` so callers can print one
+line. Starting is refused for an existing job id (the id is never reused), and a review is
+sent as the ``review`` Update so the workflow's validator decides — a refused decision
+comes back as ``ReviewRejected`` with the validator's reason and nothing recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
+from workflows.job_spec import JobSpec
+from workflows.models import (
+    JobResult,
+    JobStatus,
+    ResearchJobInput,
+    ResolveInput,
+    ReviewInput,
+    ReviewResult,
+)
+from workflows.research_job import ResearchJobWorkflow
+from workflows.temporal_config import WORKFLOW_TYPE
+
+Decision = Literal["approve", "request_changes", "reject"]
+
+
+@dataclass
+class JobView:
+    """What is known about a job: live status while running, result or failure after."""
+
+    job_id: str
+    execution: str  # RUNNING, COMPLETED, FAILED, CANCELED, TERMINATED, TIMED_OUT, ...
+    live: JobStatus | None = None
+    result: JobResult | None = None
+    failure: str | None = None
+    started: datetime | None = None
+
+    @property
+    def summary(self) -> str:
+        """``awaiting_review``, ``blocked: <reason>``, ``published``, ``failed: <reason>``…"""
+        if self.live is not None:
+            if self.live.status == "blocked":
+                return f"blocked: {self.live.blocked_reason}"
+            return self.live.status
+        if self.result is not None:
+            return self.result.status
+        if self.failure is not None:
+            return self.failure if self.failure.startswith("failed:") \
+                else f"failed: {self.failure}"
+        return self.execution.lower()
+
+
+async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> WorkflowHandle[Any, Any]:
+    """Start ``spec`` as workflow id = job id; an id used before is refused."""
+    try:
+        return await client.start_workflow(
+            ResearchJobWorkflow.run, ResearchJobInput(spec=spec), id=spec.job_id,
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        )
+    except WorkflowAlreadyStartedError:
+        raise JobExists(f"job {spec.job_id!r} already exists; a job id is never reused — "
+                        f"see `pressroom status {spec.job_id}` or pick a new job_id") from None
+
+
+def _failure_text(exc: BaseException) -> str:
+    cause: BaseException | None = exc
+    while cause is not None and getattr(cause, "cause", None) is not None:
+        cause = cause.cause  # type: ignore[attr-defined]
+    return str(getattr(cause, "message", None) or cause or exc)
+
+
+async def view_job(client: Client, job_id: str) -> JobView:
+    handle = client.get_workflow_handle(job_id, result_type=JobResult)
+    try:
+        desc = await handle.describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise JobNotFound(f"no job {job_id!r} on this Temporal namespace") from None
+        raise
+    status = desc.status or WorkflowExecutionStatus.RUNNING
+    view = JobView(job_id=job_id, execution=status.name, started=desc.start_time)
+    if status == WorkflowExecutionStatus.RUNNING:
+        view.live = await handle.query(ResearchJobWorkflow.status)
+    elif status == WorkflowExecutionStatus.COMPLETED:
+        view.result = await handle.result()
+    elif status == WorkflowExecutionStatus.CONTINUED_AS_NEW:  # describe raced the new run
+        return await view_job(client, job_id)
+    else:
+        try:
+            await handle.result()
+        except WorkflowFailureError as exc:
+            view.failure = _failure_text(exc)
+        except Exception as exc:  # canceled / terminated / timed out carry their own reason
+            view.failure = f"{status.name.lower()}: {_failure_text(exc)}"
+    return view
+
+
+async def _waiting(client: Client, job_id: str, want: str) -> JobView:
+    view = await view_job(client, job_id)
+    if view.live is None or view.live.status != want:
+        raise JobNotWaiting(f"job {job_id!r} is {view.summary}, not {want}")
+    return view
+
+
+async def review_job(client: Client, job_id: str, decision: Decision, *, reviewer: str,
+                     comments: list[str] | None = None, draft_revision: int | None = None,
+                     draft_hash: str | None = None,
+                     destination: str | None = None) -> ReviewResult:
+    """Send a review decision bound to the pending draft (or the revision/hash given)."""
+    view = await _waiting(client, job_id, "awaiting_review")
+    assert view.live is not None
+    pending = view.live.pending_draft
+    if pending is None:
+        raise JobNotWaiting(f"job {job_id!r} has no pending draft")
+    decision_input = ReviewInput(
+        decision=decision, reviewer=reviewer, comments=comments or [],
+        draft_revision=pending.revision if draft_revision is None else draft_revision,
+        draft_hash=draft_hash or pending.content_hash,
+        destination=destination or view.live.destination,
+    )
+    handle = client.get_workflow_handle(job_id)
+    try:
+        return await handle.execute_update(ResearchJobWorkflow.review, decision_input,
+                                           result_type=ReviewResult)
+    except WorkflowUpdateFailedError as exc:
+        raise ReviewRejected(f"review refused: {_failure_text(exc)}") from None
+
+
+async def resolve_job(client: Client, job_id: str, resolution: ResolveInput) -> None:
+    await _waiting(client, job_id, "blocked")
+    await client.get_workflow_handle(job_id).signal(ResearchJobWorkflow.resolve, resolution)
+
+
+async def cancel_job(client: Client, job_id: str) -> None:
+    view = await view_job(client, job_id)
+    if view.execution != "RUNNING":
+        raise JobNotWaiting(f"job {job_id!r} already ended ({view.summary})")
+    await client.get_workflow_handle(job_id).cancel()
+
+
+async def list_jobs(client: Client, limit: int = 50) -> list[JobView]:
+    views = []
+    query = f"WorkflowType='{WORKFLOW_TYPE}'"
+    async for wf in client.list_workflows(query, limit=limit):
+        status = wf.status.name if wf.status else "RUNNING"
+        views.append(JobView(job_id=wf.id, execution=status, started=wf.start_time))
+    return views

@@ -1,0 +1,223 @@
+"""The bodies of the job commands of ``pressroom`` (client side; never workflow code).
+
+``pressroom.py`` parses arguments and calls these; they talk to Temporal through
+``workflows.client`` and to the artifact store for what the workflow only references (the
+draft text, manifests). Every expected failure is a ``JobError`` or a ``StoreError`` that
+the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+from temporalio.client import Client
+
+import artifacts
+from workflows import client as jobs
+from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
+from workflows.explain import render_manifest
+from workflows.job_spec import JobSpec, load_job_spec
+from workflows.models import JobStatus, ResolveInput
+from workflows.temporal_config import DATA_CONVERTER, address_from_env, namespace_from_env
+
+CLI_PRINCIPAL = "pressroom-cli"
+WAIT_STATES = {"awaiting_review", "blocked"}
+
+
+async def connect(address: str | None = None, namespace: str | None = None) -> Client:
+    addr = address or address_from_env()
+    try:
+        return await asyncio.wait_for(Client.connect(
+            addr, namespace=namespace or namespace_from_env(), data_converter=DATA_CONVERTER),
+            timeout=15)
+    except Exception as exc:
+        raise TemporalUnavailable(f"cannot reach Temporal at {addr} ({type(exc).__name__}); "
+                                  "start one with `pressroom dev`") from None
+
+
+async def _store(url: str | None = None) -> Any:
+    return await artifacts.open_store(url)
+
+
+def _principal(tenant: str, project: str) -> Any:
+    return artifacts.Principal(principal_id=CLI_PRINCIPAL, tenant=tenant, project=project)
+
+
+async def refuse_known_job(spec: JobSpec, store_url: str | None = None) -> None:
+    """The store remembers every job id it saw; a reused id is refused before Temporal."""
+    store = await _store(store_url)
+    try:
+        head = await store.head("job_spec", spec.job_id,
+                                principal=_principal(spec.scope.tenant, spec.scope.project))
+    finally:
+        await store.close()
+    if head is not None:
+        raise JobExists(f"job {spec.job_id!r} already exists in the artifact store; a job id "
+                        "is never reused — pick a new job_id")
+
+
+async def run(console: Console, job_file: Path, *, wait: bool, task_queue: str,
+              address: str | None = None, store_url: str | None = None) -> str:
+    spec = load_job_spec(job_file)
+    client = await connect(address)
+    await refuse_known_job(spec, store_url)
+    await jobs.start_job(client, spec, task_queue=task_queue)
+    console.print(f"started job [bold]{spec.job_id}[/bold] (workflow id = job id)")
+    if not wait:
+        return spec.job_id
+    view = await follow(console, client, spec.job_id)
+    if view.live is not None and view.live.status == "awaiting_review":
+        console.print(f"draft ready: `pressroom approve {spec.job_id}` / `request-changes` / "
+                      "`reject`")
+    elif view.live is not None and view.live.status == "blocked":
+        console.print(f"blocked: see `pressroom explain {spec.job_id}`, then "
+                      f"`pressroom resolve {spec.job_id} …`")
+    return spec.job_id
+
+
+async def follow(console: Console, client: Client, job_id: str,
+                 until: set[str] = WAIT_STATES) -> jobs.JobView:
+    """Print each stage/status change until the job needs a human or ends."""
+    t0, last, since = time.monotonic(), None, time.monotonic()
+    with console.status("running…") as spinner:
+        while True:
+            view = await jobs.view_job(client, job_id)
+            key = (view.live.stage, view.live.status) if view.live else ("end", view.summary)
+            if key != last:
+                if last is not None:
+                    console.print(f"  {last[0]:<9} {last[1]:<16} {time.monotonic() - since:6.2f}s")
+                last, since = key, time.monotonic()
+                spinner.update(f"{key[0]}: {key[1]}")
+            if view.live is None or view.live.status in until:
+                console.print(f"  → {view.summary} after {time.monotonic() - t0:.2f}s")
+                return view
+            await asyncio.sleep(0.25)
+
+
+async def show_status(console: Console, job_id: str, address: str | None = None) -> jobs.JobView:
+    view = await jobs.view_job(await connect(address), job_id)
+    console.print(f"[bold]{job_id}[/bold]: {view.summary}")
+    live = view.live
+    if live is not None:
+        console.print(f"  stage {live.stage}, revision round {live.revision_round}, "
+                      f"destination {live.destination}")
+        if live.pending_draft:
+            d = live.pending_draft
+            console.print(f"  pending draft r{d.revision} {d.content_hash}\n  {d.summary}")
+        console.print(f"  manifests: {', '.join(live.manifest_ids) or '-'}")
+    receipt = (live.receipt if live else None) or (view.result.receipt if view.result else None)
+    if receipt is not None:
+        console.print(f"  published {receipt.location} ({receipt.content_hash}) "
+                      f"review {receipt.review_decision_id} at {receipt.published_at}")
+    if view.result and view.result.reason:
+        console.print(f"  {view.result.reason}")
+    return view
+
+
+async def list_all(console: Console, address: str | None = None) -> None:
+    from rich.table import Table
+
+    client = await connect(address)
+    table = Table(title="Pressroom jobs")
+    for col in ("job", "execution", "status", "started"):
+        table.add_column(col)
+    for v in await jobs.list_jobs(client):
+        summary = v.execution.lower()
+        if v.execution == "RUNNING":
+            with contextlib.suppress(Exception):
+                summary = (await jobs.view_job(client, v.job_id)).summary
+        table.add_row(v.job_id, v.execution.lower(), summary,
+                      v.started.isoformat(timespec="seconds") if v.started else "")
+    console.print(table)
+
+
+async def pending_draft_text(live: JobStatus, store_url: str | None = None) -> str:
+    assert live.pending_draft is not None
+    store = await _store(store_url)
+    try:
+        _rec, body = await store.get("article_draft", live.pending_draft.artifact_id,
+                                     principal=_principal(live.tenant, live.project),
+                                     revision=live.pending_draft.revision)
+    finally:
+        await store.close()
+    return body.decode("utf-8")
+
+
+async def show_draft(console: Console, client: Client, job_id: str,
+                     store_url: str | None = None) -> JobStatus:
+    view = await jobs.view_job(client, job_id)
+    if view.live is None or view.live.pending_draft is None:
+        raise JobNotFound(f"job {job_id!r} has no draft waiting for review ({view.summary})")
+    d = view.live.pending_draft
+    text = await pending_draft_text(view.live, store_url)
+    title = f"{job_id} draft r{d.revision} {d.content_hash[:19]}…"
+    console.print(Panel(Markdown(text), title=title,
+                        subtitle=f"destination {view.live.destination}"))
+    return view.live
+
+
+async def review(console: Console, job_id: str, decision: jobs.Decision, *, reviewer: str,
+                 comments: list[str], yes: bool, address: str | None = None,
+                 store_url: str | None = None) -> None:
+    import typer
+
+    client = await connect(address)
+    live = await show_draft(console, client, job_id, store_url)
+    assert live.pending_draft is not None
+    verb = {"approve": "Approve and publish", "request_changes": "Request changes to",
+            "reject": "Reject"}[decision]
+    if not yes and not typer.confirm(f"{verb} draft r{live.pending_draft.revision} as "
+                                     f"{reviewer}?", default=False):
+        console.print("nothing sent")
+        return
+    result = await jobs.review_job(client, job_id, decision, reviewer=reviewer, comments=comments,
+                                   draft_revision=live.pending_draft.revision,
+                                   draft_hash=live.pending_draft.content_hash,
+                                   destination=live.destination)
+    console.print(f"recorded {result.decision} as {result.decision_id} "
+                  f"({result.review.artifact_id} r{result.review.revision})")
+
+
+async def resolve(console: Console, job_id: str, resolution: ResolveInput,
+                  address: str | None = None) -> None:
+    await jobs.resolve_job(await connect(address), job_id, resolution)
+    console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context now")
+
+
+async def cancel(console: Console, job_id: str, address: str | None = None) -> None:
+    await jobs.cancel_job(await connect(address), job_id)
+    console.print(f"cancellation requested for {job_id}")
+
+
+async def explain(console: Console, job_id: str, step: str | None = None,
+                  address: str | None = None, store_url: str | None = None) -> None:
+    view = await jobs.view_job(await connect(address), job_id)
+    ids: list[str] = []
+    tenant = project = None
+    if view.live is not None:
+        ids, tenant, project = view.live.manifest_ids, view.live.tenant, view.live.project
+    elif view.result is not None:
+        ids, tenant, project = view.result.manifest_ids, view.result.tenant, view.result.project
+    if not ids or tenant is None or project is None:
+        raise JobNotFound(f"job {job_id!r} has no manifests to explain ({view.summary})")
+    store = await _store(store_url)
+    try:
+        shown = 0
+        for mid in ids:
+            m = await store.get_manifest(mid, principal=_principal(tenant, project))
+            if step and step not in (m.get("step_id"), m.get("stage"), mid):
+                continue
+            render_manifest(console, m)
+            shown += 1
+    finally:
+        await store.close()
+    if step and not shown:
+        raise JobNotFound(f"job {job_id!r} has no step {step!r}; steps are named like "
+                          "'draft-5' or by stage ('plan', 'research', 'draft', 'publish')")

@@ -1,0 +1,150 @@
+"""``pressroom dev`` and ``pressroom demo``: the embedded server plus an in-process worker.
+
+``dev`` keeps the Temporal dev server (database ``$PRESSROOM_HOME/temporal.db``, Web UI on
+the default port) and a worker running until Ctrl-C. ``demo`` builds the example's fixture
+repositories, starts its own server and worker, runs ``examples/job.yaml`` under a fresh
+job id, shows the draft, asks for approval on a TTY (approves as ``demo-reviewer``
+otherwise), publishes, prints the receipt and the article's path, and shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from workflows import client as jobs
+from workflows.commands import follow, show_draft
+from workflows.devserver import DevServer, free_port, port_free
+from workflows.errors import JobError
+from workflows.job_spec import JobSpec, load_job_spec
+from workflows.temporal_config import pressroom_home
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_JOB = REPO_ROOT / "examples" / "job.yaml"
+DEMO_REVIEWER = "demo-reviewer"
+
+
+async def _serve(server: DevServer, task_queue: str, store_url: str | None,
+                 stop: asyncio.Event, ready: asyncio.Event) -> None:
+    from worker import run_worker  # the worker module sits at the top level of the repo
+
+    await run_worker(server.address, task_queue=task_queue, store_url=store_url, ready=ready,
+                     stop=stop)
+
+
+@contextlib.asynccontextmanager
+async def embedded(console: Console, *, db: Path, port: int, headless: bool,
+                   task_queue: str, store_url: str | None = None) -> Any:
+    server = DevServer(db, port=port, headless=headless)
+    server.start()
+    stop, ready = asyncio.Event(), asyncio.Event()
+    worker_task: asyncio.Task[None] | None = None
+    try:
+        client = await server.wait_ready()
+        worker_task = asyncio.create_task(_serve(server, task_queue, store_url, stop, ready))
+        await asyncio.wait({worker_task, asyncio.create_task(ready.wait())},
+                           return_when=asyncio.FIRST_COMPLETED)
+        if worker_task.done():
+            worker_task.result()  # raises the worker's startup error
+        console.print(f"Temporal dev server {server.address} (db {db})"
+                      + (f", Web UI {server.ui_url}" if server.ui_url else ""))
+        yield server, client
+    finally:
+        stop.set()
+        if worker_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker_task, 15)
+        server.stop()
+
+
+async def run_dev(console: Console, *, port: int, headless: bool, task_queue: str,
+                  store_url: str | None = None) -> None:
+    db = pressroom_home() / "temporal.db"
+    async with embedded(console, db=db, port=port, headless=headless, task_queue=task_queue,
+                        store_url=store_url):
+        console.print(f"worker on task queue {task_queue!r}; Ctrl-C stops server and worker")
+        forever = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, forever.set)
+        await forever.wait()
+    console.print("stopped")
+
+
+def _build_fixtures(console: Console) -> None:
+    path = REPO_ROOT / "examples" / "build_fixtures.py"
+    spec = importlib.util.spec_from_file_location("pressroom_example_fixtures", path)
+    if spec is None or spec.loader is None:
+        raise JobError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    target = Path(os.environ.get("PRESSROOM_FIXTURES") or pressroom_home() / "fixtures")
+    os.environ["PRESSROOM_FIXTURES"] = str(target)  # the worker expands ${PRESSROOM_FIXTURES}
+    module.build_fixtures(target)
+    console.print(f"fixture repositories built under {target}")
+
+
+def demo_spec(home: Path) -> JobSpec:
+    base = load_job_spec(EXAMPLE_JOB)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return base.model_copy(update={"job_id": f"{base.job_id}-{stamp}",
+                                   "destination": str(home / "published")})
+
+
+async def run_demo(console: Console, *, interactive: bool | None = None) -> int:
+    home = pressroom_home()
+    _build_fixtures(console)
+    spec = demo_spec(home)
+    port = 7233 if port_free(7233) and port_free(8233) else free_port()
+    task_queue = f"pressroom-demo-{spec.job_id}"
+    tty = sys.stdin.isatty() if interactive is None else interactive
+    async with embedded(console, db=home / "demo-temporal.db", port=port, headless=port != 7233,
+                        task_queue=task_queue) as (_server, client):
+        await jobs.start_job(client, spec, task_queue=task_queue)
+        console.print(f"job [bold]{spec.job_id}[/bold]: {spec.question}")
+        view = await follow(console, client, spec.job_id)
+        while view.live is not None and view.live.status == "awaiting_review":
+            live = await show_draft(console, client, spec.job_id)
+            assert live.pending_draft is not None
+            decision: jobs.Decision = "approve"
+            comments: list[str] = []
+            reviewer = DEMO_REVIEWER
+            if tty:
+                import typer
+
+                answer = typer.prompt("approve / changes / reject", default="approve")
+                if answer.startswith("c"):
+                    decision = "request_changes"
+                    comments = [typer.prompt("what should change")]
+                elif answer.startswith("r"):
+                    decision = "reject"
+            else:
+                console.print(f"not a TTY: approving as {DEMO_REVIEWER}")
+            await jobs.review_job(client, spec.job_id, decision, reviewer=reviewer,
+                                  comments=comments, draft_revision=live.pending_draft.revision,
+                                  draft_hash=live.pending_draft.content_hash,
+                                  destination=live.destination)
+            view = await follow(console, client, spec.job_id)
+        if view.live is not None:  # blocked: show why and stop the demo
+            console.print(f"[red]job is {view.summary}[/red]; see `pressroom explain`")
+            return 1
+        result = view.result
+        if result is None or result.receipt is None:
+            console.print(f"job ended {view.summary}; nothing published")
+            return 0 if result is not None and result.status == "rejected" else 1
+        r = result.receipt
+        console.print("[green]published[/green]")
+        console.print(f"  receipt {r.receipt_key}\n  content {r.content_hash}\n"
+                      f"  review  {r.review_decision_id}\n  at      {r.published_at}")
+        console.print(f"  article {r.location}")
+    return 0

@@ -1,0 +1,82 @@
+"""``pressroom explain``: a job's sealed manifests rendered as tables.
+
+Client-side only. Reads the manifests whose ids the job reports (live status, result, or
+its latest checkpoint) from the artifact store and shows, per step: status and blocked
+reason, included items with their admission reasons, excluded items with reasons, partition
+token use, transforms, tool anomalies and cache status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ref(entry: dict[str, Any]) -> str:
+    ref = entry.get("source_ref") or {}
+    if ref.get("repo") and ref.get("path"):
+        lines = f"#L{ref.get('line_start')}-L{ref.get('line_end')}" if ref.get("line_start") else ""
+        return f"{ref['repo']}@{str(ref.get('commit'))[:10]}:{ref['path']}{lines}"
+    if ref.get("artifact_id"):
+        return f"{ref.get('artifact_kind')}:{ref['artifact_id']}@{ref.get('revision')}"
+    return str(ref.get("url") or ref.get("locator") or "")
+
+
+def render_manifest(console: Console, m: dict[str, Any]) -> None:
+    status = m.get("status")
+    head = f"[bold]{m.get('step_id')}[/bold] ({m.get('stage')}) — manifest {m.get('assembly_id')}"
+    head += f" — [green]{status}[/green]" if status == "ready" else f" — [red]{status}[/red]"
+    if m.get("blocked_reason"):
+        head += f": {m['blocked_reason']} {m.get('blocked_detail') or ''}"
+    console.print(head)
+    pol = m.get("policy") or {}
+    console.print(f"  policy {pol.get('id')} r{pol.get('revision')} {pol.get('digest', '')[:19]}"
+                  f"  serialized input {m.get('serialized_model_input_hash') or '-'}")
+    if m.get("missing_topics"):
+        console.print(f"  [yellow]missing topics:[/yellow] {', '.join(m['missing_topics'])}")
+
+    inc = Table(title="included", show_lines=False, expand=False)
+    for col in ("item", "zone", "trust", "tokens", "admission reason", "source"):
+        inc.add_column(col, overflow="fold")
+    for e in m.get("included", []):
+        inc.add_row(e["item_id"], e.get("zone", ""), e.get("trust", ""), str(e.get("tokens", "")),
+                    e.get("admission_reason", ""), _ref(e))
+    console.print(inc)
+
+    if m.get("excluded"):
+        exc = Table(title="excluded")
+        for col in ("item", "reason", "gate", "detail"):
+            exc.add_column(col, overflow="fold")
+        for e in m["excluded"]:
+            exc.add_row(e["item_id"], str(e.get("reason")), str(e.get("hard_gate") or ""),
+                        e.get("detail", ""))
+        console.print(exc)
+
+    budget = m.get("budget") or {}
+    part = Table(title=f"partitions (estimator {budget.get('estimator')}, usable "
+                       f"{budget.get('usable_input')}, used {budget.get('estimated_used')}, "
+                       f"actual {budget.get('actual_input_tokens')})")
+    for col in ("partition", "used", "minimum", "maximum", "demand", "eviction"):
+        part.add_column(col)
+    for name, p in (budget.get("partitions") or {}).items():
+        part.add_row(name, str(p.get("used")), str(p.get("minimum")), str(p.get("maximum")),
+                     str(p.get("demand")), str(p.get("eviction")))
+    console.print(part)
+
+    if m.get("transforms"):
+        tr = Table(title="transforms")
+        for col in ("record", "type", "inputs", "tokens before→after", "assertions"):
+            tr.add_column(col, overflow="fold")
+        for t in m["transforms"]:
+            failed = [k for k, v in (t.get("preservation_assertions") or {}).items()
+                      if v != "passed"]
+            tr.add_row(t["record_id"], t["type"], ", ".join(t.get("input_item_ids", [])[:4]),
+                       f"{t.get('token_estimate_before')}→{t.get('token_estimate_after')}",
+                       "all passed" if not failed else "failed: " + ", ".join(failed))
+        console.print(tr)
+    for a in m.get("tool_anomalies", []):
+        console.print(f"  [yellow]anomaly[/yellow] {a['type']} {a['call_id']}: {a['detail']}")
+    cache = m.get("cache") or {}
+    console.print(f"  cache: {cache.get('status')} ({cache.get('reason')})\n")

@@ -1,0 +1,40 @@
+"""Turning ``pressroom resolve`` flags into one ``ResolveInput`` (or a clear error)."""
+
+from __future__ import annotations
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from activities.sources.specs import SourceSpec
+from workflows.errors import JobError
+from workflows.models import ResolveInput
+
+_SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
+
+
+def build_resolution(*, add_source: str | None = None, refresh: str | None = None,
+                     budget: int | None = None, accept: str | None = None,
+                     note: str = "") -> ResolveInput:
+    given = [name for name, v in (("--add-source", add_source), ("--refresh", refresh),
+                                  ("--budget", budget), ("--accept", accept)) if v is not None]
+    if len(given) > 1:
+        raise JobError(f"give one resolution at a time, not {' and '.join(given)}")
+    if add_source is not None:
+        try:
+            source = _SOURCE.validate_python(yaml.safe_load(add_source))
+        except (yaml.YAMLError, ValidationError) as exc:
+            raise JobError(f"--add-source is not a valid source spec: {exc}") from None
+        return ResolveInput(action="add_source", source=source, note=note)
+    if refresh is not None:
+        return ResolveInput(action="refresh_source", source_name=refresh, note=note)
+    if budget is not None:
+        if budget <= 0:
+            raise JobError(f"--budget must be a positive token count, got {budget}")
+        return ResolveInput(action="raise_budget", evidence_budget=budget, note=note)
+    if accept is not None:
+        key, sep, revision = accept.rpartition("=")
+        if not sep or not key or not revision:
+            raise JobError(f"--accept must be CANONICAL_KEY=REVISION, got {accept!r}")
+        return ResolveInput(action="accept_revision", canonical_key=key, revision=revision,
+                            note=note)
+    return ResolveInput(action="retry", note=note)
