@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from context.pipeline import Outcome, Pipeline
 
 _ZONE_ORDER = {z: i for i, z in enumerate(Zone)}
+INSTRUCTION_FLAG = "instruction_like_text"
 
 
 class Finisher:
@@ -71,11 +72,13 @@ class Finisher:
     # -- render loop -------------------------------------------------------------------
     def render(self) -> AssemblyInput:
         p = self.p
+        # Blocks carry flag *labels*; the matched text itself stays in the manifest only,
+        # so no untrusted phrase is echoed outside a block body.
         flags: dict[str, tuple[str, ...]] = {
-            a.item.item_id: a.gate.instruction_flags for a in p.admitted.values()
+            a.item.item_id: (INSTRUCTION_FLAG,) for a in p.admitted.values()
             if a.gate.instruction_flags
         }
-        flags.update(p.tools.flags)
+        flags.update({cid: (INSTRUCTION_FLAG,) for cid in p.tools.flags})
         data = [*p.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS),
                 *p.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE),
                 *p.ordered(Zone.DATA, Partition.BACKGROUND)]

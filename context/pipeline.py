@@ -386,7 +386,7 @@ class Pipeline:
         terms = decision_terms(req.question, req.decision)
         by_part: dict[Partition, list[Admitted]] = {}
         for a in self.admitted.values():
-            flags = a.gate.instruction_flags
+            flags = ("instruction_like_text",) if a.gate.instruction_flags else ()
             if a.zone is Zone.CONTROL:
                 a.tokens = control_item_cost(c, a.item)
             elif a.zone in (Zone.TASK, Zone.STATE):

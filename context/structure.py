@@ -189,7 +189,8 @@ class ToolStage:
         for x in placed:
             first = x.turn not in seen_turns
             seen_turns.add(x.turn)
-            cost = pair_cost(counter, x, self.flags.get(x.call_id, ()), first)
+            flags = ("instruction_like_text",) if x.call_id in self.flags else ()
+            cost = pair_cost(counter, x, flags, first)
             out.append(Unit(PAIR_PREFIX + x.call_id, Partition.RECENT_TOOL_PAIRS, cost, 0))
         n = len(out)
         # newest first: the budget keeps a contiguous recent tail

@@ -89,9 +89,14 @@ def topic(name: str, *terms: str, blocking: bool = False) -> TopicSpec:
 
 
 def request(candidates: list[ContextItem] | None = None, *, base: bool = True,
-            **kw: Any) -> AssemblyRequest:
-    """A request with a control and a task item (``base``) plus ``candidates``."""
-    cands = ([control(), task()] if base else []) + list(candidates or [])
+            raw_candidates: tuple[Any, ...] | None = None, **kw: Any) -> AssemblyRequest:
+    """A request with a control and a task item (``base``) plus ``candidates``.
+
+    ``raw_candidates`` replaces the candidate list verbatim (dicts allowed: bad input).
+    """
+    cands: Any = ([control(), task()] if base else []) + list(candidates or [])
+    if raw_candidates is not None:
+        cands = raw_candidates
     fields: dict[str, Any] = {
         "run_id": "run-1",
         "step_id": "step-1",
