@@ -184,6 +184,7 @@ def resolve(
         None, help="A source to add, as YAML/JSON (e.g. '{kind: document, name: n, path: p}')."),
     refresh: str | None = typer.Option(None, help="Name of a source to re-acquire."),
     budget: int | None = typer.Option(None, help="New evidence budget (tokens)."),
+    context_limit: int | None = typer.Option(None, help="New model context budget (tokens)."),
     accept: str | None = typer.Option(None, help="Accept a revision: CANONICAL_KEY=REVISION."),
     note: str = typer.Option("", help="Why (recorded with the resolution)."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
@@ -193,7 +194,8 @@ def resolve(
     from workflows.resolution import build_resolution
 
     _job_cmd(commands.resolve(console, job, build_resolution(
-        add_source=add_source, refresh=refresh, budget=budget, accept=accept, note=note),
+        add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
+        accept=accept, note=note),
         address))
 
 

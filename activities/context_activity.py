@@ -48,7 +48,7 @@ def _request(inp: AssembleContextInput, cands: CandidateSet) -> Any:
         scope=scope,
         policy=context.load_policy(spec.policy),
         model=ModelSpec(provider=spec.model.provider, name=spec.model.name,
-                        context_limit=spec.model.context_limit),
+                        context_limit=inp.state.context_limit or spec.model.context_limit),
         adapter=spec.model.adapter,
         question=spec.question,
         decision=DECISIONS[inp.stage],

@@ -53,6 +53,7 @@ class StepState(_Msg):
     checkpoint_id: str | None = None
     review_comments: list[str] = Field(default_factory=list)
     evidence_budget: int | None = None
+    context_limit: int | None = None
     accepted_revisions: dict[str, str] = Field(default_factory=dict)
 
 

@@ -77,6 +77,7 @@ class ResolveInput(_Msg):
     source: SourceSpec | None = None
     source_name: str | None = None
     evidence_budget: int | None = Field(default=None, gt=0)
+    context_limit: int | None = Field(default=None, gt=0)
     canonical_key: str | None = None
     revision: str | None = None
     note: str = ""

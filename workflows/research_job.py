@@ -221,8 +221,11 @@ class ResearchJobWorkflow:
                 to_acquire.append(r.source)
             elif r.action == "refresh_source" and r.source_name:
                 to_acquire.extend(src for src in self._spec.sources if src.name == r.source_name)
-            elif r.action == "raise_budget" and r.evidence_budget:
-                self._set_refs(evidence_budget=r.evidence_budget)
+            elif r.action == "raise_budget":
+                if r.evidence_budget:
+                    self._set_refs(evidence_budget=r.evidence_budget)
+                if r.context_limit:
+                    self._set_refs(context_limit=r.context_limit)
             elif r.action == "accept_revision" and r.canonical_key and r.revision:
                 accepted = {**self._refs.accepted_revisions, r.canonical_key: r.revision}
                 self._set_refs(accepted_revisions=accepted)

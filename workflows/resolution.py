@@ -13,10 +13,11 @@ _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
 
 
 def build_resolution(*, add_source: str | None = None, refresh: str | None = None,
-                     budget: int | None = None, accept: str | None = None,
-                     note: str = "") -> ResolveInput:
+                     budget: int | None = None, context_limit: int | None = None,
+                     accept: str | None = None, note: str = "") -> ResolveInput:
     given = [name for name, v in (("--add-source", add_source), ("--refresh", refresh),
-                                  ("--budget", budget), ("--accept", accept)) if v is not None]
+                                  ("--budget", budget), ("--context-limit", context_limit),
+                                  ("--accept", accept)) if v is not None]
     if len(given) > 1:
         raise JobError(f"give one resolution at a time, not {' and '.join(given)}")
     if add_source is not None:
@@ -31,6 +32,10 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
         if budget <= 0:
             raise JobError(f"--budget must be a positive token count, got {budget}")
         return ResolveInput(action="raise_budget", evidence_budget=budget, note=note)
+    if context_limit is not None:
+        if context_limit <= 0:
+            raise JobError(f"--context-limit must be a positive token count, got {context_limit}")
+        return ResolveInput(action="raise_budget", context_limit=context_limit, note=note)
     if accept is not None:
         key, sep, revision = accept.rpartition("=")
         if not sep or not key or not revision:

@@ -1,0 +1,104 @@
+"""Helpers for the durable-job tests: job specs, starting jobs, polling, worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from activities.runtime import ActivityRuntime, principal_of
+from worker import build_worker
+from workflows import client as jobs
+from workflows.job_spec import JobSpec
+from workflows.models import JobStatus
+from workflows.research_job import ResearchJobWorkflow
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def job_dict(tmp_path: Path, docs: Path, **overrides: Any) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "job_id": f"job-{uuid.uuid4().hex[:10]}",
+        "question": "How does the client handle retries and resume?",
+        "topics": [
+            {"name": "retries", "terms": ["retry", "backoff"]},
+            {"name": "resume", "terms": ["resume"]},
+        ],
+        "principal": "agent-writer",
+        "scope": {"tenant": "acme", "project": "docs", "task": "t1"},
+        "sources": [{"kind": "document", "name": "handbook", "path": str(docs)}],
+        "forbidden_actions": ["publish without an approving review"],
+        "destination": str(tmp_path / "published"),
+        "review": {"reviewers": ["alice", "bob"], "timeout": "10m", "max_revisions": 2},
+        "block_timeout": "10m",
+        "runtime": {"heartbeat_timeout": "3s", "activity_timeout": "2m"},
+    }
+    job.update(overrides)
+    return job
+
+
+@contextlib.asynccontextmanager
+async def running_worker(client: Client, runtime: ActivityRuntime,
+                         task_queue: str) -> AsyncIterator[None]:
+    async with build_worker(client, runtime, task_queue=task_queue):
+        try:
+            yield
+        finally:
+            await runtime.close()
+
+
+async def start_job(client: Client, spec: JobSpec, task_queue: str) -> WorkflowHandle[Any, Any]:
+    """Start through the same client code the CLI uses (id reuse refused)."""
+    return await jobs.start_job(client, spec, task_queue=task_queue)
+
+
+async def wait_status(handle: WorkflowHandle[Any, Any], want: set[str],
+                      timeout: float = 60.0) -> JobStatus:
+    """Poll the status query until the job's status is one of ``want``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: JobStatus | None = None
+    while asyncio.get_running_loop().time() < deadline:
+        with contextlib.suppress(Exception):
+            last = await handle.query(ResearchJobWorkflow.status)
+            if last.status in want:
+                return last
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"job never reached {want}; last status {last}")
+
+
+def start_worker_process(env: dict[str, str], address: str, task_queue: str,
+                         store_url: str, log: Path) -> subprocess.Popen[bytes]:
+    """A real, separate worker process (``python worker.py``) that tests may SIGKILL."""
+    full_env = {**os.environ, **env}
+    return subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "worker.py"), "--address", address,
+         "--task-queue", task_queue, "--store-url", store_url],
+        env=full_env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+    )
+
+
+async def store_json(runtime: ActivityRuntime, spec: JobSpec, kind: str, artifact_id: str,
+                     revision: int | None = None) -> Any:
+    store = await runtime.store()
+    _rec, body = await store.get(kind, artifact_id, principal=principal_of(spec),
+                                 revision=revision)
+    return json.loads(body)
+
+
+async def history_bytes(handle: WorkflowHandle[Any, Any]) -> int:
+    history = await handle.fetch_history()
+    return len(history.to_json().encode("utf-8"))
+
+
+def published_files(spec: JobSpec) -> list[Path]:
+    dest = Path(spec.destination)
+    return sorted(dest.iterdir()) if dest.exists() else []

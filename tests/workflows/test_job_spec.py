@@ -1,0 +1,88 @@
+"""The job spec is validated before anything starts, and a bad one names its field."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.workflows.jobkit import job_dict
+from workflows.job_spec import JobSpecError, load_job_spec, parse_duration, parse_job_spec
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "job.yaml"
+
+
+def test_example_job_loads_with_paths_resolved_against_its_folder() -> None:
+    spec = load_job_spec(EXAMPLE)
+    assert spec.job_id == "retry-article-001"
+    assert Path(spec.destination) == EXAMPLE.parent / "published"
+    assert spec.workspace is not None and Path(spec.workspace).is_absolute()
+    # placeholders stay as written; the worker expands them
+    assert any("${PRESSROOM_FIXTURES}" in getattr(s, "path", getattr(s, "repo", ""))
+               for s in spec.sources)
+    assert spec.review.timeout == timedelta(days=7)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"job_id": "has space"}, "job_id"),
+    ({"topics": []}, "topics"),
+    ({"topics": [{"name": "x", "terms": []}]}, "topics.0.terms"),
+    ({"review": {"reviewers": ["alice"], "timeout": "soon"}}, "review.timeout"),
+    ({"review": {"reviewers": []}}, "review.reviewers"),
+    ({"sources": [{"kind": "ftp", "name": "x", "path": "/x"}]}, "sources.0"),
+    ({"sources": [{"kind": "git", "name": "r", "repo": "/r", "commit": "a..b"}]},
+     "sources.0.git.commit"),
+    ({"block_timeout": -5}, "block_timeout"),
+    ({"surprise": 1}, "surprise"),
+    ({"model": {"adapter": "gpt"}}, "model.adapter"),
+])
+def test_bad_spec_names_the_field(tmp_path: Path, change: dict[str, object], field: str) -> None:
+    data = job_dict(tmp_path, tmp_path)
+    data.update(change)
+    with pytest.raises(JobSpecError) as err:
+        parse_job_spec(data, origin="job.yaml")
+    assert f"field '{field}" in str(err.value)
+    assert "job.yaml" in str(err.value)
+
+
+def test_job_principal_can_not_be_a_reviewer(tmp_path: Path) -> None:
+    data = job_dict(tmp_path, tmp_path, review={"reviewers": ["agent-writer", "alice"]})
+    with pytest.raises(JobSpecError, match="can never review its own draft"):
+        parse_job_spec(data)
+
+
+def test_duplicate_source_names_rejected(tmp_path: Path) -> None:
+    src = {"kind": "document", "name": "same", "path": str(tmp_path)}
+    with pytest.raises(JobSpecError, match="duplicate source names"):
+        parse_job_spec(job_dict(tmp_path, tmp_path, sources=[src, src]))
+
+
+def test_yaml_errors_are_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "job.yaml"
+    bad.write_text("job_id: [unclosed\n", encoding="utf-8")
+    with pytest.raises(JobSpecError, match="not valid YAML"):
+        load_job_spec(bad)
+    with pytest.raises(JobSpecError, match="cannot read job spec"):
+        load_job_spec(tmp_path / "missing.yaml")
+    listy = tmp_path / "list.yaml"
+    listy.write_text(yaml.safe_dump([1, 2]), encoding="utf-8")
+    with pytest.raises(JobSpecError, match="mapping at the top level"):
+        load_job_spec(listy)
+
+
+def test_durations_round_trip_through_iso8601() -> None:
+    assert parse_duration("90s") == timedelta(seconds=90)
+    assert parse_duration("10m") == timedelta(minutes=10)
+    assert parse_duration(2.5) == timedelta(seconds=2.5)
+    assert parse_duration("PT30S") == timedelta(seconds=30)  # how payloads carry it
+    for bad in ("0s", "-1", "P", "tomorrow", True):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_spec_survives_json_round_trip(tmp_path: Path) -> None:
+    spec = parse_job_spec(job_dict(tmp_path, tmp_path))
+    again = type(spec).model_validate_json(spec.model_dump_json())
+    assert again == spec
