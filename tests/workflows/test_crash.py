@@ -1,0 +1,84 @@
+"""Crash recovery: SIGKILL a real worker process mid-activity, start a fresh one, and the
+job still completes with exactly one article in the destination.
+
+The first worker runs with the documented test hook (``activities.runtime``):
+``PRESSROOM_TEST_PAUSE_AT=<point>`` makes the activity write ``<point>.reached`` into
+``PRESSROOM_TEST_PAUSE_DIR`` and wait (still heartbeating) until the test kills the process.
+The job's heartbeat timeout is 3 s, so the server notices the dead worker quickly and
+retries the activity on the second worker, which runs without the hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.runtime import ActivityRuntime, principal_of
+from tests.workflows.jobkit import published_files, start_job, start_worker_process, wait_status
+from workflows import client as jobs
+from workflows.job_spec import JobSpec
+
+pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
+
+
+async def _wait_for(path: Path, timeout: float = 60.0) -> None:
+    for _ in range(int(timeout / 0.1)):
+        if path.exists():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.mark.parametrize("point", ["research", "draft", "publish_after_write"])
+async def test_sigkill_worker_and_resume(
+        temporal_env: WorkflowEnvironment, runtime: ActivityRuntime, store_url: str,
+        task_queue: str, tmp_path: Path, make_spec: Callable[..., JobSpec], point: str) -> None:
+    client = temporal_env.client
+    address = client.service_client.config.target_host
+    spec = make_spec()
+    markers = tmp_path / "markers"
+    log = tmp_path / "worker.log"
+    first = start_worker_process({"PRESSROOM_TEST_PAUSE_AT": point,
+                                  "PRESSROOM_TEST_PAUSE_DIR": str(markers)},
+                                 address, task_queue, store_url, log)
+    second = None
+    try:
+        handle = await start_job(client, spec, task_queue)
+        if point == "publish_after_write":
+            await wait_status(handle, {"awaiting_review"})
+            await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await _wait_for(markers / f"{point}.reached")
+        if point == "publish_after_write":
+            assert [f.name for f in published_files(spec)] == [f"{spec.job_id}.md"]
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(10) == -signal.SIGKILL
+        second = start_worker_process({}, address, task_queue, store_url, log)
+        if point != "publish_after_write":
+            await wait_status(handle, {"awaiting_review"}, timeout=90)
+            await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        result = await asyncio.wait_for(handle.result(), 90)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert result.status == "published" and result.receipt is not None
+    files = published_files(spec)
+    assert [f.name for f in files] == [f"{spec.job_id}.md"]  # one copy, no temp files
+    # the receipt describes exactly the bytes on disk, and is the one stored receipt
+    assert result.receipt.content_hash == "sha256:" + hashlib.sha256(
+        files[0].read_bytes()).hexdigest()
+    store = await runtime.store()
+    stored = await store.get_receipt(result.receipt.receipt_key, principal=principal_of(spec))
+    assert stored == result.receipt.model_dump(mode="json")
+    history = await handle.fetch_history()
+    retried = [e for e in history.events
+               if e.HasField("activity_task_started_event_attributes")
+               and e.activity_task_started_event_attributes.attempt > 1]
+    assert retried, "the killed activity should have been retried on the new worker"
