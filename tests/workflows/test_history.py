@@ -1,0 +1,103 @@
+"""Workflow history holds references only, and long jobs continue-as-new.
+
+* A job over ~1 KB of sources and the same job over ~20 MB of sources have histories
+  within 10% of each other: content lives in the artifact store, never in history.
+* With a low ``runtime.continue_as_new_events`` the job continues-as-new (carrying only
+  references), keeps answering queries and updates, and still publishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.runtime import ActivityRuntime
+from tests.workflows.jobkit import (
+    history_bytes,
+    published_files,
+    running_worker,
+    start_job,
+    wait_status,
+)
+from workflows import client as jobs
+from workflows.job_spec import JobSpec
+from workflows.models import JobResult
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+FILLER = "".join(f"filler line {i:07d} with nothing relevant in it at all\n" for i in range(4000))
+
+
+def _big_docs(root: Path, total_bytes: int) -> Path:
+    """Documents totalling ``total_bytes``, each under the reader's 2 MB per-file limit."""
+    root.mkdir()
+    per_file = 1_900_000
+    n = 0
+    written = 0
+    while written < total_bytes:
+        body = ["# Retries and resume\n\nThe client retries with exponential backoff.\n"
+                "A download can resume from its stored offset.\n"]
+        size = len(body[0])
+        while size < per_file:
+            body.append(FILLER)
+            size += len(FILLER)
+        text = "".join(body)
+        (root / f"part-{n:02d}.md").write_text(text, encoding="utf-8")
+        written += len(text)
+        n += 1
+    return root
+
+
+async def _run_to_publish(client: Any, runtime: ActivityRuntime, task_queue: str,
+                          spec: JobSpec) -> int:
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        await wait_status(handle, {"awaiting_review"}, timeout=120)
+        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        assert (await handle.result()).status == "published"
+        return await history_bytes(handle)
+
+
+async def test_history_size_does_not_grow_with_source_size(
+        client: Any, store_url: str, tmp_path: Path, docs: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    small = make_spec(job_id="size-small-0001")
+    big_docs = _big_docs(tmp_path / "big", 20 * 1024 * 1024)
+    assert sum(p.stat().st_size for p in big_docs.iterdir()) >= 20 * 1024 * 1024
+    assert sum(p.stat().st_size for p in docs.iterdir()) < 2048
+    big = make_spec(job_id="size-large-0001",
+                    sources=[{"kind": "document", "name": "handbook", "path": str(big_docs)}])
+    small_bytes = await _run_to_publish(client, ActivityRuntime(store_url), "q-small-" +
+                                        small.job_id, small)
+    big_bytes = await _run_to_publish(client, ActivityRuntime(store_url), "q-large-" +
+                                      big.job_id, big)
+    ratio = big_bytes / small_bytes
+    assert 0.9 <= ratio <= 1.1, (small_bytes, big_bytes)
+    assert big_bytes < 200_000  # kilobytes of references, not megabytes of content
+
+
+async def test_continue_as_new_carries_references_and_publishes(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec(runtime={"heartbeat_timeout": "3s", "continue_as_new_events": 50})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        first_run = handle.first_execution_run_id or handle.result_run_id
+        st = await wait_status(handle, {"awaiting_review"})
+        await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+                              comments=["add the maximum delay"])
+        st = await wait_status(handle, {"awaiting_review"})
+        assert st.revision_round == 1 and st.pending_draft is not None
+        assert st.pending_draft.revision == 2
+        desc = await client.get_workflow_handle(spec.job_id).describe()
+        assert desc.run_id != first_run  # at least one continue-as-new happened
+        await jobs.review_job(client, spec.job_id, "approve", reviewer="bob")
+        result = await client.get_workflow_handle(spec.job_id, result_type=JobResult).result()
+    assert result.status == "published"
+    assert len(published_files(spec)) == 1
+    # every run stayed small: no run's history approaches the configured event budget much
+    latest = await client.get_workflow_handle(spec.job_id).fetch_history()
+    assert len(latest.events) < 120
