@@ -1,0 +1,117 @@
+"""Record the histories of the job's main paths into ``tests/histories/*.json``.
+
+Run ``.venv/bin/python -m tests.histories.record`` after an intentional, versioned change
+to the workflow; ``test_replay.py`` replays every recorded history against the current
+``ResearchJobWorkflow`` so an accidental non-deterministic change fails the build.
+
+Paths: approve (happy), request changes → revise → approve, reject, review timeout →
+expired, blocked → resolve → approve. Each runs for real (dev server, worker, SQLite store,
+document sources, extractive provider) in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities.runtime import ActivityRuntime
+from tests.workflows.jobkit import job_dict, wait_status
+from worker import build_worker
+from workflows import client as jobs
+from workflows.job_spec import JobSpec, parse_job_spec
+from workflows.models import ResolveInput
+from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+
+HERE = Path(__file__).resolve().parent
+
+Scenario = Callable[[Client, WorkflowHandle[Any, Any], JobSpec], Awaitable[None]]
+
+
+async def _approve(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
+    await wait_status(handle, {"awaiting_review"})
+    await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+
+
+async def _revise(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
+    await wait_status(handle, {"awaiting_review"})
+    await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+                          comments=["cover the maximum delay"])
+    await _approve(client, handle, spec)
+
+
+async def _reject(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
+    await wait_status(handle, {"awaiting_review"})
+    await jobs.review_job(client, spec.job_id, "reject", reviewer="bob")
+
+
+async def _expire(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
+    return None
+
+
+async def _blocked(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
+    await wait_status(handle, {"blocked"})
+    await jobs.resolve_job(client, spec.job_id,
+                           ResolveInput(action="raise_budget", context_limit=32000))
+    await _approve(client, handle, spec)
+
+
+SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
+    "approve": ({}, _approve),
+    "revise_then_approve": ({}, _revise),
+    "reject": ({}, _reject),
+    "review_timeout": ({"review": {"reviewers": ["alice"], "timeout": "2s"}}, _expire),
+    "blocked_then_resolved": ({"model": {"context_limit": 5000}}, _blocked),
+}
+
+
+def _docs(root: Path) -> Path:
+    d = root / "docs"
+    d.mkdir()
+    (d / "retries.md").write_text("# Retries\n\nThe client retries with exponential backoff.\n",
+                                  encoding="utf-8")
+    (d / "resume.md").write_text("# Resume\n\nA download can resume from its offset.\n",
+                                 encoding="utf-8")
+    return d
+
+
+async def record(out_dir: Path = HERE) -> list[Path]:
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
+                                                data_converter=DATA_CONVERTER,
+                                                dev_server_log_level="error")
+    written = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            docs = _docs(root)
+            runtime = ActivityRuntime(f"sqlite+aiosqlite:///{root / 'store.db'}")
+            queue = f"record-{uuid.uuid4().hex[:8]}"
+            async with build_worker(env.client, runtime, task_queue=queue):
+                for name, (overrides, scenario) in SCENARIOS.items():
+                    data = job_dict(root, docs, job_id=f"history-{name.replace('_', '-')}",
+                                    **overrides)
+                    spec = parse_job_spec(data)
+                    handle = await jobs.start_job(env.client, spec, task_queue=queue)
+                    await scenario(env.client, handle, spec)
+                    await handle.result()
+                    history = await handle.fetch_history()
+                    path = out_dir / f"{name}.json"
+                    path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n",
+                                    encoding="utf-8")
+                    written.append(path)
+            await runtime.close()
+    finally:
+        await env.shutdown()
+    return written
+
+
+if __name__ == "__main__":
+    for p in asyncio.run(record()):
+        print(p)

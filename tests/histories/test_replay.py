@@ -1,0 +1,73 @@
+"""Replay the recorded main-path histories against today's ``ResearchJobWorkflow``.
+
+A non-deterministic change to the workflow (a new activity in the middle, a reordered
+step, a timer that was not there) makes replay fail here, in CI, before it can wedge a
+running job. ``record.py`` re-records the histories after an intentional, versioned change.
+The last test proves the replayer really catches such a change.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from workflows.models import JobResult, ResearchJobInput
+from workflows.research_job import ResearchJobWorkflow
+from workflows.temporal_config import (
+    DATA_CONVERTER,
+    WORKFLOW_FAILURE_EXCEPTION_TYPES,
+    WORKFLOW_RUNNER,
+    WORKFLOW_TYPE,
+)
+
+HERE = Path(__file__).resolve().parent
+HISTORIES = sorted(HERE.glob("*.json"))
+EXPECTED = {"approve", "revise_then_approve", "reject", "review_timeout",
+            "blocked_then_resolved"}
+
+
+def _history(path: Path) -> WorkflowHistory:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return WorkflowHistory.from_json(f"replay-{path.stem}", data)
+
+
+def _replayer(*workflows: type) -> Replayer:
+    return Replayer(workflows=list(workflows), data_converter=DATA_CONVERTER,
+                    workflow_runner=WORKFLOW_RUNNER,
+                    workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES))
+
+
+def test_every_main_path_is_recorded() -> None:
+    assert {p.stem for p in HISTORIES} == EXPECTED
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_history_replays_deterministically(path: Path) -> None:
+    result = await _replayer(ResearchJobWorkflow).replay_workflow(_history(path))
+    assert result.replay_failure is None
+
+
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)  # this test module does file I/O at import
+class _ReorderedWorkflow:
+    """Stands for a careless edit: it writes the plan before storing the job spec."""
+
+    @workflow.run
+    async def run(self, inp: ResearchJobInput) -> JobResult:
+        await workflow.execute_activity("write_plan", inp.spec,
+                                        start_to_close_timeout=timedelta(seconds=5))
+        raise AssertionError("unreachable in replay")
+
+
+async def test_replay_catches_a_nondeterministic_change() -> None:
+    path = HERE / "approve.json"
+    result = await _replayer(_ReorderedWorkflow).replay_workflow(
+        _history(path), raise_on_replay_failure=False)
+    assert result.replay_failure is not None
+    assert "Nondeterminism" in type(result.replay_failure).__name__ or \
+        "nondetermin" in str(result.replay_failure).lower()
