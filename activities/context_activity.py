@@ -11,7 +11,9 @@ exactly those bytes. Only a small ``ContextRef`` goes back to the workflow.
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import context
@@ -33,6 +35,18 @@ DECISIONS = {
 EVIDENCE_STAGES = frozenset({"draft", "revise", "publish"})
 
 
+@functools.lru_cache(maxsize=32)
+def _policy_at(name: str, mtime_ns: int) -> Any:
+    return context.load_policy(name)
+
+
+def _policy(name: str) -> Any:
+    """The named policy, parsed once per worker (YAML parsing was a third of each step);
+    a policy file's modification time is part of the key, so an edited file is re-read."""
+    path = Path(name)
+    return _policy_at(name, path.stat().st_mtime_ns if path.is_file() else 0)
+
+
 def _request(inp: AssembleContextInput, cands: CandidateSet) -> Any:
     spec = inp.spec
     scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
@@ -46,7 +60,7 @@ def _request(inp: AssembleContextInput, cands: CandidateSet) -> Any:
         principal=PrincipalContext(principal_id=spec.principal.principal_id,
                                    clearance=spec.principal.clearance, scope=scope),
         scope=scope,
-        policy=context.load_policy(spec.policy),
+        policy=_policy(spec.policy),
         model=ModelSpec(provider=spec.model.provider, name=spec.model.name,
                         context_limit=inp.state.context_limit or spec.model.context_limit),
         adapter=spec.model.adapter,

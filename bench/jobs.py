@@ -1,0 +1,235 @@
+"""Benchmark of the durable job on the embedded Temporal dev server; prints JSON.
+
+Measures, with the offline extractive provider over the bundled example job
+(two pinned git repositories, a document folder, a saved web page, a workspace plan.md):
+
+* one job: wall time from start to published, and time per stage (from history
+  timestamps: a stage runs from its ``assemble_context`` being scheduled to its checkpoint
+  completing; ``review_wait`` is the time until the auto-approval arrived);
+* N concurrent jobs (default 50): wall time and jobs/s, each approved as soon as it waits;
+* the same workflow shape with every activity (context assembly, store, research, draft,
+  publish) replaced by a no-op that returns a fixed reference — bare Temporal — in the same
+  process and server, and the ratio of the two walls (target <= 1.5x);
+* history bytes per job.
+
+Run: ``.venv/bin/python bench/jobs.py [--jobs 50] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities.contracts import (
+    ArtifactRef,
+    AssembleContextInput,
+    CheckpointInput,
+    CheckpointResult,
+    ContextRef,
+    DraftInput,
+    DraftResult,
+    PlanInput,
+    PublishInput,
+    PublishResult,
+    RecordReviewInput,
+    ResearchInput,
+    ResearchResult,
+    StoreJobSpecInput,
+)
+from activities.runtime import ActivityRuntime
+from worker import build_worker
+from workflows import client as jobs
+from workflows.embedded import EXAMPLE_JOB, _build_fixtures
+from workflows.job_spec import JobSpec, load_job_spec
+from workflows.research_job import ResearchJobWorkflow
+from workflows.temporal_config import (
+    DATA_CONVERTER,
+    WORKFLOW_FAILURE_EXCEPTION_TYPES,
+    WORKFLOW_RUNNER,
+    temporal_binary,
+)
+
+_REF = ArtifactRef(kind="article_draft", artifact_id="noop", revision=1,
+                   content_hash="sha256:" + "0" * 64)
+
+
+def noop_activities() -> list[Any]:
+    """Same names and types as Pressroom's activities; each returns a fixed reference."""
+
+    @activity.defn(name="store_job_spec")
+    async def store_job_spec(inp: StoreJobSpecInput) -> ArtifactRef:
+        return _REF
+
+    @activity.defn(name="assemble_context")
+    async def assemble_context(inp: AssembleContextInput) -> ContextRef:
+        return ContextRef(manifest_id=f"noop-{inp.step_id}", step_id=inp.step_id,
+                          stage=inp.stage, status="ready", input_hash=_REF.content_hash)
+
+    @activity.defn(name="write_plan")
+    async def write_plan(inp: PlanInput) -> ArtifactRef:
+        return _REF
+
+    @activity.defn(name="research")
+    async def research(inp: ResearchInput) -> ResearchResult:
+        return ResearchResult(source_records=_REF, evidence_pack=_REF, tool_records=_REF,
+                              retrieved=len(inp.sources), not_retrieved=0, retrieval_failed=0)
+
+    @activity.defn(name="draft")
+    async def draft(inp: DraftInput) -> DraftResult:
+        return DraftResult(draft=_REF, summary="noop draft")
+
+    @activity.defn(name="record_review")
+    async def record_review(inp: RecordReviewInput) -> ArtifactRef:
+        return _REF.model_copy(update={"kind": "review_decision"})
+
+    @activity.defn(name="write_checkpoint")
+    async def write_checkpoint(inp: CheckpointInput) -> CheckpointResult:
+        return CheckpointResult(checkpoint_id=inp.checkpoint_id, content_hash=_REF.content_hash)
+
+    @activity.defn(name="publish")
+    async def publish(inp: PublishInput) -> PublishResult:
+        return PublishResult(receipt_key="noop", destination=inp.spec.destination,
+                             location="noop", content_hash=_REF.content_hash,
+                             review_decision_id="noop", published_at="1970-01-01T00:00:00Z")
+
+    return [store_job_spec, assemble_context, write_plan, research, draft, record_review,
+            write_checkpoint, publish]
+
+
+async def run_one(client: Client, spec: JobSpec, queue: str) -> dict[str, Any]:
+    """Start, approve as soon as it waits, return wall and history figures."""
+    t0 = time.perf_counter()
+    handle = await jobs.start_job(client, spec, task_queue=queue)
+    while True:
+        st = await handle.query(ResearchJobWorkflow.status)
+        if st.status == "awaiting_review" and st.pending_draft is not None:
+            break
+        if st.status not in ("running",):
+            raise RuntimeError(f"{spec.job_id} ended up {st.status}: {st.blocked_reason}")
+        await asyncio.sleep(0.02)
+    await jobs.review_job(client, spec.job_id, "approve", reviewer=spec.review.reviewers[0])
+    result = await handle.result()
+    wall = time.perf_counter() - t0
+    if result.status != "published":
+        raise RuntimeError(f"{spec.job_id}: {result.status}")
+    history = await handle.fetch_history()
+    return {"wall_s": wall, "history": history,
+            "history_bytes": len(history.to_json().encode("utf-8"))}
+
+
+def stage_times(history: Any) -> dict[str, float]:
+    """Seconds per stage from event timestamps (see module docstring)."""
+    scheduled: dict[int, tuple[str, str | None, datetime]] = {}
+    stages: dict[str, float] = {}
+    current: tuple[str, datetime] | None = None
+    last_checkpoint_done: datetime | None = None
+    review_asked: datetime | None = None
+    for e in history.events:
+        ts = e.event_time.ToDatetime()
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            a = e.activity_task_scheduled_event_attributes
+            stage = None
+            if a.activity_type.name == "assemble_context":
+                stage = json.loads(a.input.payloads[0].data)["stage"]
+            scheduled[e.event_id] = (a.activity_type.name, stage, ts)
+        elif e.HasField("activity_task_completed_event_attributes"):
+            name, stage, when = scheduled[e.activity_task_completed_event_attributes
+                                          .scheduled_event_id]
+            if stage is not None:
+                if review_asked is None and stage in ("publish", "revise") \
+                        and last_checkpoint_done is not None:
+                    stages["review_wait"] = (when - last_checkpoint_done).total_seconds()
+                current = (stage, when)
+            if name == "write_checkpoint" and current is not None:
+                key = current[0]
+                stages[key] = stages.get(key, 0.0) + (ts - current[1]).total_seconds()
+                last_checkpoint_done = ts
+            if name == "store_job_spec":
+                stages["start"] = (ts - when).total_seconds()
+    return {k: round(v, 4) for k, v in stages.items()}
+
+
+def make_specs(base: JobSpec, n: int, home: Path, tag: str) -> list[JobSpec]:
+    return [base.model_copy(update={"job_id": f"bench-{tag}-{uuid.uuid4().hex[:8]}-{i:03d}",
+                                    "destination": str(home / "published" / tag)})
+            for i in range(n)]
+
+
+async def many(client: Client, specs: list[JobSpec], queue: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    runs = await asyncio.gather(*(run_one(client, s, queue) for s in specs))
+    wall = time.perf_counter() - t0
+    walls = sorted(r["wall_s"] for r in runs)
+    return {"jobs": len(specs), "wall_s": round(wall, 3),
+            "jobs_per_s": round(len(specs) / wall, 2),
+            "job_wall_p50_s": round(walls[len(walls) // 2], 3),
+            "job_wall_max_s": round(walls[-1], 3)}
+
+
+async def main(n_jobs: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        os.environ["PRESSROOM_HOME"] = str(home)
+        os.environ["PRESSROOM_FIXTURES"] = str(home / "fixtures")
+        from rich.console import Console
+
+        _build_fixtures(Console(file=open(os.devnull, "w")))
+        base = load_job_spec(EXAMPLE_JOB)
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_binary()), data_converter=DATA_CONVERTER,
+            dev_server_log_level="error")
+        runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}")
+        real_q, noop_q = f"bench-real-{uuid.uuid4().hex[:6]}", f"bench-noop-{uuid.uuid4().hex[:6]}"
+        try:
+            async with build_worker(env.client, runtime, task_queue=real_q), Worker(
+                    env.client, task_queue=noop_q, workflows=[ResearchJobWorkflow],
+                    activities=noop_activities(), workflow_runner=WORKFLOW_RUNNER,
+                    workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+                    max_concurrent_activities=100):
+                await run_one(env.client, make_specs(base, 1, home, "warm")[0], real_q)
+                one = await run_one(env.client, make_specs(base, 1, home, "one")[0], real_q)
+                noop_one = await run_one(env.client, make_specs(base, 1, home, "noop1")[0],
+                                         noop_q)
+                real = await many(env.client, make_specs(base, n_jobs, home, "real"), real_q)
+                bare = await many(env.client, make_specs(base, n_jobs, home, "noop"), noop_q)
+        finally:
+            await runtime.close()
+            await env.shutdown()
+    return {
+        "benchmark": "durable_jobs",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "job": "examples/job.yaml (2 git repos, 1 doc folder, 1 web page, plan.md), extractive",
+        "one_job": {"wall_s": round(one["wall_s"], 3), "stages_s": stage_times(one["history"]),
+                    "history_bytes": one["history_bytes"],
+                    "history_events": len(one["history"].events)},
+        "one_job_noop_baseline": {"wall_s": round(noop_one["wall_s"], 3),
+                                  "history_bytes": noop_one["history_bytes"]},
+        "concurrent": {"pressroom": real, "noop_baseline": bare,
+                       "ratio_wall": round(real["wall_s"] / bare["wall_s"], 2),
+                       "target_ratio": 1.5},
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="5 concurrent jobs")
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(main(5 if args.quick else args.jobs)), indent=2))
