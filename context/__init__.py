@@ -10,7 +10,7 @@ custom policy; ``count_tokens`` counts text or a chat request with framing. Erro
 """
 
 from context.adapters import SerializationError, SerializedRequest
-from context.engine import ContextAssemblyBlocked, Ready, assemble
+from context.engine import ContextAssemblyBlocked, Ready, assemble, reset_caches
 from context.errors import (
     ContextError,
     InvariantViolation,
@@ -66,5 +66,6 @@ __all__ = [
     "count_tokens",
     "load_policy",
     "policy_from_mapping",
+    "reset_caches",
     "sha256_text",
 ]

@@ -70,6 +70,23 @@ class ContextAssemblyBlocked(BaseModel):
         return "blocked"
 
 
+def reset_caches() -> None:
+    """Forget every memo the engine keeps across calls (for cold benchmarks and tests).
+
+    The memos (secret/instruction scans and topic coverage, keyed by verified content
+    hashes) only ever save work; clearing them changes no result. The token count cache
+    belongs to the ``TokenCounter`` passed in (or the shared default one).
+    """
+    from context import finish, manifest, memo, ranking, records, security
+
+    memo.clear_all()
+    ranking.clear_memo()
+    security.clear_memos()
+    manifest.clear_memo()
+    records.clear_memo()
+    finish.clear_memo()
+
+
 def assemble(
     request: AssemblyRequest, *, counter: TokenCounter | None = None
 ) -> Ready | ContextAssemblyBlocked:

@@ -11,12 +11,12 @@ never exceeded on the real count of what is sent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from context.adapters import SerializationError, SerializedRequest, get_adapter
 from context.budget import Unit, pick_victim, release
 from context.cache import cache_entry, prefix_values
-from context.items import sha256_text
+from context.items import ContextItem, sha256_text
 from context.layout import attribute
 from context.manifest import (
     AdapterRef,
@@ -28,8 +28,18 @@ from context.manifest import (
     canonical,
     seal,
 )
+from context.memo import ItemMemo
 from context.records import artifact_refs, checkpoint_ref, included_entry
-from context.render import AssemblyInput, assemble_messages, missing_evidence_section
+from context.render import (
+    AssemblyInput,
+    RenderedMessage,
+    missing_evidence_section,
+    render_control,
+    render_data,
+    render_missing_evidence,
+    render_tool_pairs,
+    render_trusted,
+)
 from context.tokens import ESTIMATOR
 from context.vocabulary import BlockedReason, Partition, Zone
 
@@ -38,6 +48,30 @@ if TYPE_CHECKING:
 
 _ZONE_ORDER = {z: i for i, z in enumerate(Zone)}
 INSTRUCTION_FLAG = "instruction_like_text"
+
+
+_MESSAGES = ItemMemo()
+
+
+def _trusted(item: ContextItem, zone: Literal[Zone.TASK, Zone.STATE]) -> RenderedMessage:
+    found: RenderedMessage | None = _MESSAGES.get(item, zone)
+    if found is None:
+        found = render_trusted(item, zone)
+        _MESSAGES.put(item, zone, found)
+    return found
+
+
+def _data(item: ContextItem, flags: tuple[str, ...], derived: bool) -> RenderedMessage:
+    key = (flags, derived)
+    found: RenderedMessage | None = _MESSAGES.get(item, key)
+    if found is None:
+        found = render_data(item, flags, derived=derived)
+        _MESSAGES.put(item, key, found)
+    return found
+
+
+def clear_memo() -> None:
+    _MESSAGES.clear()
 
 
 class Finisher:
@@ -82,18 +116,20 @@ class Finisher:
         data = [*p.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS),
                 *p.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE),
                 *p.ordered(Zone.DATA, Partition.BACKGROUND)]
-        return assemble_messages(
-            control=[a.item for a in p.ordered(Zone.CONTROL)],
-            task=[a.item for a in p.ordered(Zone.TASK)],
-            state=[a.item for a in p.ordered(Zone.STATE)],
-            derived=[a.item for a in p.ordered(Zone.DERIVED)],
-            data=[a.item for a in data],
-            tool_pairs=p.tools.render_pairs(),
-            tool_definitions=list(p.req.tool_definitions),
-            missing_topics=p.missing,
-            blocking_topics=[t.name for t in p.req.required_topics if t.blocking],
-            flags=flags,
-        )
+        blocking = [t.name for t in p.req.required_topics if t.blocking]
+        # The layout of render.assemble_messages (control, task, MISSING EVIDENCE, state,
+        # derived, data, tool turns), with each item's message memoized: a warm assembly
+        # re-renders only what changed. tests/context/test_engine.py checks the equality.
+        msgs: list[RenderedMessage] = [render_control([a.item for a in p.ordered(Zone.CONTROL)])]
+        msgs += [_trusted(a.item, Zone.TASK) for a in p.ordered(Zone.TASK)]
+        if p.missing:
+            msgs.append(render_missing_evidence(p.missing, blocking))
+        msgs += [_trusted(a.item, Zone.STATE) for a in p.ordered(Zone.STATE)]
+        msgs += [_data(a.item, flags.get(a.item.item_id, ()), True)
+                 for a in p.ordered(Zone.DERIVED)]
+        msgs += [_data(a.item, flags.get(a.item.item_id, ()), False) for a in data]
+        msgs += render_tool_pairs(p.tools.render_pairs(), flags)
+        return AssemblyInput(messages=tuple(msgs), tool_definitions=tuple(p.req.tool_definitions))
 
     def ready(self) -> Outcome:
         from context.pipeline import Blocked

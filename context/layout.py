@@ -1,20 +1,23 @@
 """Costing and rendering the admitted working set, with exact token accounting.
 
-Costs are real cl100k counts, computed so that the tokenizer runs over each candidate's
-content about once (the count cache makes repeats free):
+Costs are real cl100k counts of the very strings that will be sent, so the tokenizer runs
+over each candidate about once and the final count of the serialized request is served
+from the count cache:
 
-* **estimate** (for allocation): a data block is ``header + "\\n" + body + "\\n" +
-  footer`` (``render.data_block_frame``); its cost is ``count(header) + count(body) +
-  count(footer) +`` a boundary allowance of :data:`BOUNDARY_SLACK`, plus per-message
-  framing. Counting the content alone (not the block) is what lets thousands of
-  candidates share the cache with any other use of the same text.
-* **exact** (for the record and the final check): after allocation the admitted messages
-  are rendered and each message is counted exactly with the same framing formula as
-  ``context.tokens``; the request total is the adapter's count of the serialized payload.
-  Only admitted text — bounded by the budget — is ever re-encoded.
+* a data item costs ``count(data_block(item, flags))`` plus chat framing — the exact
+  block the renderer will emit (the same string, so the final count is a cache hit);
+* a task or state item costs the exact ``## TASK <id>`` / ``## STATE <id>`` message;
+* a tool pair costs its exact result block plus its share of the assistant message
+  that carries the calls (an estimate with a small allowance: calls of one turn share
+  one message);
+* control items share the one system message; each costs its text plus a join
+  allowance, the message frame and data rule are one fixed unit.
 
-Every rendered message is attributed to one partition (via its item ids), so the manifest's
-partition usage sums to the exact chat-framed count of what is sent.
+After allocation the admitted messages are rendered and counted exactly with the
+framing formula of ``context.tokens``; the request total is the adapter's count of the
+serialized payload. Every rendered message is attributed to one partition (via its
+item ids), so the manifest's partition usage sums to the exact chat-framed count of
+what is sent.
 """
 
 from __future__ import annotations
@@ -27,14 +30,13 @@ from context.render import (
     DATA_INSTRUCTION,
     AssemblyInput,
     RenderedMessage,
-    data_block_frame,
-    escape_content,
+    data_block,
     missing_evidence_section,
-    tool_result_frame,
+    tool_result_block,
 )
 from context.tokens import REPLY_PRIMING, TokenCounter, canonical_json, message_framing
 from context.toolpairs import ToolDefinition, ToolPair
-from context.vocabulary import Partition
+from context.vocabulary import Partition, Zone
 
 BOUNDARY_SLACK = 2
 
@@ -50,22 +52,17 @@ def _framed(counter: TokenCounter, role: str, content_tokens: int) -> int:
     return message_framing() + counter.count_text(role) + content_tokens
 
 
-def _body(counter: TokenCounter, content: str) -> int:
-    return counter.count_text(escape_content(content))
-
-
 def data_block_cost(counter: TokenCounter, item: ContextItem, flags: Sequence[str]) -> BlockCost:
-    """Estimated (upper-bound) cost of ``item`` rendered as a data block in a user message."""
-    body = _body(counter, item.content)
-    header, footer = data_block_frame(item, flags)
-    block = body + counter.count_text(header) + counter.count_text(footer) + BOUNDARY_SLACK
-    return BlockCost(block, _framed(counter, "user", block), body)
+    """Exact cost of ``item`` rendered as a data block in a user message."""
+    block = counter.count_text(data_block(item, flags))
+    return BlockCost(block, _framed(counter, "user", block), 0)
 
 
-def trusted_cost(counter: TokenCounter, item: ContextItem) -> int:
-    """Cost of a task/state item rendered as ``## TASK <id>\\n<content>`` (upper bound)."""
-    head = counter.count_text(f"## STATE {item.item_id}\n")
-    return _framed(counter, "user", head + counter.count_text(item.content) + BOUNDARY_SLACK)
+def trusted_cost(counter: TokenCounter, item: ContextItem, zone: Zone) -> int:
+    """Exact cost of a task/state item rendered as ``## TASK <id>`` + newline + content."""
+    label = "TASK" if zone is Zone.TASK else "STATE"
+    text = f"## {label} {item.item_id}\n{item.content}"
+    return _framed(counter, "user", counter.count_text(text))
 
 
 def control_item_cost(counter: TokenCounter, item: ContextItem) -> int:
@@ -97,10 +94,7 @@ def pair_cost(
     counter: TokenCounter, pair: ToolPair, flags: Sequence[str], first_of_turn: bool
 ) -> int:
     """A tool pair: its result message plus its share of the assistant tool-call message."""
-    header, footer = tool_result_frame(pair, flags)
-    frame = counter.count_text(header) + counter.count_text(footer)
-    result_tokens = _body(counter, pair.result.content) + frame
-    result_msg = _framed(counter, "tool", result_tokens + BOUNDARY_SLACK)
+    result_msg = _framed(counter, "tool", counter.count_text(tool_result_block(pair, flags)))
     result_msg += counter.count_text(pair.call_id)
     call_json = canonical_json(
         [{"id": pair.call_id, "type": "function",

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from context.memo import ItemMemo
 from context.vocabulary import (
     AcquisitionOutcome,
     AnomalyType,
@@ -275,12 +276,43 @@ def canonical(data: Any) -> str:
 
 
 def seal_digest(dumped: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a dumped manifest without ``manifest_digest``."""
     body = {k: v for k, v in dumped.items() if k != "manifest_digest"}
     return "sha256:" + hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
+
+
+_LIST_FIELDS = frozenset({
+    "source_acquisition", "candidate_items", "included", "excluded", "transforms",
+    "tool_pairs", "tool_anomalies", "summaries", "artifact_refs", "stages",
+})
+_ENTRY_JSON = ItemMemo()
+
+
+def _entry_json(entry: BaseModel) -> str:
+    found: str | None = _ENTRY_JSON.get(entry, 0)
+    if found is None:
+        found = canonical(entry.model_dump(mode="json"))
+        _ENTRY_JSON.put(entry, 0, found)
+    return found
+
+
+def _fast_digest(m: ContextAssemblyManifest) -> str:
+    """Same bytes as :func:`seal_digest` of ``m.model_dump(mode="json")``, built from
+    per-entry canonical JSON that is memoized (entries are frozen and mostly reused
+    between assemblies of the same candidates)."""
+    small = m.model_dump(mode="json", exclude=set(_LIST_FIELDS) | {"manifest_digest"})
+    parts = {k: canonical(v) for k, v in small.items()}
+    for name in _LIST_FIELDS:
+        parts[name] = "[" + ",".join(_entry_json(e) for e in getattr(m, name)) + "]"
+    body = "{" + ",".join(f"{json.dumps(k)}:{parts[k]}" for k in sorted(parts)) + "}"
+    return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 def seal(fields: dict[str, Any]) -> ContextAssemblyManifest:
     """Validate ``fields`` into a manifest and stamp its ``manifest_digest``."""
     draft = ContextAssemblyManifest.model_validate({**fields, "manifest_digest": ""})
-    digest = seal_digest(draft.model_dump(mode="json"))
-    return draft.model_copy(update={"manifest_digest": digest})
+    return draft.model_copy(update={"manifest_digest": _fast_digest(draft)})
+
+
+def clear_memo() -> None:
+    _ENTRY_JSON.clear()

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from context import memo
 from context.adapters import SerializedRequest
 from context.budget import Allocation, Unit, allocate, usable_budget
 from context.gates import GateOutcome, GateRunner
 from context.items import ContextItem, sha256_text
 from context.layout import (
+    BlockCost,
     control_frame_cost,
     control_item_cost,
     data_block_cost,
@@ -38,6 +40,7 @@ from context.ranking import (
     decision_relevance,
     decision_terms,
     supersede,
+    topic_terms,
 )
 from context.records import (
     Admitted,
@@ -80,6 +83,17 @@ _REASON_BY_PARTITION = {
     Partition.TASK: "task_contract",
     Partition.STATE: "current_state",
 }
+
+
+_GateMemo = tuple[GateOutcome, CandidateEntry, ExcludedEntry | None, TransformEntry | None]
+
+
+_LimitMemo = tuple[ContextItem, list[TransformEntry], str | None, int, LoadMode]
+
+
+def _failed(rec: TransformEntry) -> str | None:
+    bad = [k for k, v in rec.preservation_assertions.items() if v != "passed"]
+    return f"{rec.type} failed assertions {bad}" if bad else None
 
 
 @dataclass
@@ -137,9 +151,13 @@ class Pipeline:
     def exclude(self, a: Admitted, reason: ExclusionReason, stage: str, detail: str,
                 superseded_by: str | None = None) -> None:
         self.admitted.pop(a.item.item_id, None)
-        self.excluded.append(
-            excluded_after_gates(a.item, a.gate, reason, stage, detail, superseded_by)
-        )
+        key = (reason, stage, detail, superseded_by,
+               tuple(a.gate.security_assessment.items()))
+        entry: ExcludedEntry | None = memo.ENTRIES.get(a.item, key)
+        if entry is None:
+            entry = excluded_after_gates(a.item, a.gate, reason, stage, detail, superseded_by)
+            memo.ENTRIES.put(a.item, key, entry)
+        self.excluded.append(entry)
 
     def run(self) -> Outcome:
         from context.finish import Finisher
@@ -215,28 +233,47 @@ class Pipeline:
         return a
 
     def gates(self) -> None:
-        items = [self.step_item(), *sorted(self.req.candidates, key=lambda i: i.item_id)]
+        r = self.req
+        ctx = (self.policy.digest, r.as_of.isoformat(), r.principal.clearance.value,
+               str(r.principal.scope), str(r.scope))
+        revs = r.required_revisions
+        items = [self.step_item(), *sorted(r.candidates, key=lambda i: i.item_id)]
         for item in items:
-            out = self.runner.run(item)
-            fresh = out.freshness.value if out.freshness else None
-            self.candidate_entries.append(candidate_entry(item, fresh))
-            if not out.passed:
-                self.excluded.append(excluded_from_gate(out))
+            repo = item.source_ref.repo
+            key = (ctx, revs.get(item.key), revs.get(f"repo:{repo}") if repo else None)
+            cached: _GateMemo | None = memo.GATES.get(item, key)
+            if cached is None:
+                cached = self._gate(item)
+                memo.GATES.put(item, key, cached)
+            out, cand, excluded, redaction = cached
+            self.candidate_entries.append(cand)
+            if excluded is not None:
+                self.excluded.append(excluded)
                 continue
             a = self.admit(out, item)
-            if out.redaction is not None:
-                self.record_redaction(a, out)
+            if redaction is not None:
+                self.transforms.append(redaction)
+                a.transform_ids.append(redaction.record_id)
+                if redaction.preservation_assertions["secrets_removed"] != "passed":
+                    self.exclude(a, ExclusionReason.SECURITY_REJECTED, "hard_gates",
+                                 "redaction left secret material behind")
         failed = len(items) - len(self.admitted)
         self.stage("hard_gates", f"{len(self.admitted)} passed, {failed} excluded")
 
-    def record_redaction(self, a: Admitted, out: GateOutcome) -> None:
-        assert out.redaction is not None
-        clean = self.runner.detector.scan_secrets(a.item.content) is None
+    def _gate(self, item: ContextItem) -> _GateMemo:
+        out = self.runner.run(item)
+        fresh = out.freshness.value if out.freshness else None
+        cand = candidate_entry(item, fresh)
+        if not out.passed:
+            return out, cand, excluded_from_gate(out), None
+        if out.redaction is None:
+            return out, cand, None, None
+        clean = self.runner.detector.scan_secrets(out.item.content) is None
         rec = simple_transform(
-            record_id=f"transform-redact-{a.item.item_id}",
+            record_id=f"transform-redact-{item.item_id}",
             kind="redact",
             before=out.redaction.original,
-            after=a.item,
+            after=out.item,
             objective="remove_secret_material",
             policy_version=self.policy.version_label,
             transformer_version="secret-redactor/v1",
@@ -247,11 +284,7 @@ class Pipeline:
             tokens_before=None,
             tokens_after=None,
         )
-        self.transforms.append(rec)
-        a.transform_ids.append(rec.record_id)
-        if not clean:
-            self.exclude(a, ExclusionReason.SECURITY_REJECTED, "hard_gates",
-                         "redaction left secret material behind")
+        return out, cand, None, rec
 
     def ranking(self) -> None:
         topics = self.req.required_topics
@@ -265,9 +298,10 @@ class Pipeline:
             )
         exempt = set(self.policy.placement.topic_exempt_roles)
         not_required = 0
+        term_sets = topic_terms(topics)
         for item in winners:
             a = self.admitted[item.item_id]
-            a.covered = covered_topics(a.item, topics)
+            a.covered = covered_topics(a.item, topics, term_sets)
             placed = a.item.intended_role in exempt or a.load_mode is LoadMode.RESIDENT
             if placed:
                 a.admission_reason = a.admission_reason or "resident_by_policy"
@@ -291,26 +325,55 @@ class Pipeline:
 
     def source_limits(self) -> None:
         terms = tuple(t for topic in self.req.required_topics for t in topic.match_terms)
+        ctx = (self.policy.digest, terms)
         limited = disclosed = 0
         for a in list(self.admitted.values()):
             if a.zone not in (Zone.DATA, Zone.DERIVED):
                 continue
-            before = a.item
-            if a.load_mode is not LoadMode.DISCLOSE:
-                limit = self.policy.source_limits.get(before.source_type)
-                applied = apply_source_limit(before, limit, terms)
-                if applied is not None:
-                    self._record_limit(a, before, applied.item, applied.mode, applied.detail)
-                    limited += 1
-            body = self.counter.count_text(a.item.content)
-            a.body_tokens = body
-            if a.load_mode is LoadMode.DISCLOSE or too_large(body, self.policy):
-                self._disclose(a, body)
-                disclosed += 1
+            key = (ctx, a.load_mode)
+            cached: _LimitMemo | None = memo.LIMITS.get(a.item, key)
+            if cached is None:
+                cached = self._limit(a.item, a.load_mode, terms)
+                memo.LIMITS.put(a.item, key, cached)
+            after, recs, failed, body, mode = cached
+            limited += any(r.type == "excerpt" for r in recs)
+            disclosed += mode is LoadMode.DISCLOSE
+            self.transforms.extend(recs)
+            a.transform_ids.extend(r.record_id for r in recs)
+            a.body_tokens, a.load_mode = body, mode
+            if failed:
+                self.exclude(a, ExclusionReason.TRANSFORM_BLOCKED, "source_limits", failed)
+            else:
+                a.item = after
         self.stage("source_limits", f"{limited} limited, {disclosed} disclosed as index entries")
 
-    def _record_limit(self, a: Admitted, before: ContextItem, after: ContextItem, mode: str,
-                      detail: str) -> None:
+    def _limit(self, item: ContextItem, mode: LoadMode, terms: tuple[str, ...]) -> _LimitMemo:
+        """Source limit, then disclosure; stops at the first failed assertion."""
+        recs: list[TransformEntry] = []
+        if mode is not LoadMode.DISCLOSE:
+            applied = apply_source_limit(item, self.policy.source_limits.get(item.source_type),
+                                         terms)
+            if applied is not None:
+                rec = self._limit_record(item, applied.item, applied.mode, applied.detail)
+                recs.append(rec)
+                failed = _failed(rec)
+                if failed:
+                    return item, recs, failed, 0, mode
+                item = applied.item
+        if mode is not LoadMode.DISCLOSE and self.policy.load_modes.disclose_over_tokens is None:
+            return item, recs, None, 0, mode  # the body is counted once, as its data block
+        body = self.counter.count_text(item.content)
+        if mode is LoadMode.DISCLOSE or too_large(body, self.policy):
+            rec, after = self._disclose(item, body)
+            recs.append(rec)
+            failed = _failed(rec)
+            if failed:
+                return item, recs, failed, body, mode
+            return after, recs, None, body, LoadMode.DISCLOSE
+        return item, recs, None, body, mode
+
+    def _limit_record(self, before: ContextItem, after: ContextItem, mode: str,
+                      detail: str) -> TransformEntry:
         ref = after.source_ref
         checks = {
             "source_ref_present": "passed" if ref.citation() != "unknown-source" else "failed",
@@ -320,17 +383,15 @@ class Pipeline:
         if mode == "excerpt_with_line_range":
             checks["line_range_present"] = "passed" if ref.line_start else "failed"
             checks["revision_present"] = "passed" if ref.commit else "failed"
-        rec = simple_transform(
+        return simple_transform(
             record_id=f"transform-excerpt-{before.item_id}", kind="excerpt", before=before,
             after=after, objective=f"{mode} ({detail})",
             policy_version=self.policy.version_label, transformer_version="source-limits/v1",
             assertions=checks, tokens_before=self.counter.count_text(before.content),
             tokens_after=self.counter.count_text(after.content),
         )
-        self._apply(a, after, rec)
 
-    def _disclose(self, a: Admitted, body: int) -> None:
-        before = a.item
+    def _disclose(self, before: ContextItem, body: int) -> tuple[TransformEntry, ContextItem]:
         after = index_entry(before, body)
         checks = {
             key: "passed" if needle in after.content else "failed"
@@ -348,18 +409,7 @@ class Pipeline:
             assertions=checks, tokens_before=body,
             tokens_after=self.counter.count_text(after.content),
         )
-        a.load_mode = LoadMode.DISCLOSE
-        self._apply(a, after, rec)
-
-    def _apply(self, a: Admitted, after: ContextItem, rec: TransformEntry) -> None:
-        self.transforms.append(rec)
-        a.transform_ids.append(rec.record_id)
-        failed = [k for k, v in rec.preservation_assertions.items() if v != "passed"]
-        if failed:
-            self.exclude(a, ExclusionReason.TRANSFORM_BLOCKED, "source_limits",
-                         f"{rec.type} failed assertions {failed}")
-            return
-        a.item = after
+        return rec, after
 
     # -- budget --------------------------------------------------------------------
     def rank_info(self, a: Admitted, terms: tuple[str, ...]) -> RankInfo:
@@ -390,9 +440,12 @@ class Pipeline:
             if a.zone is Zone.CONTROL:
                 a.tokens = control_item_cost(c, a.item)
             elif a.zone in (Zone.TASK, Zone.STATE):
-                a.tokens = trusted_cost(c, a.item)
+                a.tokens = trusted_cost(c, a.item, a.zone)
             else:
-                cost = data_block_cost(c, a.item, flags)
+                cost: BlockCost | None = memo.LIMITS.get(a.item, flags)
+                if cost is None:
+                    cost = data_block_cost(c, a.item, flags)
+                    memo.LIMITS.put(a.item, flags, cost)
                 a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
             by_part.setdefault(a.partition, []).append(a)
         for part, members in by_part.items():

@@ -27,17 +27,22 @@ items that passed every gate, and they only remove or order.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from context.items import ContextItem
+from context.memo import ItemMemo
 from context.request import TopicSpec
 
 _WORD = re.compile(r"\w{4,}")
-_MEMO_ENTRIES = 100_000
-_COVER_MEMO: OrderedDict[tuple[str, tuple[tuple[str, ...], ...]], tuple[int, ...]] = OrderedDict()
+_COVER = ItemMemo()
+_RELEVANCE = ItemMemo()
+
+
+def clear_memo() -> None:
+    _COVER.clear()
+    _RELEVANCE.clear()
 
 
 def decision_terms(question: str, decision: str) -> tuple[str, ...]:
@@ -51,13 +56,20 @@ def _haystack(item: ContextItem) -> str:
     return "\n".join(parts).casefold()
 
 
-def covered_topics(item: ContextItem, topics: Sequence[TopicSpec]) -> tuple[str, ...]:
-    """Names of the required topics ``item`` covers (memoized by content hash)."""
+def topic_terms(topics: Sequence[TopicSpec]) -> tuple[tuple[str, ...], ...]:
+    return tuple(t.match_terms for t in topics)
+
+
+def covered_topics(
+    item: ContextItem,
+    topics: Sequence[TopicSpec],
+    term_sets: tuple[tuple[str, ...], ...] | None = None,
+) -> tuple[str, ...]:
+    """Names of the required topics ``item`` covers (memoized per item and topic set)."""
     if not topics:
         return ()
-    term_sets = tuple(t.match_terms for t in topics)
-    key = (f"{item.content_hash}|{item.summary}|{item.claim}|{item.topics}", term_sets)
-    found = _COVER_MEMO.get(key)
+    term_sets = topic_terms(topics) if term_sets is None else term_sets
+    found: tuple[int, ...] | None = _COVER.get(item, term_sets)
     if found is None:
         declared = {t.casefold() for t in item.topics}
         hay: str | None = None
@@ -71,19 +83,20 @@ def covered_topics(item: ContextItem, topics: Sequence[TopicSpec]) -> tuple[str,
             if any(term in hay for term in terms):
                 hits.append(i)
         found = tuple(hits)
-        _COVER_MEMO[key] = found
-        if len(_COVER_MEMO) > _MEMO_ENTRIES:
-            _COVER_MEMO.popitem(last=False)
-    else:
-        _COVER_MEMO.move_to_end(key)
+        _COVER.put(item, term_sets, found)
     return tuple(topics[i].name for i in found)
 
 
 def decision_relevance(item: ContextItem, terms: tuple[str, ...]) -> int:
+    """Distinct decision terms found in the item (memoized per item and term set)."""
     if not terms:
         return 0
-    hay = _haystack(item)
-    return sum(1 for t in terms if t in hay)
+    found: int | None = _RELEVANCE.get(item, terms)
+    if found is None:
+        hay = _haystack(item)
+        found = sum(1 for t in terms if t in hay)
+        _RELEVANCE.put(item, terms, found)
+    return found
 
 
 def _rev_key(item: ContextItem) -> tuple[int, int, float, str, str]:

@@ -21,6 +21,7 @@ from context.manifest import (
     SourceId,
     TransformEntry,
 )
+from context.memo import ItemMemo
 from context.vocabulary import (
     GATE_ORDER,
     ExclusionReason,
@@ -131,7 +132,27 @@ def excluded_after_gates(
     )
 
 
+_INCLUDED = ItemMemo()
+
+
 def included_entry(a: Admitted) -> IncludedEntry:
+    """The manifest entry of an admitted item (memoized: warm runs reuse the object)."""
+    key = (a.tokens, a.zone, a.partition, a.admission_reason, a.load_mode, a.covered,
+           tuple(a.transform_ids), a.gate.effective_trust, a.gate.freshness,
+           tuple(a.gate.results.items()), tuple(a.gate.security_assessment.items()),
+           a.gate.instruction_flags)
+    found: IncludedEntry | None = _INCLUDED.get(a.item, key)
+    if found is None:
+        found = _included_entry(a)
+        _INCLUDED.put(a.item, key, found)
+    return found
+
+
+def clear_memo() -> None:
+    _INCLUDED.clear()
+
+
+def _included_entry(a: Admitted) -> IncludedEntry:
     item = a.item
     return IncludedEntry(
         item_id=item.item_id,

@@ -23,31 +23,44 @@ from dataclasses import dataclass
 
 _MEMO_ENTRIES = 100_000
 
-_SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("private_key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    ("slack_token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    ("api_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b"),
+# (kind, pattern, literals): the regex only runs when one of the literals occurs in the
+# text (case-sensitive) or, for ``(?i)`` patterns, in its casefolded form. Python's ``re``
+# cannot skip ahead on an alternation, so scanning megabytes with every pattern would
+# cost several times the tokenizer; a substring prefilter makes a clean text nearly free.
+_SECRET_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("private_key",
+     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+     ("PRIVATE KEY-----",)),
+    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
+    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("slack_token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b", ("xox",)),
+    ("api_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", ("sk-",)),
     (
         "assigned_secret",
         r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)\b"
         r"\s*[:=]\s*[\"'][^\"'\s]{8,}[\"']",
+        ("password", "passwd", "secret", "api_key", "api-key", "apikey", "access_token",
+         "access-token", "accesstoken", "auth_token", "auth-token", "authtoken"),
     ),
 )
 
-_INSTRUCTION_PATTERNS: tuple[str, ...] = (
-    r"(?i)\b(?:ignore|disregard|forget)\b.{0,20}\b(?:previous|prior|above|all|earlier)\b"
-    r".{0,20}\b(?:instructions?|rules?|prompts?|guidelines?)\b",
-    r"(?i)\bskip\b.{0,20}\b(?:human\s+)?(?:approval|review|sign[- ]?off)\b",
-    r"(?i)\b(?:publish|deploy|merge|release)\b.{0,30}\bwithout\b.{0,20}\b(?:approval|review)\b",
-    r"(?i)\b(?:publish|deploy)\s+(?:it\s+|this\s+)?(?:now|immediately|directly)\b",
-    r"(?i)\byou\s+are\s+now\b",
-    r"(?i)\bnew\s+(?:system\s+)?instructions?\s*:",
-    r"(?i)\b(?:reveal|print|show)\b.{0,20}\bsystem\s+prompt\b",
-    r"(?:忽略|无视).{0,10}(?:指令|规则|批准|审批|提示)",
-    r"跳过.{0,6}(?:批准|审批|评审|审核)",
-    r"直接发布",
+_INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
+    (r"(?i)\b(?:ignore|disregard|forget)\b.{0,20}\b(?:previous|prior|above|all|earlier)\b"
+     r".{0,20}\b(?:instructions?|rules?|prompts?|guidelines?)\b",
+     (("ignore", "disregard", "forget"), ("instruction", "rule", "prompt", "guideline"))),
+    (r"(?i)\bskip\b.{0,20}\b(?:human\s+)?(?:approval|review|sign[- ]?off)\b",
+     (("skip",), ("approval", "review", "sign"))),
+    (r"(?i)\b(?:publish|deploy|merge|release)\b.{0,30}\bwithout\b.{0,20}"
+     r"\b(?:approval|review)\b",
+     (("without",), ("approval", "review"))),
+    (r"(?i)\b(?:publish|deploy)\s+(?:it\s+|this\s+)?(?:now|immediately|directly)\b",
+     (("publish", "deploy"), ("now", "immediately", "directly"))),
+    (r"(?i)\byou\s+are\s+now\b", (("you",), ("now",))),
+    (r"(?i)\bnew\s+(?:system\s+)?instructions?\s*:", (("instruction",),)),
+    (r"(?i)\b(?:reveal|print|show)\b.{0,20}\bsystem\s+prompt\b", (("prompt",),)),
+    (r"(?:忽略|无视).{0,10}(?:指令|规则|批准|审批|提示)", (("忽略", "无视"),)),
+    (r"跳过.{0,6}(?:批准|审批|评审|审核)", (("跳过",),)),
+    (r"直接发布", (("直接发布",),)),
 )
 
 
@@ -61,12 +74,12 @@ class Detector:
     """Compiled detectors for one policy (built-ins plus the policy's extra patterns)."""
 
     def __init__(self, extra_secret: Iterable[str] = (), extra_instruction: Iterable[str] = ()):
-        secrets = [(kind, re.compile(p)) for kind, p in _SECRET_PATTERNS]
-        secrets += [(f"policy_pattern_{i}", re.compile(p)) for i, p in enumerate(extra_secret)]
+        secrets = [(kind, re.compile(p), lits) for kind, p, lits in _SECRET_PATTERNS]
+        secrets += [(f"policy_pattern_{i}", re.compile(p), ()) for i, p in enumerate(extra_secret)]
         self._secrets = tuple(secrets)
-        self._instructions = tuple(
-            re.compile(p) for p in (*_INSTRUCTION_PATTERNS, *tuple(extra_instruction))
-        )
+        instructions = [(re.compile(p), groups) for p, groups in _INSTRUCTION_PATTERNS]
+        instructions += [(re.compile(p), ()) for p in extra_instruction]
+        self._instructions = tuple(instructions)
         self._memo: OrderedDict[str, tuple[SecretScan | None, tuple[str, ...]]] = OrderedDict()
 
     def assess(self, content_hash: str, text: str) -> tuple[SecretScan | None, tuple[str, ...]]:
@@ -85,7 +98,16 @@ class Detector:
         """Kinds of secret material found and the text with each match redacted."""
         kinds: list[str] = []
         redacted = text
-        for kind, pattern in self._secrets:
+        folded: str | None = None
+        for kind, pattern, literals in self._secrets:
+            if literals:
+                if pattern.flags & re.IGNORECASE:
+                    folded = text.casefold() if folded is None else folded
+                    hay = folded
+                else:
+                    hay = text
+                if not any(lit in hay for lit in literals):
+                    continue
             redacted, n = pattern.subn(f"[REDACTED:{kind}]", redacted)
             if n:
                 kinds.append(kind)
@@ -94,7 +116,10 @@ class Detector:
     def instruction_matches(self, text: str) -> tuple[str, ...]:
         """Instruction-like phrases found in ``text`` (first match per pattern, in order)."""
         found: list[str] = []
-        for pattern in self._instructions:
+        folded = text.casefold()
+        for pattern, groups in self._instructions:
+            if groups and not all(any(w in folded for w in g) for g in groups):
+                continue
             m = pattern.search(text)
             if m:
                 found.append(m.group(0)[:80])
@@ -112,3 +137,9 @@ def detector_for(extra_secret: tuple[str, ...], extra_instruction: tuple[str, ..
         found = Detector(extra_secret, extra_instruction)
         _CACHE[key] = found
     return found
+
+
+def clear_memos() -> None:
+    """Forget memoized scans (compiled detectors stay)."""
+    for detector in _CACHE.values():
+        detector._memo.clear()
