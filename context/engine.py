@@ -93,7 +93,7 @@ def assemble(
     """Assemble the model input for one step, or block; always with a sealed manifest."""
     if not isinstance(request, AssemblyRequest):
         raise ContextError(f"assemble needs an AssemblyRequest, got {type(request).__name__}")
-    pipeline = Pipeline(request, counter or default_counter())
+    pipeline = Pipeline(request, counter if counter is not None else default_counter())
     try:
         outcome = pipeline.run()
     except ContextError:

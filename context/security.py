@@ -23,27 +23,51 @@ from dataclasses import dataclass
 
 _MEMO_ENTRIES = 100_000
 
-# (kind, pattern, literals): the regex only runs when one of the literals occurs in the
-# text (case-sensitive) or, for ``(?i)`` patterns, in its casefolded form. Python's ``re``
-# cannot skip ahead on an alternation, so scanning megabytes with every pattern would
-# cost several times the tokenizer; a substring prefilter makes a clean text nearly free.
-_SECRET_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+# (kind, pattern, prefilter): the regex only runs when the prefilter — substrings, or a
+# regex with a literal prefix that ``re`` can search for quickly — finds something.
+# Python's ``re`` cannot skip ahead on an alternation, so scanning megabytes with every
+# pattern would cost several times the tokenizer; the prefilters make a clean text cheap.
+_SECRET_PATTERNS: tuple[tuple[str, str, tuple[str, ...] | str], ...] = (
     ("private_key",
      r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
      ("PRIVATE KEY-----",)),
     ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
-    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", r"gh[pousr]_"),
     ("slack_token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b", ("xox",)),
     ("api_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", ("sk-",)),
-    (
-        "assigned_secret",
-        r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)\b"
-        r"\s*[:=]\s*[\"'][^\"'\s]{8,}[\"']",
-        ("password", "passwd", "secret", "api_key", "api-key", "apikey", "access_token",
-         "access-token", "accesstoken", "auth_token", "auth-token", "authtoken"),
-    ),
 )
+# ``password = "…"``-style assignments: find the quoted assignment first (a char-class
+# prefix ``re`` skips to quickly), then look for the key word just before it.
+_ASSIGNED_VALUE = re.compile(r"[:=]\s*[\"'][^\"'\s]{8,}[\"']")
+_ASSIGNED_KEY = re.compile(
+    r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)\s*\Z"
+)
+_LOOKBACK = 40
 
+
+def _assigned_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for m in _ASSIGNED_VALUE.finditer(text):
+        start = max(0, m.start() - _LOOKBACK)
+        key = _ASSIGNED_KEY.search(text, start, m.start())
+        if key is not None:
+            spans.append((key.start(), m.end()))
+    return spans
+
+
+def _redact_spans(text: str, spans: list[tuple[int, int]], kind: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for a, b in spans:
+        if a < pos:
+            continue
+        out += [text[pos:a], f"[REDACTED:{kind}]"]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_CJK_LITERALS = ("忽略", "无视", "跳过", "直接发布")
 _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     (r"(?i)\b(?:ignore|disregard|forget)\b.{0,20}\b(?:previous|prior|above|all|earlier)\b"
      r".{0,20}\b(?:instructions?|rules?|prompts?|guidelines?)\b",
@@ -74,7 +98,9 @@ class Detector:
     """Compiled detectors for one policy (built-ins plus the policy's extra patterns)."""
 
     def __init__(self, extra_secret: Iterable[str] = (), extra_instruction: Iterable[str] = ()):
-        secrets = [(kind, re.compile(p), lits) for kind, p, lits in _SECRET_PATTERNS]
+        secrets: list[tuple[str, re.Pattern[str], tuple[str, ...] | re.Pattern[str]]] = []
+        for kind, p, pre in _SECRET_PATTERNS:
+            secrets.append((kind, re.compile(p), re.compile(pre) if isinstance(pre, str) else pre))
         secrets += [(f"policy_pattern_{i}", re.compile(p), ()) for i, p in enumerate(extra_secret)]
         self._secrets = tuple(secrets)
         instructions = [(re.compile(p), groups) for p, groups in _INSTRUCTION_PATTERNS]
@@ -98,26 +124,29 @@ class Detector:
         """Kinds of secret material found and the text with each match redacted."""
         kinds: list[str] = []
         redacted = text
-        folded: str | None = None
-        for kind, pattern, literals in self._secrets:
-            if literals:
-                if pattern.flags & re.IGNORECASE:
-                    folded = text.casefold() if folded is None else folded
-                    hay = folded
-                else:
-                    hay = text
-                if not any(lit in hay for lit in literals):
+        for kind, pattern, pre in self._secrets:
+            if isinstance(pre, re.Pattern):
+                if pre.search(text) is None:
                     continue
+            elif pre and not any(lit in text for lit in pre):
+                continue
             redacted, n = pattern.subn(f"[REDACTED:{kind}]", redacted)
             if n:
                 kinds.append(kind)
+        spans = _assigned_spans(redacted)
+        if spans:
+            redacted = _redact_spans(redacted, spans, "assigned_secret")
+            kinds.append("assigned_secret")
         return SecretScan(tuple(kinds), redacted) if kinds else None
 
     def instruction_matches(self, text: str) -> tuple[str, ...]:
         """Instruction-like phrases found in ``text`` (first match per pattern, in order)."""
         found: list[str] = []
-        folded = text.casefold()
+        ascii_only = text.isascii()
+        folded = text.lower() if ascii_only else text.casefold()
         for pattern, groups in self._instructions:
+            if ascii_only and groups and groups[0][0] in _CJK_LITERALS:
+                continue  # a pure-ASCII text cannot contain the CJK phrases
             if groups and not all(any(w in folded for w in g) for g in groups):
                 continue
             m = pattern.search(text)
