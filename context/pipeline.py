@@ -452,6 +452,7 @@ class Pipeline:
             infos = {a.item.item_id: self.rank_info(a, terms) for a in members}
             if part is Partition.DIRECT_EVIDENCE:
                 order = [r.item_id for r in coverage_first(list(infos.values()), names)]
+                order = self.rank_cap(order)
             elif part is Partition.CONTROL:
                 order = [a.item.item_id for a in sorted(
                     members, key=lambda a: (-a.item.authority, a.item.item_id))]
@@ -478,6 +479,20 @@ class Pipeline:
             f"usable {self.usable}, estimated {alloc.used}, {len(alloc.admitted)} units "
             f"admitted, {len(alloc.evicted)} evicted",
         )
+
+    def rank_cap(self, order: list[str]) -> list[str]:
+        """Apply ``placement.max_evidence_items``: lower-ranked evidence loses the ranking."""
+        cap = self.policy.placement.max_evidence_items
+        if cap is None or len(order) <= cap:
+            return order
+        for rank, iid in enumerate(order[cap:], start=cap + 1):
+            a = self.admitted[iid]
+            if a.item.required:
+                continue  # a required item is never ranked out; the budget decides
+            self.exclude(a, ExclusionReason.RANKING_LOST, "ranking",
+                         f"rank {rank} of {len(order)}; the policy admits at most {cap} "
+                         "evidence items per step")
+        return [iid for iid in order if iid in self.admitted]
 
     def evict(self, u: Unit, detail: str) -> None:
         if u.unit_id in self.admitted:

@@ -134,6 +134,9 @@ class LoadModePolicy(_Strict):
 class PlacementPolicy(_Strict):
     topic_exempt_roles: tuple[Role, ...] = (Role.CONTROL, Role.TASK_INTENT, Role.STATE)
     background_source_types: tuple[SourceType, ...] = ()
+    # Rank cap: at most this many direct-evidence items compete for the budget; the rest
+    # are excluded ``ranking_lost`` whatever the free budget (None: no cap).
+    max_evidence_items: int | None = Field(default=None, ge=1)
 
 
 class SourceLimit(_Strict):

@@ -138,3 +138,19 @@ def test_web_page_keeps_relevant_sections_plus_hash() -> None:
     assert "must back off" in view.content
     assert "unrelated text 3" not in view.content
     assert page.content_hash in view.content
+
+
+def test_ranking_lost_beyond_the_policy_rank_cap() -> None:
+    from tests.context.builders import POLICY
+
+    data = POLICY.model_dump(mode="json")
+    data["placement"]["max_evidence_items"] = 2
+    from context import policy_from_mapping
+
+    capped = policy_from_mapping(data)
+    docs = [item(f"d{i}", "HTTP 429 " + "wait " * i, authority=10 - i) for i in range(4)]
+    out = _ready(*docs, policy=capped)
+    ex = {e.item_id: e for e in out.manifest.excluded}
+    assert {i for i, e in ex.items() if e.reason == "ranking_lost"} == {"d2", "d3"}
+    assert ex["d3"].stage == "ranking" and "at most 2" in ex["d3"].detail
+    assert {"d0", "d1"} <= {i.item_id for i in out.manifest.included}
