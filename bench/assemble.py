@@ -84,19 +84,16 @@ def _text(rnd: random.Random, tokens: int, uid: int, code: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _size(rnd: random.Random, mean: int) -> int:
-    # log-uniform between mean/20 and mean*4, rescaled to the wanted mean
-    lo, hi = math.log(mean / 20), math.log(mean * 4)
-    raw = math.exp(rnd.uniform(lo, hi))
-    return max(20, int(raw * mean / ((mean * 4 - mean / 20) / (hi - lo))))
+def _raw_size(rnd: random.Random) -> float:
+    # log-uniform over two orders of magnitude; rescaled per workload to the wanted total
+    return math.exp(rnd.uniform(math.log(10), math.log(1000)))
 
 
-def _item(rnd: random.Random, i: int, mean: int) -> ContextItem:
+def _item(rnd: random.Random, i: int, size: int) -> ContextItem:
     kind = rnd.choices(
         ["code", "doc", "web", "log", "state", "expired", "stale", "secret", "irrelevant"],
         weights=[30, 20, 15, 8, 2, 5, 5, 3, 12],
     )[0]
-    size = _size(rnd, mean)
     base: dict[str, Any] = {
         "item_id": f"{kind}-{i:05d}", "producer": "bench", "scope": SCOPE,
         "observed_at": AS_OF - timedelta(days=rnd.randint(0, 5)),
@@ -138,8 +135,9 @@ def _item(rnd: random.Random, i: int, mean: int) -> ContextItem:
 
 def workload(n: int, total_tokens: int) -> AssemblyRequest:
     rnd = random.Random(n)
-    mean = max(20, total_tokens // n)
-    cands = [_item(rnd, i, mean) for i in range(n)]
+    raw = [_raw_size(rnd) for _ in range(n)]
+    scale = total_tokens / sum(raw)
+    cands = [_item(rnd, i, max(20, int(r * scale))) for i, r in enumerate(raw)]
     cands += [
         ContextItem.build(item_id="system-policy", source_type=SourceType.SYSTEM_POLICY,
                           producer="bench", content="Cite every claim. Never publish without "

@@ -68,7 +68,8 @@ def acquisition_entry(a: SourceAcquisition) -> AcquisitionEntry:
 
 
 def candidate_entry(item: ContextItem, freshness: str | None) -> CandidateEntry:
-    return CandidateEntry(
+    # model_construct: every value comes from an already-validated ContextItem
+    return CandidateEntry.model_construct(
         item_id=item.item_id,
         source_request_id=item.source_request_id,
         source_ref=ref_dict(item),
