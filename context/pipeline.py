@@ -14,16 +14,8 @@ from context import memo
 from context.adapters import SerializedRequest
 from context.budget import Allocation, Unit, allocate, usable_budget
 from context.gates import GateOutcome, GateRunner
-from context.items import ContextItem, sha256_text
-from context.layout import (
-    BlockCost,
-    control_frame_cost,
-    control_item_cost,
-    data_block_cost,
-    missing_notice_cost,
-    trusted_cost,
-)
-from context.loading import index_entry, load_mode_for, too_large
+from context.items import ContextItem
+from context.loading import load_mode_for
 from context.manifest import (
     AcquisitionEntry,
     CandidateEntry,
@@ -34,11 +26,7 @@ from context.manifest import (
     TransformEntry,
 )
 from context.ranking import (
-    RankInfo,
-    coverage_first,
     covered_topics,
-    decision_relevance,
-    decision_terms,
     supersede,
     topic_terms,
 )
@@ -52,9 +40,11 @@ from context.records import (
 )
 from context.render import AssemblyInput
 from context.request import AssemblyRequest
-from context.source_limits import apply_source_limit
+from context.shaping import LimitMemo as _LimitMemo
+from context.shaping import shape_item
 from context.structure import ToolStage
 from context.tokens import TokenCounter
+from context.units import build_units
 from context.vocabulary import (
     ROLE_ZONE,
     BlockedReason,
@@ -69,8 +59,6 @@ from context.vocabulary import (
 )
 
 ENGINE_PRODUCER = "pressroom-context-engine/v1"
-FRAME_UNIT = "control:frame"
-MISSING_UNIT = "task:missing-evidence"
 _ROLE_PARTITION = {
     Role.CONTROL: Partition.CONTROL,
     Role.TASK_INTENT: Partition.TASK,
@@ -86,14 +74,6 @@ _REASON_BY_PARTITION = {
 
 
 _GateMemo = tuple[GateOutcome, CandidateEntry, ExcludedEntry | None, TransformEntry | None]
-
-
-_LimitMemo = tuple[ContextItem, list[TransformEntry], str | None, int, LoadMode]
-
-
-def _failed(rec: TransformEntry) -> str | None:
-    bad = [k for k, v in rec.preservation_assertions.items() if v != "passed"]
-    return f"{rec.type} failed assertions {bad}" if bad else None
 
 
 @dataclass
@@ -333,7 +313,7 @@ class Pipeline:
             key = (ctx, a.load_mode)
             cached: _LimitMemo | None = memo.LIMITS.get(a.item, key)
             if cached is None:
-                cached = self._limit(a.item, a.load_mode, terms)
+                cached = shape_item(self.policy, self.counter, a.item, a.load_mode, terms)
                 memo.LIMITS.put(a.item, key, cached)
             after, recs, failed, body, mode = cached
             limited += any(r.type == "excerpt" for r in recs)
@@ -347,127 +327,12 @@ class Pipeline:
                 a.item = after
         self.stage("source_limits", f"{limited} limited, {disclosed} disclosed as index entries")
 
-    def _limit(self, item: ContextItem, mode: LoadMode, terms: tuple[str, ...]) -> _LimitMemo:
-        """Source limit, then disclosure; stops at the first failed assertion."""
-        recs: list[TransformEntry] = []
-        if mode is not LoadMode.DISCLOSE:
-            applied = apply_source_limit(item, self.policy.source_limits.get(item.source_type),
-                                         terms)
-            if applied is not None:
-                rec = self._limit_record(item, applied.item, applied.mode, applied.detail)
-                recs.append(rec)
-                failed = _failed(rec)
-                if failed:
-                    return item, recs, failed, 0, mode
-                item = applied.item
-        if mode is not LoadMode.DISCLOSE and self.policy.load_modes.disclose_over_tokens is None:
-            return item, recs, None, 0, mode  # the body is counted once, as its data block
-        body = self.counter.count_text(item.content)
-        if mode is LoadMode.DISCLOSE or too_large(body, self.policy):
-            rec, after = self._disclose(item, body)
-            recs.append(rec)
-            failed = _failed(rec)
-            if failed:
-                return item, recs, failed, body, mode
-            return after, recs, None, body, LoadMode.DISCLOSE
-        return item, recs, None, body, mode
-
-    def _limit_record(self, before: ContextItem, after: ContextItem, mode: str,
-                      detail: str) -> TransformEntry:
-        ref = after.source_ref
-        checks = {
-            "source_ref_present": "passed" if ref.citation() != "unknown-source" else "failed",
-            "content_hash_bound": "passed" if after.content_hash == sha256_text(after.content)
-            else "failed",
-        }
-        if mode == "excerpt_with_line_range":
-            checks["line_range_present"] = "passed" if ref.line_start else "failed"
-            checks["revision_present"] = "passed" if ref.commit else "failed"
-        return simple_transform(
-            record_id=f"transform-excerpt-{before.item_id}", kind="excerpt", before=before,
-            after=after, objective=f"{mode} ({detail})",
-            policy_version=self.policy.version_label, transformer_version="source-limits/v1",
-            assertions=checks, tokens_before=self.counter.count_text(before.content),
-            tokens_after=self.counter.count_text(after.content),
-        )
-
-    def _disclose(self, before: ContextItem, body: int) -> tuple[TransformEntry, ContextItem]:
-        after = index_entry(before, body)
-        checks = {
-            key: "passed" if needle in after.content else "failed"
-            for key, needle in (
-                ("id_present", before.item_id),
-                ("revision_present", before.revision or "unversioned"),
-                ("source_ref_present", before.source_ref.citation()),
-                ("content_hash_present", before.content_hash),
-            )
-        }
-        rec = simple_transform(
-            record_id=f"transform-disclose-{before.item_id}", kind="disclose", before=before,
-            after=after, objective="progressive_disclosure_index_entry",
-            policy_version=self.policy.version_label, transformer_version="index-entry/v1",
-            assertions=checks, tokens_before=body,
-            tokens_after=self.counter.count_text(after.content),
-        )
-        return rec, after
-
     # -- budget --------------------------------------------------------------------
-    def rank_info(self, a: Admitted, terms: tuple[str, ...]) -> RankInfo:
-        stages = a.item.stages
-        return RankInfo(
-            required=a.item.required,
-            covered=a.covered,
-            relevance=decision_relevance(a.item, terms),
-            stage_match=not stages or self.req.stage in stages,
-            authority=a.item.authority,
-            tokens=a.tokens,
-            item_id=a.item.item_id,
-        )
-
     def budget(self) -> None:
-        c, req = self.counter, self.req
-        units: list[Unit] = [Unit(FRAME_UNIT, Partition.CONTROL,
-                                  control_frame_cost(c, req.tool_definitions), 0)]
-        names = [t.name for t in req.required_topics]
-        blocking = [t.name for t in req.required_topics if t.blocking]
-        if names:
-            units.append(Unit(MISSING_UNIT, Partition.TASK,
-                              missing_notice_cost(c, names, blocking), 1))
-        terms = decision_terms(req.question, req.decision)
-        by_part: dict[Partition, list[Admitted]] = {}
-        for a in self.admitted.values():
-            flags = ("instruction_like_text",) if a.gate.instruction_flags else ()
-            if a.zone is Zone.CONTROL:
-                a.tokens = control_item_cost(c, a.item)
-            elif a.zone in (Zone.TASK, Zone.STATE):
-                a.tokens = trusted_cost(c, a.item, a.zone)
-            else:
-                cost: BlockCost | None = memo.LIMITS.get(a.item, flags)
-                if cost is None:
-                    cost = data_block_cost(c, a.item, flags)
-                    memo.LIMITS.put(a.item, flags, cost)
-                a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
-            by_part.setdefault(a.partition, []).append(a)
-        for part, members in by_part.items():
-            infos = {a.item.item_id: self.rank_info(a, terms) for a in members}
-            if part is Partition.DIRECT_EVIDENCE:
-                order = [r.item_id for r in coverage_first(list(infos.values()), names)]
-                order = self.rank_cap(order)
-            elif part is Partition.CONTROL:
-                order = [a.item.item_id for a in sorted(
-                    members, key=lambda a: (-a.item.authority, a.item.item_id))]
-            else:
-                order = [r.item_id for r in sorted(infos.values(), key=RankInfo.sort_key)]
-            if self.step_item_id in order:
-                order.remove(self.step_item_id)
-                order.insert(0, self.step_item_id)
-            for rank, iid in enumerate(order, start=2):
-                a = self.admitted[iid]
-                units.append(Unit(iid, part, a.tokens, rank, a.block_tokens, a.item.required))
-        units += self.tools.units(c)
+        units = build_units(self)
         self.units = {u.unit_id: u for u in units}
-        self.usable = usable_budget(self.policy.budget, req.model.context_limit)
-        alloc = allocate(units, self.policy.budget, self.usable, req.evidence_budget)
+        self.usable = usable_budget(self.policy.budget, self.req.model.context_limit)
+        alloc = allocate(units, self.policy.budget, self.usable, self.req.evidence_budget)
         self.alloc = alloc
         for u in alloc.evicted:
             self.evict(u, "does not fit its partition budget")
@@ -479,20 +344,6 @@ class Pipeline:
             f"usable {self.usable}, estimated {alloc.used}, {len(alloc.admitted)} units "
             f"admitted, {len(alloc.evicted)} evicted",
         )
-
-    def rank_cap(self, order: list[str]) -> list[str]:
-        """Apply ``placement.max_evidence_items``: lower-ranked evidence loses the ranking."""
-        cap = self.policy.placement.max_evidence_items
-        if cap is None or len(order) <= cap:
-            return order
-        for rank, iid in enumerate(order[cap:], start=cap + 1):
-            a = self.admitted[iid]
-            if a.item.required:
-                continue  # a required item is never ranked out; the budget decides
-            self.exclude(a, ExclusionReason.RANKING_LOST, "ranking",
-                         f"rank {rank} of {len(order)}; the policy admits at most {cap} "
-                         "evidence items per step")
-        return [iid for iid in order if iid in self.admitted]
 
     def evict(self, u: Unit, detail: str) -> None:
         if u.unit_id in self.admitted:
