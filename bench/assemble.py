@@ -77,7 +77,7 @@ def _text(rnd: random.Random, tokens: int, uid: int, code: bool = False) -> str:
     words = CODE + VOCAB[:20] if code else VOCAB
     per_line = 10
     lines = []
-    n_lines = max(1, tokens // (per_line + 2))
+    n_lines = max(1, round(tokens / 16))  # a line is ~16 tokens (10 words + serial)
     for i in range(n_lines):
         body = " ".join(rnd.choice(words) for _ in range(per_line))
         lines.append(f"{body} #{uid}.{i}" if code else f"{body} ({uid}.{i}).")
@@ -246,7 +246,7 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         total = args.total_tokens_10k * n // 10_000
         cold_runs = 1 if args.quick else (3 if n >= 10_000 else 5)
-        warm_runs = 2 if args.quick else (7 if n >= 10_000 else 30)
+        warm_runs = 2 if args.quick else (15 if n >= 10_000 else 30)
         results.append(bench_size(n, total, cold_runs, warm_runs))
     by_n = {r["candidates"]: r for r in results}
     targets: dict[str, Any] = {}

@@ -108,6 +108,7 @@ class Pipeline:
         self.candidate_entries: list[CandidateEntry] = []
         self.acquisitions: list[AcquisitionEntry] = []
         self.step_item_id = f"step:{request.step_id}"
+        self._background = frozenset(request.policy.placement.background_source_types)
         self.tools = ToolStage(self)
         self.alloc: Allocation | None = None
         self.units: dict[str, Unit] = {}
@@ -200,9 +201,7 @@ class Pipeline:
         item = out.item
         zone = ROLE_ZONE[item.intended_role]
         part = _ROLE_PARTITION[item.intended_role]
-        if part is Partition.DIRECT_EVIDENCE and (
-            item.source_type in self.policy.placement.background_source_types
-        ):
+        if part is Partition.DIRECT_EVIDENCE and item.source_type in self._background:
             part = Partition.BACKGROUND
         a = Admitted(
             item=item, original=original, gate=out, load_mode=load_mode_for(item, self.policy),
@@ -214,8 +213,8 @@ class Pipeline:
 
     def gates(self) -> None:
         r = self.req
-        ctx = (self.policy.digest, r.as_of.isoformat(), r.principal.clearance.value,
-               str(r.principal.scope), str(r.scope))
+        ctx = "|".join((self.policy.digest, r.as_of.isoformat(), r.principal.clearance.value,
+                        str(r.principal.scope), str(r.scope)))
         revs = r.required_revisions
         items = [self.step_item(), *sorted(r.candidates, key=lambda i: i.item_id)]
         for item in items:

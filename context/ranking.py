@@ -122,6 +122,9 @@ def supersede(
     winners: set[str] = set()
     losers: list[tuple[ContextItem, ContextItem]] = []
     for group in groups.values():
+        if len(group) == 1:
+            winners.add(group[0].item_id)
+            continue
         best = max(group, key=_rev_key)
         winners.add(best.item_id)
         losers += [(other, best) for other in group if other is not best]
