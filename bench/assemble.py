@@ -17,6 +17,9 @@ of 24 calls over 12 turns whose results arrive shuffled. Model: 128k context.
   engine that counts real tokens must pay cold;
 * **peak memory**: ``tracemalloc`` peak of one cold and one warm assembly (separate runs,
   since tracing slows the timed ones), plus the process's max RSS.
+
+Each size runs in a fresh interpreter (``--single N``) so one size's heap and memos do
+not slow the next; the parent prints the combined JSON and the target checks.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import math
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -235,19 +239,35 @@ def bench_size(n: int, total_tokens: int, cold_runs: int, warm_runs: int) -> dic
     }
 
 
+def _runs(n: int, quick: bool) -> tuple[int, int]:
+    if quick:
+        return 1, 2
+    return (3, 15) if n >= 10_000 else (5, 30)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--total-tokens-10k", type=int, default=5_000_000,
                     help="content tokens at 10,000 candidates (scaled linearly below)")
     ap.add_argument("--quick", action="store_true", help="fewer runs (smoke test)")
+    ap.add_argument("--single", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.single:  # one size in this (fresh) process
+        n = args.single
+        cold_runs, warm_runs = _runs(n, args.quick)
+        result = bench_size(n, args.total_tokens_10k * n // 10_000, cold_runs, warm_runs)
+        result["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        print(json.dumps(result))
+        return
     results = []
-    for n in (int(s) for s in args.sizes.split(",")):
-        total = args.total_tokens_10k * n // 10_000
-        cold_runs = 1 if args.quick else (3 if n >= 10_000 else 5)
-        warm_runs = 2 if args.quick else (15 if n >= 10_000 else 30)
-        results.append(bench_size(n, total, cold_runs, warm_runs))
+    for n in (int(x) for x in args.sizes.split(",")):
+        # a fresh interpreter per size: one size's heap and memos never slow another's
+        cmd = [sys.executable, __file__, "--single", str(n),
+               "--total-tokens-10k", str(args.total_tokens_10k)]
+        cmd += ["--quick"] if args.quick else []
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        results.append(json.loads(out))
     by_n = {r["candidates"]: r for r in results}
     targets: dict[str, Any] = {}
     if 1000 in by_n:
@@ -259,7 +279,6 @@ def main() -> None:
     targets["cold_le_1_3x_tiktoken"] = all(r["cold_vs_tiktoken"] <= 1.3 for r in results)
     print(json.dumps({
         "machine": {"python": sys.version.split()[0], "cores": 2},
-        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "results": results, "targets": targets,
     }, indent=2))
 
