@@ -364,7 +364,7 @@ class Pipeline:
                     f"{_HINT[part]} item, or a policy whose blocking.required_partitions "
                     f"omits {part.value})",
                 )
-        covered = {t for a in self.admitted.values() for t in a.covered}
+        covered = {t for a in self.admitted.values() if _is_evidence(a) for t in a.covered}
         covered |= self.tools.covered_topics()
         self.missing = [t.name for t in self.req.required_topics if t.name not in covered]
         hard = [t.name for t in self.req.required_topics if t.blocking and t.name in self.missing]
@@ -381,6 +381,20 @@ class Pipeline:
         return sorted(members, key=lambda a: (
             self.units[a.item.item_id].order if a.item.item_id in self.units else 0,
             a.item.item_id))
+
+
+_NOT_EVIDENCE = (SourceType.MODEL_SUMMARY, SourceType.CHECKPOINT)
+
+
+def _is_evidence(a: Admitted) -> bool:
+    """Only loaded evidence answers a required topic: not the task contract or control
+    text that merely names it, not state, not a summary or checkpoint (derived claims),
+    and not a disclosed index entry whose body was never loaded."""
+    return (
+        a.zone is Zone.DATA
+        and a.load_mode is not LoadMode.DISCLOSE
+        and a.item.source_type not in _NOT_EVIDENCE
+    )
 
 
 _HINT = {

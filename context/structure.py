@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from context.budget import Unit
 from context.compaction import compact, pair_item
 from context.errors import ContextError
+from context.items import SourceRef
 from context.layout import pair_cost
 from context.manifest import AnomalyEntry, SummaryEntry, ToolPairEntry, TransformEntry
 from context.ranking import covered_topics
@@ -157,6 +158,9 @@ class ToolStage:
             raise Blocked(BlockedReason.TRANSFORM_BLOCKED, str(exc)) from None
         except ContextError as exc:
             raise Blocked(BlockedReason.TRANSFORM_BLOCKED, f"compaction failed: {exc}") from None
+        # cite what the summary stands for (its inputs are the compacted calls)
+        item = item.model_copy(update={"source_ref": SourceRef(
+            locator=f"tool-history:{older[0].call_id}..{older[-1].call_id}")})
         p.transforms.append(transform_entry(rec))
         p.summaries.append(SummaryEntry(
             summary_id=item.item_id, input_item_ids=list(rec.input_item_ids),

@@ -154,3 +154,21 @@ def test_ranking_lost_beyond_the_policy_rank_cap() -> None:
     assert {i for i, e in ex.items() if e.reason == "ranking_lost"} == {"d2", "d3"}
     assert ex["d3"].stage == "ranking" and "at most 2" in ex["d3"].detail
     assert {"d0", "d1"} <= {i.item_id for i in out.manifest.included}
+
+
+def test_task_text_naming_a_topic_does_not_hide_missing_evidence() -> None:
+    from tests.context.builders import control, task
+
+    job = task("job", "Task: what is the hotel cap in the expense policy?")
+    out = _ready(control(), job, item("changelog", "New buttons."), base=False,
+                 required_topics=(topic("expense-policy", "expense policy"),))
+    assert out.manifest.missing_topics == ["expense-policy"]
+    assert "## MISSING EVIDENCE" in out.rendered_evidence
+
+
+def test_disclosed_index_entry_does_not_cover_a_topic() -> None:
+    mem = item("mem", "HTTP 429 notes", source_type=SourceType.MEMORY_OBJECT,
+               trust="governed_memory_candidate")
+    out = _ready(mem)
+    assert {i.item_id: i.load_mode for i in out.manifest.included}["mem"] == LoadMode.DISCLOSE
+    assert out.manifest.missing_topics == ["rate-limit"]
