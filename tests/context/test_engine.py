@@ -288,3 +288,17 @@ def test_memoized_render_matches_the_standard_layout() -> None:
     )
     assert p.missing == ["missing-one"]
     assert Finisher(p).render() == expected
+
+
+def test_collector_state_is_restored() -> None:
+    import gc
+
+    assert gc.isenabled()
+    assemble(request([RL]))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assemble(request([RL], base=False))  # blocked path too
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
