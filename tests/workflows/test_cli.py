@@ -1,0 +1,93 @@
+"""The ``pressroom`` job commands, run as a user runs them (a separate process each),
+against the session's dev server, a real worker and the default SQLite store under a
+temporary ``$PRESSROOM_HOME``. Expected failures are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from activities.runtime import ActivityRuntime
+from tests.workflows.jobkit import REPO_ROOT, job_dict, published_files, running_worker
+from workflows.job_spec import JobSpec, parse_job_spec
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+CLI = [sys.executable, str(REPO_ROOT / "pressroom.py")]
+
+
+async def pressroom(home: Path, address: str, *args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "PRESSROOM_HOME": str(home), "PRESSROOM_TEMPORAL_ADDRESS": address,
+           "COLUMNS": "200"}
+    env.pop("PRESSROOM_DEBUG", None)
+    proc = await asyncio.create_subprocess_exec(*CLI, *args, env=env, cwd=REPO_ROOT,
+                                                stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def _one_line_error(rc: int, err: str, needle: str) -> None:
+    assert rc == 1
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines and lines[0].startswith("error:") and needle in " ".join(lines)
+
+
+async def test_cli_run_review_status_explain(
+        temporal_env: Any, tmp_path: Path, docs: Path, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    address = temporal_env.client.service_client.config.target_host
+    home = tmp_path / "home"
+    home.mkdir()
+    job_file = tmp_path / "job.yaml"
+    data = job_dict(tmp_path, docs)
+    job_file.write_text(yaml.safe_dump(data), encoding="utf-8")
+    spec = parse_job_spec(data)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**data, "review": {"reviewers": []}}), encoding="utf-8")
+
+    rc, _out, err = await pressroom(home, address, "run", str(bad), "--task-queue", task_queue)
+    _one_line_error(rc, err, "field 'review.reviewers'")
+
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}")
+    async with running_worker(temporal_env.client, runtime, task_queue):
+        rc, out, err = await pressroom(home, address, "run", str(job_file), "--wait",
+                                       "--task-queue", task_queue)
+        assert rc == 0, err
+        assert "awaiting_review" in out
+        rc, _out, err = await pressroom(home, address, "run", str(job_file),
+                                        "--task-queue", task_queue)
+        _one_line_error(rc, err, "already exists")
+        rc, _out, err = await pressroom(home, address, "approve", spec.job_id, "--as",
+                                        "mallory", "--yes")
+        _one_line_error(rc, err, "reviewer 'mallory' is not allowed")
+        rc, out, err = await pressroom(home, address, "approve", spec.job_id, "--as", "alice",
+                                       "--yes")
+        assert rc == 0, err
+        assert "recorded approve" in out
+        for _ in range(50):
+            rc, out, err = await pressroom(home, address, "status", spec.job_id)
+            if "published" in out:
+                break
+            await asyncio.sleep(0.2)
+        assert f"{spec.job_id}: published" in out
+        rc, out, err = await pressroom(home, address, "explain", spec.job_id, "--step", "draft")
+        assert rc == 0, err
+        assert "included" in out and "partitions" in out and "job_spec:" in out
+        rc, out, err = await pressroom(home, address, "list")
+        assert rc == 0 and spec.job_id in out
+    rc, _out, err = await pressroom(home, address, "status", "no-such-job")
+    _one_line_error(rc, err, "no job 'no-such-job'")
+    rc, _out, err = await pressroom(home, "127.0.0.1:1", "status", spec.job_id)
+    _one_line_error(rc, err, "cannot reach Temporal")
+    assert len(published_files(spec)) == 1
