@@ -113,6 +113,22 @@ async def view_job(client: Client, job_id: str) -> JobView:
     return view
 
 
+async def job_spec_of(client: Client, job_id: str) -> JobSpec:
+    """The spec a job was started with, read from its first history event (any state)."""
+    handle = client.get_workflow_handle(job_id)
+    try:
+        async for event in handle.fetch_history_events():
+            attrs = event.workflow_execution_started_event_attributes
+            [inp] = await client.data_converter.decode(attrs.input.payloads, [ResearchJobInput])
+            spec: JobSpec = inp.spec
+            return spec
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise JobNotFound(f"no job {job_id!r} on this Temporal namespace") from None
+        raise
+    raise JobNotFound(f"job {job_id!r} has no history")
+
+
 async def _waiting(client: Client, job_id: str, want: str) -> JobView:
     view = await view_job(client, job_id)
     if view.live is None or view.live.status != want:

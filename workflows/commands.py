@@ -205,10 +205,18 @@ async def explain(console: Console, job_id: str, step: str | None = None,
         ids, tenant, project = view.live.manifest_ids, view.live.tenant, view.live.project
     elif view.result is not None:
         ids, tenant, project = view.result.manifest_ids, view.result.tenant, view.result.project
-    if not ids or tenant is None or project is None:
-        raise JobNotFound(f"job {job_id!r} has no manifests to explain ({view.summary})")
     store = await _store(store_url)
     try:
+        if not ids or tenant is None or project is None:
+            # Failed or cancelled jobs report nothing: their spec (first history event)
+            # names the scope, and their latest checkpoint lists the last manifests.
+            spec = await jobs.job_spec_of(await connect(address), job_id)
+            tenant, project = spec.scope.tenant, spec.scope.project
+            checkpoint = await store.latest_checkpoint(job_id,
+                                                       principal=_principal(tenant, project))
+            ids = list((checkpoint or {}).get("manifest_ids") or [])
+        if not ids:
+            raise JobNotFound(f"job {job_id!r} has no manifests to explain ({view.summary})")
         shown = 0
         for mid in ids:
             m = await store.get_manifest(mid, principal=_principal(tenant, project))

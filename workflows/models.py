@@ -46,6 +46,8 @@ class JobState(_Msg):
     review_count: int = 0
     receipt: PublishResult | None = None
     continued_runs: int = 0
+    ignored_resolutions: int = 0
+    checkpoint_seq: int = 0
 
 
 class ResearchJobInput(_Msg):

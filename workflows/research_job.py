@@ -62,6 +62,11 @@ _NON_RETRYABLE = [
     "RequestError",
     "PolicyError",
     "SourceSpecError",
+    "ProviderConfigError",
+    "ProviderInputError",
+    # a sealed record or a revision parent that disagrees stays so on every retry
+    "SealedConflict",
+    "RevisionConflict",
 ]
 _MANIFEST_IDS_KEPT = 200
 
@@ -201,6 +206,7 @@ class ResearchJobWorkflow:
                                               timeout=self._spec.block_timeout)
             except TimeoutError:
                 s.status = "failed"
+                await self._checkpoint(stage, [], note=f"failed: {reason}")
                 raise ApplicationError(f"failed: {reason}", type="JobBlocked",
                                        non_retryable=True) from None
             s.status = "running"
@@ -286,7 +292,13 @@ class ResearchJobWorkflow:
 
     @workflow.signal
     def resolve(self, inp: ResolveInput) -> None:
-        self._resolutions.append(inp)
+        # Only a blocked step can be resolved; a stray signal (the CLI refuses to send one)
+        # is counted and dropped so it can neither hold back continue-as-new nor surprise
+        # a later, unrelated block.
+        if self._s.status == "blocked":
+            self._resolutions.append(inp)
+        else:
+            self._s.ignored_resolutions += 1
 
     @workflow.query
     def status(self) -> JobStatus:
@@ -322,7 +334,8 @@ class ResearchJobWorkflow:
 
     async def _checkpoint(self, stage: str, next_steps: list[str], note: str = "") -> None:
         s = self._s
-        cp_id = f"{self._spec.job_id}-cp-{s.step_counter}-{stage}"
+        s.checkpoint_seq += 1  # checkpoints are sealed: every one gets its own id
+        cp_id = f"{self._spec.job_id}-cp-{s.checkpoint_seq:04d}-{stage}"
         open_items = [note] if note else []
         await self._act("write_checkpoint", CheckpointInput(
             spec=self._spec, checkpoint_id=cp_id, step_id=f"{stage}-{s.step_counter}",

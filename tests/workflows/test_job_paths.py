@@ -145,6 +145,13 @@ async def test_block_timeout_fails_the_job(
     assert view.execution == "FAILED"
     assert view.summary.startswith("failed: minimums_exceed_budget")
     assert published_files(spec) == []
+    # what `pressroom explain` uses for a failed job: the spec and the last checkpoint
+    assert await jobs.job_spec_of(client, spec.job_id) == spec
+    store = await runtime.store()
+    checkpoint = await store.latest_checkpoint(spec.job_id, principal=principal_of(spec))
+    assert checkpoint is not None and checkpoint["status"] == "failed"
+    last = await store.get_manifest(checkpoint["manifest_ids"][-1], principal=principal_of(spec))
+    assert last["status"] == "blocked" and last["blocked_reason"] == "minimums_exceed_budget"
 
 
 async def test_instructions_in_plan_md_and_web_page_never_publish(
