@@ -6,7 +6,11 @@ the item and a small request context — the gate outcome, the source-limited it
 block cost — is memoized under ``(id(item), context key)``. The memo keeps a reference to
 the item itself and checks identity on lookup, so an id can never be reused while its
 entry lives; items are frozen, so a hit returns exactly what recomputing would. The memo
-is bounded (LRU) and ``context.reset_caches()`` clears it; results never depend on it.
+is bounded (first in, first out: 60,000 entries, enough for a few assemblies of 10,000
+candidates without pinning a long-running worker's memory) and ``context.reset_caches()``
+clears it; results never depend on it. Every operation is a single dict operation, so
+concurrent assemblies in threads (the activity runs ``assemble`` via ``to_thread``) can
+share it safely under the GIL.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-_MAX_ENTRIES = 300_000
+_MAX_ENTRIES = 60_000
 
 
 class ItemMemo:

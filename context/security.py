@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_MEMO_ENTRIES = 100_000
+_MEMO_ENTRIES = 60_000
 
 # (kind, pattern, prefilter): the regex only runs when the prefilter — substrings, or a
 # regex with a literal prefix that ``re`` can search for quickly — finds something.
@@ -111,8 +111,7 @@ class Detector:
     def assess(self, content_hash: str, text: str) -> tuple[SecretScan | None, tuple[str, ...]]:
         """Both scans, memoized by a *verified* content hash (scanning is the costly part)."""
         found = self._memo.get(content_hash)
-        if found is not None:
-            self._memo.move_to_end(content_hash)
+        if found is not None:  # no LRU reordering: single dict ops stay thread-safe
             return found
         result = (self.scan_secrets(text), self.instruction_matches(text))
         self._memo[content_hash] = result
