@@ -302,3 +302,15 @@ def test_collector_state_is_restored() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_concurrent_assemblies_in_threads_agree() -> None:
+    """The activity runs assemble in worker threads; shared memos must not mix results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    reqs = [request([RL, item(f"d{i}", f"HTTP 429 note {i}")], step_id=f"s{i % 3}")
+            for i in range(12)]
+    serial = [assemble(r).manifest.manifest_digest for r in reqs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda r: assemble(r).manifest.manifest_digest, reqs))
+    assert threaded == serial
