@@ -1,7 +1,9 @@
 """Prompt-cache identity of an assembly (seed 000 §6, §9; seed 002 §9).
 
 The stable prefix is the control zone (the system message built from control items) plus
-the tool definitions — the part a provider can reuse byte for byte. Two values identify
+the tool definitions — the part a provider can reuse byte for byte. It is cache-eligible
+only when every control item comes from a source type the policy lists in
+``cache.stable_prefix_sources`` (default: ``system_policy``). Two values identify
 it:
 
 * ``prefix_hash``: sha256 over the canonical JSON of exactly those bytes' sources (the
@@ -78,7 +80,8 @@ def cache_entry(
     if blocked:
         return entry(CacheStatus.BYPASSED, "assembly blocked: no model call follows")
     if not eligible:
-        return entry(CacheStatus.BYPASSED, "no stable prefix (no control items)")
+        return entry(CacheStatus.BYPASSED, "no stable prefix (no control items, or control "
+                     "items from sources outside cache.stable_prefix_sources)")
     if previous is None:
         return entry(CacheStatus.BYPASSED, "no previous manifest of this run")
     if previous.run_id != run_id:

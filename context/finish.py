@@ -261,7 +261,8 @@ class Finisher:
             a.tokens = per_item.get(a.item.item_id, a.tokens)
         control_items = [a.item for a in p.ordered(Zone.CONTROL)]
         prefix = None
-        if control_items:
+        stable = set(p.policy.cache.stable_prefix_sources)
+        if control_items and all(i.source_type in stable for i in control_items):
             prefix = prefix_values(assembly, control_items, p.policy, p.req.adapter,
                                    p.req.model.name)
         fields.update(

@@ -18,6 +18,14 @@ Choices where the seeds leave room (written down here so reviews can argue with 
 * ``protocol_overhead`` is a reservation for provider-side wrapping Pressroom cannot
   measure; the message framing and tool definitions Pressroom *does* serialize are counted
   for real and must fit inside the usable budget.
+* ``transforms.allowed`` gates the optional shortenings: without ``excerpt`` no source
+  limit applies (an oversized item competes whole), without ``summarize`` older tool
+  exchanges are not compacted (they compete for the budget, oldest evicted first), and
+  ``secret_material: redact`` requires ``redact``. Eviction of whole units is not a
+  transform and is always possible.
+* ``serialization.policy_version`` names the policy's serialization expectations and is
+  part of the digest; the manifest records the adapter's own version and
+  serialization-policy version, which are what shaped the bytes.
 * ``load_policy`` is the one function in ``context/`` that reads a file; everything else
   in the package is pure.
 """
@@ -235,6 +243,14 @@ class ContextPolicy(_Strict):
     cache: CachePolicy = CachePolicy()
     serialization: SerializationPolicy = SerializationPolicy()
     _digest: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _redaction_allowed(self) -> ContextPolicy:
+        if self.security.secret_material == "redact" and "redact" not in self.transforms.allowed:
+            raise ValueError(
+                "security.secret_material is 'redact' but transforms.allowed lacks 'redact'"
+            )
+        return self
 
     @model_validator(mode="after")
     def _role_limits_complete(self) -> ContextPolicy:

@@ -33,7 +33,7 @@ def shape_item(policy: ContextPolicy, counter: TokenCounter, item: ContextItem, 
                terms: tuple[str, ...]) -> LimitMemo:
     """Source limit, then disclosure; stops at the first failed assertion."""
     recs: list[TransformEntry] = []
-    if mode is not LoadMode.DISCLOSE:
+    if mode is not LoadMode.DISCLOSE and "excerpt" in policy.transforms.allowed:
         applied = apply_source_limit(item, policy.source_limits.get(item.source_type),
                                      terms)
         if applied is not None:

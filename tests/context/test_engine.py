@@ -314,3 +314,19 @@ def test_concurrent_assemblies_in_threads_agree() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         threaded = list(pool.map(lambda r: assemble(r).manifest.manifest_digest, reqs))
     assert threaded == serial
+
+
+def test_policy_switches_for_excerpts_and_cache_prefix() -> None:
+    from tests.context.builders import code
+
+    data = POLICY.model_dump(mode="json")
+    data["transforms"]["allowed"] = ["summarize", "redact"]
+    data["cache"]["stable_prefix_sources"] = ["user_request"]
+    policy = policy_from_mapping(data)
+    big = code("big", "\n".join(f"x = {n}  # 429" for n in range(400)))
+    out = assemble(request([big], policy=policy))
+    assert isinstance(out, Ready)
+    inc = {i.item_id: i for i in out.manifest.included}["big"]
+    assert inc.source_ref["line_end"] == 400 and not inc.transform_record_ids  # whole
+    assert out.manifest.cache.policy == "ineligible"
+    assert out.manifest.cache.status == "bypassed"

@@ -128,3 +128,10 @@ def test_durations() -> None:
     for bad in ("7w", -1, True, "d7"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_redact_requires_the_redact_transform() -> None:
+    data = _default_mapping()
+    data["transforms"]["allowed"] = ["summarize", "excerpt"]
+    with pytest.raises(PolicyError, match="lacks 'redact'"):
+        policy_from_mapping(data)
