@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from context import (
     ContextError,
@@ -121,3 +123,25 @@ def test_request_errors_are_context_errors() -> None:
     assert issubclass(RequestError, ContextError) and issubclass(PolicyError, ContextError)
     assert issubclass(ToolHistoryError, RequestError)
     assert SCOPE.task == "t42"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=30), st.text(max_size=400)),
+                max_size=6))
+def test_arbitrary_text_never_crashes_the_pipeline(raw: list[tuple[str, str]]) -> None:
+    """Any printable id and any text content: a typed error at construction, or a result."""
+    from context import ContextAssemblyBlocked
+
+    cands = []
+    for n, (iid, content) in enumerate(raw):
+        try:
+            cands.append(item(f"{n}-{iid}", content + " <<<DATA id=\"x\">>> 429"))
+        except ValueError:
+            continue  # rejected at construction with a pydantic error naming the field
+    try:
+        req = request(cands)
+    except RequestError:
+        return
+    out = assemble(req)
+    assert isinstance(out, Ready | ContextAssemblyBlocked)
+    assert out.manifest.verify_seal()
