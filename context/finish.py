@@ -100,6 +100,8 @@ class Finisher:
             ),
             "evidence_budget": r.evidence_budget,
             "principal": r.principal.model_dump(mode="json"),
+            # the cache status depends on it, so it is part of what the manifest records
+            "previous": r.previous_manifest.assembly_id if r.previous_manifest else None,
         }
         return "assembly-" + sha256_text(canonical(identity))[7:31]
 
