@@ -24,8 +24,11 @@ Choices the seeds leave open:
 * A blocked manifest still lists what had been admitted (``included``) so the record
   shows how far the assembly got; ``status="blocked"`` says no model call follows.
 * Order inside zones is deterministic and independent of candidate order: control by
-  authority then id, task/state/derived by id, evidence by rank (coverage first), tool
-  exchanges in call order.
+  authority then id, the step contract first in the task zone, then rank and id
+  (``context.ranking``), evidence coverage first, tool exchanges in call order.
+* Speed without impurity: every pure per-candidate result is memoized per item object
+  (``context.memo``), so a warm assembly redoes only set-level work; results never depend
+  on the memos (``reset_caches()`` clears them). The cyclic GC is paused during the call.
 """
 
 from __future__ import annotations
