@@ -188,7 +188,8 @@ async def many(client: Client, specs: list[JobSpec], queue: str) -> dict[str, An
             "job_wall_max_s": round(walls[-1], 3)}
 
 
-async def main(n_jobs: int, max_activities: int = 100) -> dict[str, Any]:
+async def main(n_jobs: int, max_activities: int = 100,
+               store_url: str | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["PRESSROOM_HOME"] = str(home)
@@ -209,7 +210,7 @@ async def main(n_jobs: int, max_activities: int = 100) -> dict[str, Any]:
         finally:
             os.dup2(saved, 1)
             os.close(saved)
-        runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}")
+        runtime = ActivityRuntime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}")
         real_q, noop_q = f"bench-real-{uuid.uuid4().hex[:6]}", f"bench-noop-{uuid.uuid4().hex[:6]}"
         try:
             async with build_worker(env.client, runtime, task_queue=real_q,
@@ -231,6 +232,7 @@ async def main(n_jobs: int, max_activities: int = 100) -> dict[str, Any]:
         "benchmark": "durable_jobs",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "max_concurrent_activities": max_activities,
+        "store": "postgresql" if store_url and store_url.startswith("postgres") else "sqlite",
         "job": "examples/job.yaml (2 git repos, 1 doc folder, 1 web page, plan.md), extractive",
         "one_job": {"wall_s": round(one["wall_s"], 3), "stages_s": stage_times(one["history"]),
                     "history_bytes": one["history_bytes"],
@@ -249,6 +251,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="5 concurrent jobs")
     parser.add_argument("--max-activities", type=int, default=100,
                         help="max concurrent activities of the Pressroom worker")
+    parser.add_argument("--store-url", default=None,
+                        help="artifact store URL (default: SQLite in a temp dir); a "
+                             "PostgreSQL database must be migrated and empty")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(5 if args.quick else args.jobs, args.max_activities)),
-                     indent=2))
+    print(json.dumps(asyncio.run(main(5 if args.quick else args.jobs, args.max_activities,
+                                      args.store_url)), indent=2))
