@@ -189,3 +189,34 @@ async def test_instructions_in_plan_md_and_web_page_never_publish(
         result = await handle.result()  # nobody approves: the review timer expires
     assert result.status == "expired"
     assert published_files(spec) == []
+
+
+async def test_unreachable_repository_is_an_outcome_not_a_crash(
+        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
+        docs: Path, make_spec: Callable[..., JobSpec]) -> None:
+    repo, sha = make_repo(tmp_path)
+    spec = make_spec(sources=[
+        {"kind": "git", "name": "gone", "repo": str(tmp_path / "no-such-repo"), "commit": sha},
+        {"kind": "git", "name": "wrong-commit", "repo": str(repo), "commit": "0" * 40},
+        {"kind": "document", "name": "handbook", "path": str(docs)},
+    ])
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        st = await wait_status(handle, {"awaiting_review"})
+        store = await runtime.store()
+        principal = principal_of(spec)
+        research = await store.get_manifest(st.manifest_ids[-1], principal=principal)
+        outcomes = {a["source"]["id"]: (a["outcome"], a["reason"])
+                    for a in research["source_acquisition"]}
+        assert outcomes["gone"][0] == "retrieval_failed" and outcomes["gone"][1]
+        assert outcomes["wrong-commit"][0] == "retrieval_failed"
+        assert outcomes["handbook"][0] == "retrieved"
+        excluded = {e["item_id"] for e in research["excluded"]}
+        assert not any(i.startswith(("gone", "wrong-commit")) for i in excluded)
+        checkpoint = await store.latest_checkpoint(spec.job_id, principal=principal)
+        assert checkpoint is not None
+        failed = {n["source"] for n in checkpoint["conflicts_and_negative_findings"]
+                  if n.get("outcome") == "retrieval_failed"}
+        assert failed == {"gone", "wrong-commit"}
+        await jobs.review_job(client, spec.job_id, "reject", reviewer="alice")
+        assert (await handle.result()).status == "rejected"
