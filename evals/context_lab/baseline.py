@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from context.policy import ContextPolicy
-from context.render import data_block
+from context.render import MISSING_EVIDENCE_HEADING, data_block
 from context.tokens import count_tokens
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import source_to_item
@@ -42,7 +42,7 @@ def missing_topics_of(case: LabCase, covered: set[str]) -> tuple[str, ...]:
 def render_task(question: str, missing: tuple[str, ...]) -> str:
     text = f"QUESTION\n{question}\n"
     if missing:
-        text += "\nMISSING EVIDENCE\n" + "".join(f"- {t}\n" for t in missing)
+        text += f"\n{MISSING_EVIDENCE_HEADING}\n" + "".join(f"- {t}\n" for t in missing)
         text += "\nINSTRUCTION\nDo not infer missing evidence. Ask for a source or hand off.\n"
     return text
 

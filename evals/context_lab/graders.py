@@ -7,8 +7,9 @@ not know which strategy produced the packet. The ten graders:
 ``required_evidence``  every required topic that is available (not expected missing) is
                        covered by a selected source.
 ``missing_evidence``   ``missing_topics`` equals the case's gold label, and a ready packet
-                       names every missing topic in the model-visible input (a blocked one
-                       is explicit by its sealed manifest).
+                       names every missing topic under a MISSING EVIDENCE heading in the
+                       model-visible input (a blocked one is explicit by its sealed
+                       manifest).
 ``forbidden_sources``  no forbidden source and no lab-``untrusted`` source is selected, and
                        no ``forbidden_text`` is visible to the model.
 ``relevance``          every selected source covers a required topic.
@@ -34,6 +35,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from context.render import MISSING_EVIDENCE_HEADING
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import is_untrusted
 from evals.context_lab.packet import Packet
@@ -72,10 +74,12 @@ def missing_evidence(case: LabCase, sources: dict[str, LabSource], packet: Packe
     if actual != expected:
         problems.append(f"missing_topics={actual}, expected={expected}")
     if packet.status == "ready":
-        visible = packet.visible_text()
-        unnamed = [t for t in packet.missing_topics if t not in visible]
+        notices = [m.text[m.text.index(MISSING_EVIDENCE_HEADING):] for m in packet.messages
+                   if MISSING_EVIDENCE_HEADING in m.text]
+        unnamed = [t for t in packet.missing_topics if not any(t in n for n in notices)]
         if unnamed:
-            problems.append(f"missing topics not named in the model input: {unnamed}")
+            problems.append(f"missing topics not named under {MISSING_EVIDENCE_HEADING}: "
+                            f"{unnamed}")
     elif packet.manifest is None:
         problems.append("blocked without a sealed manifest")
     return Grade(name="missing_evidence", passed=not problems,

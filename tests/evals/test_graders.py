@@ -110,8 +110,13 @@ def test_missing_evidence_fails_on_wrong_label_and_on_unnamed_topic():
     assert not wrong.passed and "expected=[]" in wrong.detail
     case = _case(required_topics=["rate-limit", "expense-policy"],
                  expected_missing_topics=["expense-policy"])
-    unnamed = _grade(g.missing_evidence, _clean(missing_topics=("expense-policy",)), case)
-    assert not unnamed.passed and "not named" in unnamed.detail
+    listed_only = _clean(missing_topics=("expense-policy",), messages=(
+        VisibleMessage(role="user", text="REQUIRED TOPICS\n- rate-limit\n- expense-policy"),))
+    unnamed = _grade(g.missing_evidence, listed_only, case)
+    assert not unnamed.passed and "not named under MISSING EVIDENCE" in unnamed.detail
+    notice = VisibleMessage(role="user", text="## MISSING EVIDENCE\n- expense-policy")
+    named = _clean(missing_topics=("expense-policy",), messages=(notice,))
+    assert _grade(g.missing_evidence, named, case).passed
 
 
 def test_forbidden_sources_fails_on_forbidden_untrusted_and_text():
