@@ -209,15 +209,17 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
     rendered = outcome.rendered_evidence if isinstance(outcome, context.Ready) else ""
     tokens = block_tokens(rendered)
     selected: list[SelectedEntry] = []
+    observed = {c.item_id: c.observed_at for c in manifest.candidate_items}
     for inc in manifest.included:
         sid = _source_id(inc, candidate_ids)
         if sid is None:
             continue
-        src = sources[sid]
+        # what the engine recorded, not what the lab knows: traceability grades the record
         selected.append(SelectedEntry(
             id=sid, tokens=tokens.get(inc.item_id, inc.tokens), item_id=inc.item_id,
             locator=_locator(inc.source_ref),
-            updated_at=src.updated_at.isoformat(), content_hash=inc.content_hash))
+            updated_at=observed.get(inc.item_id) or observed.get(sid),
+            content_hash=inc.content_hash))
     excluded = [ExcludedEntry(id=sources[s].id, reason=UNTRUSTED_REASON, gate=UNTRUSTED_GATE,
                               detail="lab trust 'untrusted' is never evidence (seed 002 §3.4)")
                 for s in case.candidate_source_ids if sources[s].trust == "untrusted"]
