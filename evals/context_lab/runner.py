@@ -60,7 +60,7 @@ def run_context_eval(cases_path: Path | str = BUNDLED_CASES,
                      budget: int | None = None) -> EvalResult:
     """Load, run, grade and gate. Unusable input raises ``DatasetError`` before any run."""
     if budget is not None and budget < 1:
-        raise DatasetError("--budget", f"must be at least 1, got {budget}", field="budget")
+        raise DatasetError("--budget", f"must be at least 1, got {budget}")
     sources = load_sources(sources_path)
     cases = load_cases(cases_path, sources)
     base_policy = resolve_policy(policy)
