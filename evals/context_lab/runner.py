@@ -47,7 +47,7 @@ def resolve_policy(policy: str | Path) -> ContextPolicy:
     try:
         return load_policy(policy)
     except ContextError as exc:
-        raise DatasetError(str(policy), str(exc), field="--policy") from None
+        raise DatasetError("--policy", str(exc)) from None
 
 
 def _budget(case: LabCase, override: int | None) -> int:
