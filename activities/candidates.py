@@ -65,9 +65,9 @@ def render_job_spec(spec: JobSpec) -> str:
 
 
 class _Loader:
-    def __init__(self, store: Any, inp: AssembleContextInput) -> None:
-        self.store, self.inp, self.spec = store, inp, inp.spec
-        self.scope = _scope(inp.spec)
+    def __init__(self, store: Any, spec: JobSpec, inp: AssembleContextInput) -> None:
+        self.store, self.inp, self.spec = store, inp, spec
+        self.scope = _scope(spec)
         self.as_of = datetime.fromisoformat(inp.as_of)
         self.out = CandidateSet()
 
@@ -166,22 +166,22 @@ class _Loader:
                      key=f"workspace:{rel}")
 
 
-async def load_candidates(store: Any, inp: AssembleContextInput) -> CandidateSet:
-    ld = _Loader(store, inp)
+async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput) -> CandidateSet:
+    ld = _Loader(store, spec, inp)
     st, stage = inp.state, inp.stage
     ld.add(item_id="pressroom:control-policy", source_type=SourceType.SYSTEM_POLICY,
            trust=Trust.CONTROL_AUTHORITY, role=Role.CONTROL, content=CONTROL_POLICY,
            revision=CONTROL_REVISION, required=True, security=SecurityClass.PUBLIC)
-    await ld.artifact(st.job_spec, item_id=f"job_spec:{inp.spec.job_id}",
+    await ld.artifact(st.job_spec, item_id=f"job_spec:{spec.job_id}",
                       source_type=SourceType.USER_REQUEST, trust=Trust.TASK_AUTHORITY,
                       role=Role.TASK_INTENT, required=True)
-    await ld.artifact(st.plan, item_id=f"research_plan:{inp.spec.job_id}",
+    await ld.artifact(st.plan, item_id=f"research_plan:{spec.job_id}",
                       source_type=SourceType.RUNTIME_STATE, trust=Trust.TRUSTED_STATE,
                       role=Role.STATE)
     await ld.checkpoint()
     await ld.evidence()
     if stage in ("revise", "publish"):
-        await ld.artifact(st.draft, item_id=f"article_draft:{inp.spec.job_id}",
+        await ld.artifact(st.draft, item_id=f"article_draft:{spec.job_id}",
                           source_type=SourceType.AGENT_OUTPUT,
                           trust=Trust.UNTRUSTED_EXTERNAL_DATA, role=Role.UNTRUSTED_DATA)
     if stage == "revise" and st.review_comments and st.review is not None:
@@ -190,7 +190,7 @@ async def load_candidates(store: Any, inp: AssembleContextInput) -> CandidateSet
                role=Role.TASK_INTENT, revision=str(st.review.revision), ref=st.review,
                content="Reviewer's requested changes:\n"
                        + "\n".join(f"- {c}" for c in st.review_comments),
-               key=f"review_comments:{inp.spec.job_id}")
+               key=f"review_comments:{spec.job_id}")
     await ld.workspace()
     return ld.out
 

@@ -40,7 +40,7 @@ def _refs(state: StepState) -> list[dict[str, Any]]:
 
 async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[str, Any]:
     store = await rt.store()
-    spec, state = inp.spec, inp.state
+    spec, state = await rt.spec_of(inp.job), inp.state
     pack = await _load_json(store, spec, state.evidence_pack) or {}
     records = await _load_json(store, spec, state.source_records) or {}
     claims = [
@@ -84,8 +84,9 @@ async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[st
 async def write_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> CheckpointResult:
     store = await rt.store()
     body = await build_checkpoint(rt, inp)
-    await store.put_checkpoint(inp.checkpoint_id, run_id=inp.spec.job_id, step_id=inp.step_id,
-                               body=body, scope=scope_of(inp.spec))
+    spec = await rt.spec_of(inp.job)
+    await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id, step_id=inp.step_id,
+                               body=body, scope=scope_of(spec))
     digest = "sha256:" + hashlib.sha256(dumps(body)).hexdigest()
     return CheckpointResult(checkpoint_id=inp.checkpoint_id, content_hash=digest)
 

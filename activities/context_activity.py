@@ -22,6 +22,7 @@ from activities.contracts import AssembleContextInput, ContextRef
 from activities.runtime import ActivityRuntime, scope_of
 from context.items import ScopeRef
 from context.request import ModelSpec, PrincipalContext, TopicSpec
+from workflows.job_spec import JobSpec
 
 #: What each stage is deciding; the engine ranks relevance against it.
 DECISIONS = {
@@ -47,8 +48,7 @@ def _policy(name: str) -> Any:
     return _policy_at(name, path.stat().st_mtime_ns if path.is_file() else 0)
 
 
-def _request(inp: AssembleContextInput, cands: CandidateSet) -> Any:
-    spec = inp.spec
+def _request(spec: JobSpec, inp: AssembleContextInput, cands: CandidateSet) -> Any:
     scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
     topics = [TopicSpec(name=t.name, terms=tuple(t.terms), blocking=t.blocking)
               for t in spec.topics] if inp.stage in EVIDENCE_STAGES else []
@@ -77,8 +77,9 @@ def _request(inp: AssembleContextInput, cands: CandidateSet) -> Any:
 
 async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
     store = await rt.store()
-    cands = await load_candidates(store, inp)
-    request = _request(inp, cands)
+    spec = await rt.spec_of(inp.job)
+    cands = await load_candidates(store, spec, inp)
+    request = _request(spec, inp, cands)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
     # event loop free to heartbeat and run other activities meanwhile.
     outcome = await asyncio.to_thread(context.assemble, request)
@@ -95,8 +96,8 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
         }
         input_hash = ser.hash
     status = "blocked" if blocked else "ready"
-    await store.put_manifest(manifest.manifest_id, run_id=inp.spec.job_id, step_id=inp.step_id,
-                             status=status, body=body, scope=scope_of(inp.spec))
+    await store.put_manifest(manifest.manifest_id, run_id=spec.job_id, step_id=inp.step_id,
+                             status=status, body=body, scope=scope_of(spec))
     reason = str(outcome.blocked_reason) if blocked else None
     return ContextRef(manifest_id=manifest.manifest_id, step_id=inp.step_id, stage=inp.stage,
                       status=status, input_hash=input_hash, blocked_reason=reason,

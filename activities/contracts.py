@@ -40,6 +40,20 @@ class ContextRef(_Msg):
     blocked_detail: str | None = None
 
 
+class JobRef(_Msg):
+    """Which job an activity works for: its identity and the job-spec revision it holds.
+
+    Activities load the spec itself from the store by this reference (cached per worker by
+    content hash), so the spec is not copied into every activity input in history.
+    """
+
+    job_id: str
+    principal_id: str
+    tenant: str
+    project: str
+    spec: ArtifactRef
+
+
 class StepState(_Msg):
     """The references a step's context is assembled from (the revisions the job holds)."""
 
@@ -62,7 +76,7 @@ class StoreJobSpecInput(_Msg):
 
 
 class AssembleContextInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     step_id: str
     stage: Literal["plan", "research", "draft", "revise", "publish"]
     state: StepState
@@ -70,13 +84,13 @@ class AssembleContextInput(_Msg):
 
 
 class PlanInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     context: ContextRef
     parent_revision: int | None = None
 
 
 class ResearchInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     context: ContextRef
     state: StepState
     #: the sources to (re-)acquire in this call; results merge into the held revisions
@@ -95,7 +109,7 @@ class ResearchResult(_Msg):
 
 
 class DraftInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     context: ContextRef
     state: StepState
     round: int = 0
@@ -109,7 +123,7 @@ class DraftResult(_Msg):
 
 
 class RecordReviewInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     decision_id: str
     decision: Literal["approve", "request_changes", "reject"]
     reviewer: str
@@ -121,7 +135,7 @@ class RecordReviewInput(_Msg):
 
 
 class CheckpointInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     checkpoint_id: str
     step_id: str
     stage: str
@@ -138,7 +152,7 @@ class CheckpointResult(_Msg):
 
 
 class PublishInput(_Msg):
-    spec: JobSpec
+    job: JobRef
     context: ContextRef
     draft: ArtifactRef
     review: ArtifactRef

@@ -51,7 +51,7 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, 
 
 async def draft(rt: ActivityRuntime, inp: DraftInput) -> DraftResult:
     store = await rt.store()
-    spec, ctx = inp.spec, inp.context
+    spec, ctx = await rt.spec_of(inp.job), inp.context
     if ctx.status != "ready":
         raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
                                type="InvalidArtifact", non_retryable=True)

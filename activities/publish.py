@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.contracts import PublishInput, PublishResult
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
+from workflows.job_spec import JobSpec
 
 
 class PublishRefused(ApplicationError):
@@ -31,16 +32,15 @@ class PublishRefused(ApplicationError):
         super().__init__(message, type="PublishRefused", non_retryable=True)
 
 
-def receipt_key(inp: PublishInput) -> str:
-    return f"{inp.spec.job_id}.publish.{inp.draft.content_hash.removeprefix('sha256:')[:32]}"
+def receipt_key(spec: JobSpec, inp: PublishInput) -> str:
+    return f"{spec.job_id}.publish.{inp.draft.content_hash.removeprefix('sha256:')[:32]}"
 
 
-def article_path(inp: PublishInput) -> Path:
-    return Path(inp.spec.destination) / f"{inp.spec.job_id}.md"
+def article_path(spec: JobSpec) -> Path:
+    return Path(spec.destination) / f"{spec.job_id}.md"
 
 
-def _verify(inp: PublishInput, review_rec: Any, decision: dict[str, Any]) -> None:
-    spec = inp.spec
+def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[str, Any]) -> None:
     if review_rec.content_hash != inp.review.content_hash:
         raise PublishRefused("stored review decision does not match the reference the job holds")
     if decision.get("decision") != "approve":
@@ -78,16 +78,16 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 async def publish(rt: ActivityRuntime, inp: PublishInput) -> PublishResult:
     store = await rt.store()
-    spec = inp.spec
+    spec = await rt.spec_of(inp.job)
     principal = principal_of(spec)
-    key = receipt_key(inp)
+    key = receipt_key(spec, inp)
     existing = await store.get_receipt(key, principal=principal)
     if existing is not None:
         return PublishResult.model_validate(existing)
     review_rec, review_body = await store.get(inp.review.kind, inp.review.artifact_id,
                                               principal=principal, revision=inp.review.revision)
     decision = json.loads(review_body)
-    _verify(inp, review_rec, decision)
+    _verify(spec, inp, review_rec, decision)
     draft_rec, draft_body = await store.get(inp.draft.kind, inp.draft.artifact_id,
                                             principal=principal, revision=inp.draft.revision)
     if draft_rec.content_hash != inp.draft.content_hash:
@@ -96,7 +96,7 @@ async def publish(rt: ActivityRuntime, inp: PublishInput) -> PublishResult:
               f"@{inp.draft.revision} {inp.draft.content_hash} "
               f"review={decision['decision_id']} -->\n\n")
     data = header.encode("utf-8") + draft_body
-    path = article_path(inp)
+    path = article_path(spec)
     _write_atomically(path, data)
     await pause_point("publish_after_write")
     body = PublishResult(

@@ -51,7 +51,7 @@ def _searched(src: Any, topics: list[TopicTerms]) -> dict[str, Any]:
 
 async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
     store = await rt.store()
-    spec, state = inp.spec, inp.state
+    spec, state = await rt.spec_of(inp.job), inp.state
     topics = [TopicTerms(name=t.name, terms=list(t.terms)) for t in spec.topics]
     as_of = datetime.fromisoformat(inp.as_of)
     await pause_point("research")

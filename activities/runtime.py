@@ -27,7 +27,7 @@ from typing import Any
 from temporalio import activity
 
 import artifacts
-from activities.contracts import ArtifactRef
+from activities.contracts import ArtifactRef, JobRef
 from artifacts.errors import RevisionConflict
 from workflows.job_spec import JobSpec
 
@@ -70,6 +70,25 @@ class ActivityRuntime:
         self.store_url = store_url
         self._store: Any = None
         self._lock = asyncio.Lock()
+        self._specs: dict[str, JobSpec] = {}
+
+    async def spec_of(self, job: JobRef) -> JobSpec:
+        """The job spec revision ``job`` names, read once per worker (keyed by its hash)."""
+        cached = self._specs.get(job.spec.content_hash)
+        if cached is not None:
+            return cached
+        store = await self.store()
+        principal = artifacts.Principal(principal_id=job.principal_id, tenant=job.tenant,
+                                        project=job.project)
+        rec, body = await store.get(job.spec.kind, job.spec.artifact_id, principal=principal,
+                                    revision=job.spec.revision)
+        if rec.content_hash != job.spec.content_hash:
+            raise artifacts.IntegrityError(
+                f"job spec {job.spec.artifact_id}@{job.spec.revision} is {rec.content_hash}, "
+                f"the job holds {job.spec.content_hash}")
+        spec = JobSpec.model_validate_json(body)
+        self._specs[job.spec.content_hash] = spec
+        return spec
 
     async def store(self) -> Any:
         async with self._lock:

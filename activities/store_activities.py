@@ -67,9 +67,10 @@ def render_plan(spec: JobSpec) -> str:
 
 async def write_plan(rt: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
     store = await rt.store()
-    text = render_plan(inp.spec)
-    rec = await put_once(store, "research_plan", plan_id(inp.spec), text.encode("utf-8"),
-                         spec=inp.spec, trust="trusted_state",
+    spec = await rt.spec_of(inp.job)
+    text = render_plan(spec)
+    rec = await put_once(store, "research_plan", plan_id(spec), text.encode("utf-8"),
+                         spec=spec, trust="trusted_state",
                          parent_revision=inp.parent_revision,
                          write_id=inp.context.step_id, media_type="text/markdown",
                          metadata={"manifest_id": inp.context.manifest_id})
@@ -79,9 +80,10 @@ async def write_plan(rt: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
 async def record_review(rt: ActivityRuntime, inp: RecordReviewInput) -> ArtifactRef:
     """Store a validated review decision, written by the reviewer's own principal."""
     store = await rt.store()
+    spec = await rt.spec_of(inp.job)
     body = {
         "decision_id": inp.decision_id,
-        "job_id": inp.spec.job_id,
+        "job_id": spec.job_id,
         "decision": inp.decision,
         "reviewer": inp.reviewer,
         "draft": inp.draft.model_dump(mode="json"),
@@ -89,8 +91,8 @@ async def record_review(rt: ActivityRuntime, inp: RecordReviewInput) -> Artifact
         "comments": inp.comments,
         "decided_at": inp.decided_at,
     }
-    rec = await put_once(store, "review_decision", review_id(inp.spec), dumps(body),
-                         spec=inp.spec, trust="trusted_state",
+    rec = await put_once(store, "review_decision", review_id(spec), dumps(body),
+                         spec=spec, trust="trusted_state",
                          parent_revision=inp.parent_revision, write_id=inp.decision_id,
                          principal_id=inp.reviewer,
                          metadata={"decision": inp.decision,

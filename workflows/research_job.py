@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ContextRef,
         DraftInput,
         DraftResult,
+        JobRef,
         PlanInput,
         PublishInput,
         PublishResult,
@@ -94,7 +95,7 @@ class ResearchJobWorkflow:
             elif s.stage == "plan":
                 ctx = await self._assemble("plan")
                 plan = await self._act("write_plan", PlanInput(
-                    spec=self._spec, context=ctx,
+                    job=self._job(), context=ctx,
                     parent_revision=self._refs.plan.revision if self._refs.plan else None,
                 ), ArtifactRef)
                 self._set_refs(plan=plan)
@@ -121,7 +122,7 @@ class ResearchJobWorkflow:
     async def _research(self, sources: list[Any]) -> None:
         ctx = await self._assemble("research")
         res = await self._act("research", ResearchInput(
-            spec=self._spec, context=ctx, state=self._refs, sources=sources,
+            job=self._job(), context=ctx, state=self._refs, sources=sources,
             as_of=workflow.now().isoformat(), turn=self._s.step_counter,
         ), ResearchResult)
         self._set_refs(source_records=res.source_records, evidence_pack=res.evidence_pack,
@@ -131,7 +132,7 @@ class ResearchJobWorkflow:
         s = self._s
         ctx = await self._assemble(stage)
         res = await self._act("draft", DraftInput(
-            spec=self._spec, context=ctx, state=self._refs, round=s.revision_round,
+            job=self._job(), context=ctx, state=self._refs, round=s.revision_round,
         ), DraftResult)
         self._set_refs(draft=res.draft)
         s.pending_draft = PendingDraft(
@@ -175,7 +176,7 @@ class ResearchJobWorkflow:
             raise ApplicationError("publish reached without a draft and a review",
                                    non_retryable=True)
         s.receipt = await self._act("publish", PublishInput(
-            spec=self._spec, context=ctx, draft=refs.draft, review=refs.review,
+            job=self._job(), context=ctx, draft=refs.draft, review=refs.review,
         ), PublishResult)
         s.status = "published"
         s.stage = "done"
@@ -189,7 +190,7 @@ class ResearchJobWorkflow:
             s.step_counter += 1
             step_id = f"{stage}-{s.step_counter}"
             ref = await self._act("assemble_context", AssembleContextInput(
-                spec=self._spec, step_id=step_id, stage=stage,  # type: ignore[arg-type]
+                job=self._job(), step_id=step_id, stage=stage,  # type: ignore[arg-type]
                 state=self._refs, as_of=workflow.now().isoformat(),
             ), ContextRef)
             s.manifest_ids = [*s.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
@@ -224,6 +225,10 @@ class ResearchJobWorkflow:
                 else:
                     sources = [*self._spec.sources, r.source]
                 self._spec = self._spec.model_copy(update={"sources": sources})
+                # activities read the spec from the store: store the new revision first
+                ref = await self._act("store_job_spec", StoreJobSpecInput(spec=self._spec),
+                                      ArtifactRef)
+                self._set_refs(job_spec=ref)
                 to_acquire.append(r.source)
             elif r.action == "refresh_source" and r.source_name:
                 to_acquire.extend(src for src in self._spec.sources if src.name == r.source_name)
@@ -249,7 +254,7 @@ class ResearchJobWorkflow:
             refs = self._refs
             assert refs.draft is not None
             ref = await self._act("record_review", RecordReviewInput(
-                spec=self._spec, decision_id=decision_id, decision=inp.decision,
+                job=self._job(), decision_id=decision_id, decision=inp.decision,
                 reviewer=inp.reviewer, draft=refs.draft, destination=inp.destination,
                 comments=inp.comments, decided_at=workflow.now().isoformat(),
                 parent_revision=refs.review.revision if refs.review else None,
@@ -318,6 +323,13 @@ class ResearchJobWorkflow:
             raise ApplicationError("job state has no artifact references yet", non_retryable=True)
         return self._s.refs
 
+    def _job(self) -> JobRef:
+        """The small reference activities get instead of the whole spec."""
+        spec = self._spec
+        return JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
+                      tenant=spec.scope.tenant, project=spec.scope.project,
+                      spec=self._refs.job_spec)
+
     def _set_refs(self, **changes: Any) -> None:
         self._s.refs = self._refs.model_copy(update=changes)
 
@@ -338,7 +350,7 @@ class ResearchJobWorkflow:
         cp_id = f"{self._spec.job_id}-cp-{s.checkpoint_seq:04d}-{stage}"
         open_items = [note] if note else []
         await self._act("write_checkpoint", CheckpointInput(
-            spec=self._spec, checkpoint_id=cp_id, step_id=f"{stage}-{s.step_counter}",
+            job=self._job(), checkpoint_id=cp_id, step_id=f"{stage}-{s.step_counter}",
             stage=stage, status=s.status, state=self._refs, manifest_ids=s.manifest_ids[-5:],
             open_items=open_items, next_steps=next_steps,
         ), CheckpointResult)

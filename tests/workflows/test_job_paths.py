@@ -9,6 +9,7 @@ built here with fixed author and dates, and the offline extractive provider.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from tests.workflows.jobkit import published_files, running_worker, start_job, w
 from workflows import client as jobs
 from workflows.job_spec import JobSpec
 from workflows.models import ResolveInput
+from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -220,3 +222,39 @@ async def test_unreachable_repository_is_an_outcome_not_a_crash(
         assert failed == {"gone", "wrong-commit"}
         await jobs.review_job(client, spec.job_id, "reject", reviewer="alice")
         assert (await handle.result()).status == "rejected"
+
+
+async def test_resolve_adds_a_source_then_raises_the_budget(
+        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "quota.md").write_text("# Quotas\n\nEvery retry counts against the quota.\n",
+                                    encoding="utf-8")
+    spec = make_spec(model={"context_limit": 5000})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        await wait_status(handle, {"blocked"})
+        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+            action="add_source", source={"kind": "document", "name": "quotas",
+                                         "path": str(extra)}))
+        # still too small a window: blocked again, now with the new source in the spec
+        for _ in range(100):
+            st = await handle.query(ResearchJobWorkflow.status)
+            if st.status == "blocked" and len(st.manifest_ids) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        await jobs.resolve_job(client, spec.job_id,
+                               ResolveInput(action="raise_budget", context_limit=32000))
+        await wait_status(handle, {"awaiting_review"})
+        store = await runtime.store()
+        principal = principal_of(spec)
+        head = await store.head("job_spec", spec.job_id, principal=principal)
+        assert head is not None and head.revision == 2
+        stored = json.loads((await store.get("job_spec", spec.job_id, principal=principal))[1])
+        assert [s["name"] for s in stored["sources"]] == ["handbook", "quotas"]
+        pack = json.loads((await store.get("evidence_pack", f"{spec.job_id}.evidence",
+                                           principal=principal))[1])
+        assert {r["source_name"] for r in pack["records"]} == {"handbook", "quotas"}
+        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        assert (await handle.result()).status == "published"
