@@ -87,7 +87,7 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
     body: dict[str, Any] = manifest.model_dump(mode="json")
     blocked = isinstance(outcome, context.ContextAssemblyBlocked)
     input_hash = None
-    if not blocked:
+    if isinstance(outcome, context.Ready):
         ser = outcome.serialized
         body["serialized_request"] = {
             "adapter": ser.adapter, "adapter_version": ser.adapter_version,
@@ -98,7 +98,8 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
     status = "blocked" if blocked else "ready"
     await store.put_manifest(manifest.manifest_id, run_id=spec.job_id, step_id=inp.step_id,
                              status=status, body=body, scope=scope_of(spec))
-    reason = str(outcome.blocked_reason) if blocked else None
+    reason = str(outcome.blocked_reason) if isinstance(outcome, context.ContextAssemblyBlocked) \
+        else None
     return ContextRef(manifest_id=manifest.manifest_id, step_id=inp.step_id, stage=inp.stage,
                       status=status, input_hash=input_hash, blocked_reason=reason,
                       blocked_detail=_detail(body) if blocked else None)

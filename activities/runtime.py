@@ -83,9 +83,8 @@ class ActivityRuntime:
         rec, body = await store.get(job.spec.kind, job.spec.artifact_id, principal=principal,
                                     revision=job.spec.revision)
         if rec.content_hash != job.spec.content_hash:
-            raise artifacts.IntegrityError(
-                f"job spec {job.spec.artifact_id}@{job.spec.revision} is {rec.content_hash}, "
-                f"the job holds {job.spec.content_hash}")
+            raise artifacts.IntegrityError("job_spec", job.spec.artifact_id, job.spec.revision,
+                                           job.spec.content_hash, rec.content_hash)
         spec = JobSpec.model_validate_json(body)
         self._specs[job.spec.content_hash] = spec
         return spec

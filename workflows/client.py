@@ -154,8 +154,7 @@ async def review_job(client: Client, job_id: str, decision: Decision, *, reviewe
     )
     handle = client.get_workflow_handle(job_id)
     try:
-        return await handle.execute_update(ResearchJobWorkflow.review, decision_input,
-                                           result_type=ReviewResult)
+        return await handle.execute_update(ResearchJobWorkflow.review, decision_input)
     except WorkflowUpdateFailedError as exc:
         raise ReviewRejected(f"review refused: {_failure_text(exc)}") from None
 

@@ -147,7 +147,8 @@ async def pending_draft_text(live: JobStatus, store_url: str | None = None) -> s
                                      revision=live.pending_draft.revision)
     finally:
         await store.close()
-    return body.decode("utf-8")
+    text: str = body.decode("utf-8")
+    return text
 
 
 async def show_draft(console: Console, client: Client, job_id: str,

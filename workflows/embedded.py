@@ -145,6 +145,7 @@ async def run_demo(console: Console, *, interactive: bool | None = None) -> int:
         r = result.receipt
         console.print("[green]published[/green]")
         console.print(f"  receipt {r.receipt_key}\n  content {r.content_hash}\n"
-                      f"  review  {r.review_decision_id}\n  at      {r.published_at}")
-        console.print(f"  article {r.location}")
+                      f"  review  {r.review_decision_id}\n  at      {r.published_at}",
+                      highlight=False, soft_wrap=True)
+        console.print(f"  article {r.location}", highlight=False, soft_wrap=True)
     return 0

@@ -190,7 +190,7 @@ class ResearchJobWorkflow:
             s.step_counter += 1
             step_id = f"{stage}-{s.step_counter}"
             ref = await self._act("assemble_context", AssembleContextInput(
-                job=self._job(), step_id=step_id, stage=stage,  # type: ignore[arg-type]
+                job=self._job(), step_id=step_id, stage=stage,
                 state=self._refs, as_of=workflow.now().isoformat(),
             ), ContextRef)
             s.manifest_ids = [*s.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
@@ -335,7 +335,7 @@ class ResearchJobWorkflow:
 
     async def _act(self, name: str, arg: BaseModel, result_type: type[R]) -> R:
         rt = self._spec.runtime
-        return await workflow.execute_activity(
+        result: R = await workflow.execute_activity(
             name, arg, result_type=result_type,
             start_to_close_timeout=rt.activity_timeout,
             heartbeat_timeout=rt.heartbeat_timeout,
@@ -343,6 +343,7 @@ class ResearchJobWorkflow:
                                      maximum_interval=timedelta(seconds=30),
                                      non_retryable_error_types=_NON_RETRYABLE),
         )
+        return result
 
     async def _checkpoint(self, stage: str, next_steps: list[str], note: str = "") -> None:
         s = self._s
