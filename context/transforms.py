@@ -29,8 +29,10 @@ verbatim fact taken from the inputs, in input order, de-duplicated. Where facts 
   enter a summary, seed 000 §6).
 
 The output item's ``metadata`` carries the extracted facts again, so a summary of
-summaries keeps them. ``trust_after`` is the lowest trust among inputs capped at
-``derived_context`` — a summary never ranks above any input or above derived context.
+summaries keeps them. ``trust_after`` is the lowest trust among everything summarized —
+the items and, when tool pairs are given, their tool output (``untrusted_external_data``)
+— capped at ``derived_context``: a summary never ranks above any input or above derived
+context.
 Values longer than ``max_line_chars`` are clipped and a ``max_tokens`` target drops
 optional lines (done, next steps, claim wording) first; clipping a required fact fails
 its assertion — that is the blocking path, not a silent loss.
@@ -183,7 +185,7 @@ def truncate_items(
         raise TransformError(f"max_tokens must be >= 0, got {max_tokens}")
     if not items and not tool_pairs:
         raise TransformError("truncate_items needs at least one item or tool pair")
-    counter = counter or default_counter()
+    counter = default_counter() if counter is None else counter
     counts = dict(token_counts or {})
     pinned = set(pinned_item_ids)
     # unit key -> (items, pairs); turn units merge items and pairs of that turn
@@ -308,7 +310,7 @@ def structured_summary(
     unknown = sorted(set(preserve) - set(PRESERVE_KEYS))
     if unknown:
         raise TransformError(f"unknown preservation keys {unknown}; known: {list(PRESERVE_KEYS)}")
-    counter = counter or default_counter()
+    counter = default_counter() if counter is None else counter
     facts: Facts = extract_facts(items, tool_pairs)
     text = render_summary(facts, items, counter, max_tokens=max_tokens, max_chars=max_line_chars)
     checks = facts.check(text)
@@ -316,6 +318,8 @@ def structured_summary(
     if max_tokens is not None:
         assertions["within_token_target"] = _ok(counter.count_text(text) <= max_tokens)
     trusts = [i.trust for i in items]
+    if tool_pairs:  # tool output it summarizes is untrusted data, whatever the items say
+        trusts.append(Trust.UNTRUSTED_EXTERNAL_DATA)
     trust_after = lowest_trust([*trusts, Trust.DERIVED_CONTEXT])
     input_digest = _digest_inputs(items, tool_pairs)
     out_id = output_item_id or f"summary-{input_digest[7:23]}"

@@ -108,7 +108,7 @@ class AnthropicMessagesAdapter:
 
     def count_tokens(self, payload: dict[str, Any], counter: TokenCounter | None = None) -> int:
         """cl100k estimate of the request: ``system`` counted as a leading message."""
-        counter = counter or default_counter()
+        counter = default_counter() if counter is None else counter
         head = [{"role": "system", "content": payload["system"]}] if "system" in payload else []
         return counter.count_messages([*head, *payload["messages"]], payload.get("tools"))
 

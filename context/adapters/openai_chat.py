@@ -102,7 +102,7 @@ class OpenAIChatAdapter:
         _Validator(self.name, payload).run()
 
     def count_tokens(self, payload: dict[str, Any], counter: TokenCounter | None = None) -> int:
-        counter = counter or default_counter()
+        counter = default_counter() if counter is None else counter
         return counter.count_messages(payload["messages"], payload.get("tools"))
 
 
