@@ -139,6 +139,34 @@ def test_trust_never_rises(trusts: list[Trust], expected: Trust) -> None:
     assert out.intended_role in (Role.DERIVED_CONTEXT, Role.UNTRUSTED_DATA)
 
 
+def test_summary_over_tool_output_never_outranks_it() -> None:
+    """Tool results are untrusted data: a summary of them (even together with trusted
+    state) must not come out as derived context, above the output it summarizes."""
+    pairs = pending_pairs()
+    assert any(not p.synthesized for p in pairs)
+    out, rec = summarize([state_item()], tool_pairs=pairs)
+    assert out.trust is Trust.UNTRUSTED_EXTERNAL_DATA
+    assert rec.trust_after == Trust.UNTRUSTED_EXTERNAL_DATA.value
+    assert out.intended_role is Role.UNTRUSTED_DATA
+    assert rec.trust_before == "mixed_admitted_sources"
+    # without tool pairs the same item summarizes to derived context
+    alone, _ = summarize([state_item()], tool_pairs=())
+    assert alone.trust is Trust.DERIVED_CONTEXT
+
+
+def test_fresh_empty_counter_is_used_not_replaced() -> None:
+    """An empty TokenCounter is falsy (it has ``__len__``); the transforms must still use
+    the caller's counter rather than the shared default one."""
+    counter = TokenCounter()
+    assert len(counter) == 0
+    summarize([state_item()], counter=counter)
+    assert counter.misses > 0 and len(counter) > 0
+    fresh = TokenCounter()
+    truncate_items([state_item()], max_tokens=10_000, objective="fit",
+                   policy_version="default/1", counter=fresh)
+    assert fresh.misses > 0
+
+
 def test_clipped_exact_error_fails_and_blocks() -> None:
     long_error = "Traceback: " + "frame " * 80 + "ValueError: bad commit 53fa77c"
     with pytest.raises(PreservationFailed) as err:
