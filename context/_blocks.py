@@ -28,7 +28,6 @@ class DataBlockError(ContextError):
     """Text claimed to hold data blocks but one is malformed or fails its hash check."""
 
 
-
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -66,22 +65,30 @@ def unescape_content(text: str) -> str:
     return _UNESCAPE.sub(lambda m: _WJ if m.group(1) else "", text)
 
 
+# the C string encoder behind json.dumps(value, ensure_ascii=False), without its set-up
+_JSON_STR = json.encoder.encode_basestring
+
+
 def _attr(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    return str(_JSON_STR(value)).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def _short(content: str) -> str:
     return sha256_text(content)[7 : 7 + _SHORT_HASH]
 
 
-def _frame(attrs: Sequence[tuple[str, str]], content: str) -> tuple[str, str]:
-    short = _short(content)
+def _frame(
+    attrs: Sequence[tuple[str, str]], content: str, content_hash: str | None = None
+) -> tuple[str, str]:
+    short = content_hash[7 : 7 + _SHORT_HASH] if content_hash else _short(content)
     head = " ".join(f"{k}={_attr(v)}" for k, v in attrs if v or k == "id")
     return f'<<<DATA {head} sha256="{short}">>>', f'<<<END DATA sha256="{short}">>>'
 
 
-def _block(attrs: Sequence[tuple[str, str]], content: str) -> str:
-    header, footer = _frame(attrs, content)
+def _block(
+    attrs: Sequence[tuple[str, str]], content: str, content_hash: str | None = None
+) -> str:
+    header, footer = _frame(attrs, content, content_hash)
     return f"{header}\n{escape_content(content)}\n{footer}"
 
 
@@ -108,9 +115,15 @@ def _pair_attrs(pair: ToolPair, flags: Iterable[str]) -> list[tuple[str, str]]:
     ]
 
 
-def data_block(item: ContextItem, flags: Iterable[str] = ()) -> str:
-    """``item`` as a hash-bound data block (untrusted or derived content)."""
-    return _block(_item_attrs(item, flags), item.content)
+def data_block(item: ContextItem, flags: Iterable[str] = (), *, hash_verified: bool = False) -> str:
+    """``item`` as a hash-bound data block (untrusted or derived content).
+
+    ``hash_verified=True`` is the engine's promise that ``item.content_hash`` is the sha256
+    of ``item.content`` (the integrity gate checked it, or the engine derived the item):
+    the markers then reuse it instead of hashing the content again — same bytes.
+    """
+    return _block(_item_attrs(item, flags), item.content,
+                  item.content_hash if hash_verified else None)
 
 
 def data_block_frame(item: ContextItem, flags: Iterable[str] = ()) -> tuple[str, str]:

@@ -35,7 +35,6 @@ from context.render import (
     RenderedMessage,
     missing_evidence_section,
     render_control,
-    render_data,
     render_missing_evidence,
     render_tool_pairs,
     render_trusted,
@@ -61,11 +60,14 @@ def _trusted(item: ContextItem, zone: Literal[Zone.TASK, Zone.STATE]) -> Rendere
     return found
 
 
-def _data(item: ContextItem, flags: tuple[str, ...], derived: bool) -> RenderedMessage:
+def _data(p: Pipeline, item: ContextItem, flags: tuple[str, ...], derived: bool
+          ) -> RenderedMessage:
     key = (flags, derived)
     found: RenderedMessage | None = _MESSAGES.get(item, key)
     if found is None:
-        found = render_data(item, flags, derived=derived)
+        # the layout of render.render_data, with the block the costing already built
+        found = RenderedMessage(role="user", zone=Zone.DERIVED if derived else Zone.DATA,
+                                content=p.blocks.block(item, flags), item_ids=(item.item_id,))
         _MESSAGES.put(item, key, found)
     return found
 
@@ -127,9 +129,9 @@ class Finisher:
         if p.missing:
             msgs.append(render_missing_evidence(p.missing, blocking))
         msgs += [_trusted(a.item, Zone.STATE) for a in p.ordered(Zone.STATE)]
-        msgs += [_data(a.item, flags.get(a.item.item_id, ()), True)
+        msgs += [_data(p, a.item, flags.get(a.item.item_id, ()), True)
                  for a in p.ordered(Zone.DERIVED)]
-        msgs += [_data(a.item, flags.get(a.item.item_id, ()), False) for a in data]
+        msgs += [_data(p, a.item, flags.get(a.item.item_id, ()), False) for a in data]
         msgs += render_tool_pairs(p.tools.render_pairs(), flags)
         return AssemblyInput(messages=tuple(msgs), tool_definitions=tuple(p.req.tool_definitions))
 

@@ -30,7 +30,6 @@ from context.render import (
     DATA_INSTRUCTION,
     AssemblyInput,
     RenderedMessage,
-    data_block,
     missing_evidence_section,
     tool_result_block,
 )
@@ -52,9 +51,9 @@ def _framed(counter: TokenCounter, role: str, content_tokens: int) -> int:
     return message_framing() + counter.count_text(role) + content_tokens
 
 
-def data_block_cost(counter: TokenCounter, item: ContextItem, flags: Sequence[str]) -> BlockCost:
-    """Exact cost of ``item`` rendered as a data block in a user message."""
-    block = counter.count_text(data_block(item, flags))
+def data_block_cost(counter: TokenCounter, block_text: str) -> BlockCost:
+    """Exact cost of a data block (``data_block(item, flags)``) sent as a user message."""
+    block = counter.count_text(block_text)
     return BlockCost(block, _framed(counter, "user", block), 0)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from context import memo
 from context.adapters import SerializedRequest
+from context.blockstore import BlockStore
 from context.budget import Allocation, Unit, allocate, usable_budget
 from context.gates import GateOutcome, GateRunner
 from context.items import ContextItem
@@ -40,8 +41,6 @@ from context.records import (
 )
 from context.render import AssemblyInput
 from context.request import AssemblyRequest
-from context.shaping import LimitMemo as _LimitMemo
-from context.shaping import shape_item
 from context.structure import ToolStage
 from context.tokens import TokenCounter
 from context.units import build_units
@@ -110,6 +109,7 @@ class Pipeline:
         self.step_item_id = f"step:{request.step_id}"
         self._background = frozenset(request.policy.placement.background_source_types)
         self.tools = ToolStage(self)
+        self.blocks = BlockStore(self)
         self.alloc: Allocation | None = None
         self.units: dict[str, Unit] = {}
         self.usable = 0
@@ -303,18 +303,11 @@ class Pipeline:
         )
 
     def source_limits(self) -> None:
-        terms = tuple(t for topic in self.req.required_topics for t in topic.match_terms)
-        ctx = (self.policy.digest, terms)
         limited = disclosed = 0
         for a in list(self.admitted.values()):
             if a.zone not in (Zone.DATA, Zone.DERIVED):
                 continue
-            key = (ctx, a.load_mode)
-            cached: _LimitMemo | None = memo.LIMITS.get(a.item, key)
-            if cached is None:
-                cached = shape_item(self.policy, self.counter, a.item, a.load_mode, terms)
-                memo.LIMITS.put(a.item, key, cached)
-            after, recs, failed, body, mode = cached
+            after, recs, failed, body, mode = self.blocks.shape(a)
             limited += any(r.type == "excerpt" for r in recs)
             disclosed += mode is LoadMode.DISCLOSE
             self.transforms.extend(recs)

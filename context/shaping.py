@@ -70,7 +70,10 @@ def _limit_record(policy: ContextPolicy, counter: TokenCounter, before: ContextI
         record_id=f"transform-excerpt-{before.item_id}", kind="excerpt", before=before,
         after=after, objective=f"{mode} ({detail})",
         policy_version=policy.version_label, transformer_version="source-limits/v1",
-        assertions=checks, tokens_before=counter.count_text(before.content),
+        # The original is never sent, so it is never tokenized (that would cost the
+        # tokenizer pass over the whole source the excerpt exists to avoid): "before" is
+        # the source's own estimate when it gave one.
+        assertions=checks, tokens_before=before.estimated_tokens,
         tokens_after=counter.count_text(after.content),
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from context import memo
+from context.blockstore import flags_of
 from context.budget import Unit
 from context.layout import (
     BlockCost,
@@ -72,9 +73,10 @@ def build_units(p: Pipeline) -> list[Unit]:
         units.append(Unit(MISSING_UNIT, Partition.TASK,
                           missing_notice_cost(c, names, blocking), 1))
     terms = decision_terms(req.question, req.decision)
+    p.blocks.precount(p.admitted.values())
     by_part: dict[Partition, list[Admitted]] = {}
     for a in p.admitted.values():
-        flags = ("instruction_like_text",) if a.gate.instruction_flags else ()
+        flags = flags_of(a)
         if a.zone is Zone.CONTROL:
             a.tokens = control_item_cost(c, a.item)
         elif a.zone in (Zone.TASK, Zone.STATE):
@@ -82,7 +84,7 @@ def build_units(p: Pipeline) -> list[Unit]:
         else:
             cost: BlockCost | None = memo.LIMITS.get(a.item, flags)
             if cost is None:
-                cost = data_block_cost(c, a.item, flags)
+                cost = data_block_cost(c, p.blocks.block(a.item, flags))
                 memo.LIMITS.put(a.item, flags, cost)
             a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
         by_part.setdefault(a.partition, []).append(a)

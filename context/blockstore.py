@@ -1,0 +1,70 @@
+"""Per-assembly data blocks and source limits, shared by costing and rendering.
+
+Why this exists: a data item's exact cost is the token count of its rendered data block,
+and the renderer later sends that very string. :class:`BlockStore` builds each block once
+per assembly (reusing the verified content hash instead of hashing the content again),
+hands the source-limit stage its memoized shaping, and lets the budget stage count every
+block still unknown in one batch (``TokenCounter.count_batch``, two threads) before it
+costs them one by one against the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from context import memo
+from context._blocks import data_block
+from context.items import ContextItem
+from context.records import Admitted
+from context.shaping import LimitMemo, shape_item
+from context.vocabulary import Zone
+
+if TYPE_CHECKING:
+    from context.pipeline import Pipeline
+
+INSTRUCTION_FLAG = "instruction_like_text"
+
+
+def flags_of(a: Admitted) -> tuple[str, ...]:
+    """The flag labels an item's data block shows (the matched text stays in the manifest)."""
+    return (INSTRUCTION_FLAG,) if a.gate.instruction_flags else ()
+
+
+class BlockStore:
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.p = pipeline
+        self._blocks: dict[tuple[int, tuple[str, ...]], tuple[ContextItem, str]] = {}
+        topics = pipeline.req.required_topics
+        self._terms = tuple(t for topic in topics for t in topic.match_terms)
+        self._limit_ctx = (pipeline.policy.digest, self._terms)
+
+    def block(self, item: ContextItem, flags: tuple[str, ...]) -> str:
+        """``data_block(item, flags)``, built once per assembly (costing and rendering)."""
+        key = (id(item), flags)
+        found = self._blocks.get(key)
+        if found is not None and found[0] is item:
+            return found[1]
+        # items reaching a block passed the integrity gate or were derived by the engine
+        text = data_block(item, flags, hash_verified=True)
+        self._blocks[key] = (item, text)
+        return text
+
+    def shape(self, a: Admitted) -> LimitMemo:
+        """The source-limited item of ``a`` (memoized per item, policy and topic terms)."""
+        key = (self._limit_ctx, a.load_mode)
+        cached: LimitMemo | None = memo.LIMITS.get(a.item, key)
+        if cached is None:
+            cached = shape_item(self.p.policy, self.p.counter, a.item, a.load_mode, self._terms)
+            memo.LIMITS.put(a.item, key, cached)
+        return cached
+
+    def precount(self, admitted: Iterable[Admitted]) -> None:
+        """Count, in one batch, the blocks of data items whose exact cost is not memoized."""
+        texts = []
+        for a in admitted:
+            if a.zone in (Zone.DATA, Zone.DERIVED):
+                flags = flags_of(a)
+                if memo.LIMITS.get(a.item, flags) is None:
+                    texts.append(self.block(a.item, flags))
+        self.p.counter.count_batch(texts)
