@@ -17,7 +17,8 @@ from context import memo
 from context._blocks import data_block
 from context.items import ContextItem
 from context.records import Admitted
-from context.shaping import LimitMemo, shape_item
+from context.shaping import LimitMemo, shape_item, source_limit_of
+from context.source_limits import LimitApplied
 from context.vocabulary import Zone
 
 if TYPE_CHECKING:
@@ -50,14 +51,26 @@ class BlockStore:
         self._blocks[key] = (item, text)
         return text
 
-    def shape(self, a: Admitted) -> LimitMemo:
-        """The source-limited item of ``a`` (memoized per item, policy and topic terms)."""
-        key = (self._limit_ctx, a.load_mode)
-        cached: LimitMemo | None = memo.LIMITS.get(a.item, key)
-        if cached is None:
-            cached = shape_item(self.p.policy, self.p.counter, a.item, a.load_mode, self._terms)
-            memo.LIMITS.put(a.item, key, cached)
-        return cached
+    def shape_all(self, admitted: Iterable[Admitted]) -> dict[str, LimitMemo]:
+        """The source-limited item of each data item (memoized per item, policy and topic
+        terms); the excerpts new to this call are counted first, in one batch."""
+        policy, terms = self.p.policy, self._terms
+        todo: list[tuple[Admitted, LimitApplied | None]] = []
+        out: dict[str, LimitMemo] = {}
+        for a in admitted:
+            if a.zone not in (Zone.DATA, Zone.DERIVED):
+                continue
+            cached: LimitMemo | None = memo.LIMITS.get(a.item, (self._limit_ctx, a.load_mode))
+            if cached is None:
+                todo.append((a, source_limit_of(policy, a.item, a.load_mode, terms)))
+            else:
+                out[a.item.item_id] = cached
+        self.p.counter.count_batch([x.item.content for _, x in todo if x is not None])
+        for a, applied in todo:
+            shaped = shape_item(policy, self.p.counter, a.item, a.load_mode, terms, applied)
+            memo.LIMITS.put(a.item, (self._limit_ctx, a.load_mode), shaped)
+            out[a.item.item_id] = shaped
+        return out
 
     def precount(self, admitted: Iterable[Admitted]) -> None:
         """Count, in one batch, the blocks of data items whose exact cost is not memoized."""

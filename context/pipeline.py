@@ -304,10 +304,11 @@ class Pipeline:
 
     def source_limits(self) -> None:
         limited = disclosed = 0
+        shaped = self.blocks.shape_all(self.admitted.values())
         for a in list(self.admitted.values()):
             if a.zone not in (Zone.DATA, Zone.DERIVED):
                 continue
-            after, recs, failed, body, mode = self.blocks.shape(a)
+            after, recs, failed, body, mode = shaped[a.item.item_id]
             limited += any(r.type == "excerpt" for r in recs)
             disclosed += mode is LoadMode.DISCLOSE
             self.transforms.extend(recs)

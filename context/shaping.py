@@ -11,12 +11,14 @@ lets the pipeline memoize it per item.
 
 from __future__ import annotations
 
+from types import EllipsisType
+
 from context.items import ContextItem, sha256_text
 from context.loading import index_entry, too_large
 from context.manifest import TransformEntry
 from context.policy import ContextPolicy
 from context.records import simple_transform
-from context.source_limits import apply_source_limit
+from context.source_limits import LimitApplied, apply_source_limit
 from context.tokens import TokenCounter
 from context.vocabulary import LoadMode
 
@@ -29,20 +31,31 @@ def _failed(rec: TransformEntry) -> str | None:
     return f"{rec.type} failed assertions {bad}" if bad else None
 
 
+def source_limit_of(policy: ContextPolicy, item: ContextItem, mode: LoadMode,
+                    terms: tuple[str, ...]) -> LimitApplied | None:
+    """The policy's source limit applied to ``item`` (``None``: none applies)."""
+    if mode is LoadMode.DISCLOSE or "excerpt" not in policy.transforms.allowed:
+        return None
+    return apply_source_limit(item, policy.source_limits.get(item.source_type), terms)
+
+
 def shape_item(policy: ContextPolicy, counter: TokenCounter, item: ContextItem, mode: LoadMode,
-               terms: tuple[str, ...]) -> LimitMemo:
-    """Source limit, then disclosure; stops at the first failed assertion."""
+               terms: tuple[str, ...],
+               applied: LimitApplied | EllipsisType | None = ...) -> LimitMemo:
+    """Source limit, then disclosure; stops at the first failed assertion.
+
+    ``applied`` is :func:`source_limit_of` when the caller computed it already.
+    """
     recs: list[TransformEntry] = []
-    if mode is not LoadMode.DISCLOSE and "excerpt" in policy.transforms.allowed:
-        applied = apply_source_limit(item, policy.source_limits.get(item.source_type),
-                                     terms)
-        if applied is not None:
-            rec = _limit_record(policy, counter, item, applied.item, applied.mode, applied.detail)
-            recs.append(rec)
-            failed = _failed(rec)
-            if failed:
-                return item, recs, failed, 0, mode
-            item = applied.item
+    if applied is ...:
+        applied = source_limit_of(policy, item, mode, terms)
+    if applied is not None:
+        rec = _limit_record(policy, counter, item, applied.item, applied.mode, applied.detail)
+        recs.append(rec)
+        failed = _failed(rec)
+        if failed:
+            return item, recs, failed, 0, mode
+        item = applied.item
     if mode is not LoadMode.DISCLOSE and policy.load_modes.disclose_over_tokens is None:
         return item, recs, None, 0, mode  # the body is counted once, as its data block
     body = counter.count_text(item.content)
