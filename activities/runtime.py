@@ -1,7 +1,8 @@
 """What every Pressroom activity shares: the store handle, identities, heartbeats, test hooks.
 
 ``ActivityRuntime`` opens the artifact store once per worker process (lazily, on the first
-activity) so activities stay cheap. ``heartbeating`` keeps a running activity's heartbeat
+activity; see ``store_access`` for the worker's write and read policies) so activities
+stay cheap. ``heartbeating`` keeps a running activity's heartbeat
 alive, which is how the server notices a dead worker within ``heartbeat_timeout`` instead of
 waiting for the whole start-to-close timeout. ``put_once`` makes a write safe to retry.
 
@@ -28,39 +29,12 @@ from temporalio import activity
 
 import artifacts
 from activities.contracts import ArtifactRef, JobRef
+from activities.store_access import WorkerStore
 from artifacts.errors import RevisionConflict
 from workflows.job_spec import JobSpec
 
 PAUSE_ENV = "PRESSROOM_TEST_PAUSE_AT"
 PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
-
-
-_WRITES = frozenset({"put", "put_manifest", "record_usage", "put_checkpoint", "put_receipt"})
-
-
-class _OneWriterAtATime:
-    """Serializes this worker's writes to a SQLite store behind one asyncio lock.
-
-    SQLite admits one writer; concurrent activities otherwise queue inside SQLite's busy
-    handler, which sleeps in growing steps (up to 100 ms) while the lock holder may itself
-    wait for the event loop — measured at more than half of the wall time with 10 jobs in
-    flight. Handing the lock over in-process costs nothing. Reads are not serialized.
-    """
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self._lock = asyncio.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._store, name)
-        if name not in _WRITES:
-            return attr
-
-        async def serialized(*args: Any, **kwargs: Any) -> Any:
-            async with self._lock:
-                return await attr(*args, **kwargs)
-
-        return serialized
 
 
 class ActivityRuntime:
@@ -92,9 +66,7 @@ class ActivityRuntime:
     async def store(self) -> Any:
         async with self._lock:
             if self._store is None:
-                store = await artifacts.open_store(self.store_url)
-                self._store = _OneWriterAtATime(store) if store.engine_name == "sqlite" \
-                    else store
+                self._store = WorkerStore(await artifacts.open_store(self.store_url))
             return self._store
 
     async def close(self) -> None:

@@ -62,7 +62,7 @@ async def start_job(client: Client, spec: JobSpec, task_queue: str) -> WorkflowH
 
 
 async def wait_status(handle: WorkflowHandle[Any, Any], want: set[str],
-                      timeout: float = 60.0) -> JobStatus:
+                      timeout: float = 120.0) -> JobStatus:
     """Poll the status query until the job's status is one of ``want``."""
     deadline = asyncio.get_running_loop().time() + timeout
     last: JobStatus | None = None

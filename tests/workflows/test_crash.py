@@ -60,9 +60,9 @@ async def test_sigkill_worker_and_resume(
         assert first.wait(10) == -signal.SIGKILL
         second = start_worker_process({}, address, task_queue, store_url, log)
         if point != "publish_after_write":
-            await wait_status(handle, {"awaiting_review"}, timeout=90)
+            await wait_status(handle, {"awaiting_review"}, timeout=180)
             await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
-        result = await asyncio.wait_for(handle.result(), 90)
+        result = await asyncio.wait_for(handle.result(), 180)
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
