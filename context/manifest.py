@@ -308,10 +308,18 @@ _LIST_FIELDS = frozenset({
 _ENTRY_JSON = ItemMemo()
 
 
+# Entries whose every field holds a JSON value or a StrEnum (encoded as its value): the
+# attribute dict encodes to the same canonical JSON as their JSON-mode dump.
+_FLAT_ENTRIES: frozenset[type[BaseModel]] = frozenset(
+    {CandidateEntry, ExcludedEntry, IncludedEntry}
+)
+
+
 def _entry_json(entry: BaseModel) -> str:
     found: str | None = _ENTRY_JSON.get(entry, 0)
     if found is None:
-        found = _canonical_entry(entry.model_dump(mode="json"))
+        data = entry.__dict__ if type(entry) in _FLAT_ENTRIES else entry.model_dump(mode="json")
+        found = _canonical_entry(data)
         _ENTRY_JSON.put(entry, 0, found)
     return found
 
