@@ -89,6 +89,13 @@ async def test_happy_path_over_a_pinned_repository(
     assert all(m["status"] == "ready" for m in manifests)
     draft_manifest = manifests[2]
     assert draft_manifest["budget"]["actual_input_tokens"] > 0  # provider usage written back
+    # each acquisition is a recorded tool call paired with its result by call id, whatever
+    # order the parallel calls completed in (a reorder is a recorded anomaly, not an error)
+    pairs = {p["call_id"]: p for p in draft_manifest["tool_pairs"]}
+    assert sorted(pairs) == sorted(f"{spec.job_id}:research-2:{s.name}" for s in spec.sources)
+    assert all(p["status"] == "success" and p["canonical_argument_hash"].startswith("sha256:")
+               and p["result_hash"] for p in pairs.values())
+    assert {a["type"] for a in draft_manifest["tool_anomalies"]} <= {"tool_result_reordered"}
     assert draft_manifest["budget"]["estimated_used"] > 0
     included = {e["item_id"] for e in draft_manifest["included"]}
     assert any(i.startswith("checkpoint:") for i in included)  # re-admitted checkpoint
