@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from context.gates import GateOutcome
 from context.items import ContextItem, SourceAcquisition
@@ -33,6 +33,7 @@ from context.vocabulary import (
     Zone,
 )
 
+_E = TypeVar("_E", CandidateEntry, ExcludedEntry, IncludedEntry)
 _ALL_PASSED = {g.value: GateResult.PASSED.value for g in GATE_ORDER}
 
 
@@ -60,7 +61,7 @@ def ref_dict(item: ContextItem) -> dict[str, object]:
     return {k: v for k, v in item.source_ref.__dict__.items() if v is not None}
 
 
-def _construct(cls: type[CandidateEntry], values: dict[str, Any]) -> CandidateEntry:
+def _construct(cls: type[_E], values: dict[str, Any]) -> _E:
     """``cls.model_construct(**values)`` when ``values`` names every field (no aliases,
     defaults or post-init on these entries): the same instance, without pydantic's
     per-field loop, which cost more than the rest of a candidate's gate work."""
@@ -131,10 +132,11 @@ def excluded_after_gates(
     detail: str,
     superseded_by: str | None = None,
 ) -> ExcludedEntry:
-    return ExcludedEntry(
+    # constructed, not validated: every value is already of its field's type
+    return _construct(ExcludedEntry, dict(
         item_id=item.item_id,
         source_ref=ref_dict(item),
-        reason=reason,
+        reason=ExclusionReason(reason),
         hard_gate=None,
         hard_gate_results=dict(_ALL_PASSED) if gate is None else {
             g.value: r.value for g, r in gate.results.items()
@@ -142,10 +144,10 @@ def excluded_after_gates(
         security_class=item.security_class.value,
         security_assessment=dict(gate.security_assessment) if gate is not None else {},
         refresh_condition=None,
-        detail=detail,
-        stage=stage,
+        detail=str(detail),
+        stage=str(stage),
         superseded_by=superseded_by,
-    )
+    ))
 
 
 _INCLUDED = ItemMemo()
@@ -170,7 +172,8 @@ def clear_memo() -> None:
 
 def _included_entry(a: Admitted) -> IncludedEntry:
     item = a.item
-    return IncludedEntry(
+    # constructed, not validated: every value is already of its field's type
+    return _construct(IncludedEntry, dict(
         item_id=item.item_id,
         source_ref=ref_dict(item),
         source_lineage=[n.model_dump(mode="json") for n in item.source_lineage],
@@ -191,9 +194,9 @@ def _included_entry(a: Admitted) -> IncludedEntry:
         admission_reason=a.admission_reason,
         load_mode=a.load_mode,
         covered_topics=list(a.covered),
-        tokens=a.tokens,
+        tokens=int(a.tokens),
         transform_record_ids=list(a.transform_ids),
-    )
+    ))
 
 
 def artifact_refs(included: Iterable[Admitted]) -> list[ArtifactRefEntry]:

@@ -114,7 +114,7 @@ def test_fast_entry_json_equals_the_json_mode_dump() -> None:
             assert _entry_json(entry) == canonical(entry.model_dump(mode="json")), name
             checked += 1
     assert checked >= 8 and m.verify_seal()
-    for entry in m.candidate_items:
+    for entry in [*m.candidate_items, *m.excluded, *m.included]:  # built unvalidated
         assert type(entry).model_validate(entry.model_dump()) == entry
     assert m.excluded and m.included
     for cand in request([item("x", "t")]).candidates:
