@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -188,8 +189,29 @@ async def many(client: Client, specs: list[JobSpec], queue: str) -> dict[str, An
             "job_wall_max_s": round(walls[-1], 3)}
 
 
-async def main(n_jobs: int, max_activities: int = 100,
-               store_url: str | None = None) -> dict[str, Any]:
+async def with_worker_processes(client: Client, base: JobSpec, home: Path, n_jobs: int,
+                                n_procs: int, store_url: str) -> dict[str, Any]:
+    """The same concurrent run served by ``n_procs`` separate ``worker.py`` processes."""
+    queue = f"bench-procs-{uuid.uuid4().hex[:6]}"
+    address = client.service_client.config.target_host
+    root = Path(__file__).resolve().parents[1]
+    procs = [subprocess.Popen([sys.executable, str(root / "worker.py"), "--address", address,
+                               "--task-queue", queue, "--store-url", store_url],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(n_procs)]
+    try:
+        await run_one(client, make_specs(base, 1, home, "pwarm")[0], queue, poll_s=0.1)
+        result = await many(client, make_specs(base, n_jobs, home, "procs"), queue)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(30)
+    return {"worker_processes": n_procs, **result}
+
+
+async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = None,
+               worker_processes: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["PRESSROOM_HOME"] = str(home)
@@ -225,6 +247,11 @@ async def main(n_jobs: int, max_activities: int = 100,
                                          noop_q)
                 real = await many(env.client, make_specs(base, n_jobs, home, "real"), real_q)
                 bare = await many(env.client, make_specs(base, n_jobs, home, "noop"), noop_q)
+            procs = None
+            if worker_processes:
+                procs = await with_worker_processes(
+                    env.client, base, home, n_jobs, worker_processes,
+                    store_url or f"sqlite+aiosqlite:///{home / 'store.db'}")
         finally:
             await runtime.close()
             await env.shutdown()
@@ -241,7 +268,10 @@ async def main(n_jobs: int, max_activities: int = 100,
                                   "history_bytes": noop_one["history_bytes"]},
         "concurrent": {"pressroom": real, "noop_baseline": bare,
                        "ratio_wall": round(real["wall_s"] / bare["wall_s"], 2),
-                       "target_ratio": 1.5},
+                       "target_ratio": 1.5,
+                       **({"pressroom_worker_processes": procs,
+                           "ratio_wall_worker_processes":
+                               round(procs["wall_s"] / bare["wall_s"], 2)} if procs else {})},
     }
 
 
@@ -251,9 +281,11 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="5 concurrent jobs")
     parser.add_argument("--max-activities", type=int, default=100,
                         help="max concurrent activities of the Pressroom worker")
+    parser.add_argument("--worker-processes", type=int, default=0,
+                        help="also run the concurrent jobs on N separate worker processes")
     parser.add_argument("--store-url", default=None,
                         help="artifact store URL (default: SQLite in a temp dir); a "
                              "PostgreSQL database must be migrated and empty")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main(5 if args.quick else args.jobs, args.max_activities,
-                                      args.store_url)), indent=2))
+                                      args.store_url, args.worker_processes)), indent=2))
