@@ -57,7 +57,7 @@ async def draft(rt: ActivityRuntime, inp: DraftInput) -> DraftResult:
                                type="InvalidArtifact", non_retryable=True)
     serialized = await load_serialized(store, spec, ctx.manifest_id)
     await pause_point("draft")
-    provider = get_provider(spec.model.provider)
+    provider = get_provider(spec.model.provider, model=spec.model.name)
     purpose = "revise" if inp.round > 0 else "draft"
     result = await provider.complete(serialized["payload"], adapter=serialized["adapter"],
                                      purpose=purpose)

@@ -71,3 +71,19 @@ async def test_cancel_ends_the_job_unpublished(
         view = await jobs.view_job(client, spec.job_id)
     assert view.execution == "CANCELED"
     assert published_files(spec) == []
+
+
+async def test_misconfigured_provider_fails_the_job_with_its_reason(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No paid API is called: without a key the OpenAI provider refuses before any request."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = make_spec(model={"provider": "openai", "name": "gpt-test"})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 60)  # not retried forever
+        view = await jobs.view_job(client, spec.job_id)
+    assert view.execution == "FAILED"
+    assert "openai" in view.summary.lower() or "api key" in view.summary.lower()
+    assert published_files(spec) == []
