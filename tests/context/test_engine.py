@@ -316,6 +316,32 @@ def test_concurrent_assemblies_in_threads_agree() -> None:
     assert threaded == serial
 
 
+def test_concurrent_cold_assemblies_share_the_count_pool() -> None:
+    """Cold assemblies big enough to split their counts over the pool thread, run from
+    several threads at once with fresh counters (and one shared one): same manifests."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from context import TokenCounter, reset_caches
+
+    def body(i: int, k: int) -> str:
+        return "\n".join(f"HTTP 429 rate limit note {i}.{n}: back off {n * k} ms"
+                         for n in range(400))
+
+    reqs = [request([RL, *(item(f"d{i}-{k}", body(i, k)) for k in range(4))], step_id=f"s{i}")
+            for i in range(6)]
+    reset_caches()
+    serial = [assemble(r, counter=TokenCounter()).manifest.manifest_digest for r in reqs]
+    reset_caches()
+    shared = TokenCounter()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        fresh = list(pool.map(lambda r: assemble(r, counter=TokenCounter()), reqs))
+        reset_caches()
+        common = list(pool.map(lambda r: assemble(r, counter=shared), reqs))
+    assert [o.manifest.manifest_digest for o in fresh] == serial
+    assert [o.manifest.manifest_digest for o in common] == serial
+    assert shared.misses > 0
+
+
 def test_policy_switches_for_excerpts_and_cache_prefix() -> None:
     from tests.context.builders import code
 
