@@ -34,6 +34,9 @@ rendered text once (cache hit afterwards) and add framing with :func:`message_fr
 instead of re-encoding a whole request: ``count_messages(ms) == REPLY_PRIMING +
 sum(message_tokens(m) for m in ms)`` by construction.
 
+:meth:`TokenCounter.count_batch` counts many texts at once: the cache misses are split in
+two halves, one encoded by a pool thread (``COUNT_THREADS = 2``), see the comment there.
+
 The cache maps ``sha256(text)`` to the count, bounded LRU (default 200,000 entries, ~40 MB
 worst case of keys); the key is a digest so the cache never pins large texts in memory.
 The counter is thread-safe: activities run ``assemble`` in worker threads (several at once
@@ -103,12 +106,9 @@ def canonical_json(value: Any) -> str:
 
 def _tokens(text: str, encoding: tiktoken.Encoding = _ENCODING) -> int:
     # ordinary encoding: content is data; "<|endoftext|>" in a web page is just text
-    # (same ids as ``encode(text, disallowed_special=())``, which the fallback uses for
-    # text with lone surrogates, which tiktoken's fast path refuses)
-    try:
-        return len(encoding.encode_ordinary(text))
-    except UnicodeEncodeError:
-        return len(encoding.encode(text, disallowed_special=()))
+    # (tiktoken documents it as ``encode(text, disallowed_special=())``, lone surrogates
+    # handled the same way)
+    return len(encoding.encode_ordinary(text))
 
 
 def _key(text: str) -> bytes:
