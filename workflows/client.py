@@ -171,6 +171,18 @@ async def cancel_job(client: Client, job_id: str) -> None:
     await client.get_workflow_handle(job_id).cancel()
 
 
+async def has_pollers(client: Client, task_queue: str) -> bool:
+    """Whether any worker polled ``task_queue`` for workflow tasks recently."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    resp = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
+    return len(resp.pollers) > 0
+
+
 async def list_jobs(client: Client, limit: int = 50) -> list[JobView]:
     views = []
     query = f"WorkflowType='{WORKFLOW_TYPE}'"

@@ -70,6 +70,9 @@ async def run(console: Console, job_file: Path, *, wait: bool, task_queue: str,
     await refuse_known_job(spec, store_url)
     await jobs.start_job(client, spec, task_queue=task_queue)
     console.print(f"started job [bold]{spec.job_id}[/bold] (workflow id = job id)")
+    if not await jobs.has_pollers(client, task_queue):
+        console.print(f"[yellow]no worker is polling task queue {task_queue!r} yet[/yellow]: "
+                      "start one with `pressroom dev` or `pressroom worker`", highlight=False)
     if not wait:
         return spec.job_id
     view = await follow(console, client, spec.job_id)

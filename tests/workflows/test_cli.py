@@ -64,7 +64,7 @@ async def test_cli_run_review_status_explain(
         rc, out, err = await pressroom(home, address, "run", str(job_file), "--wait",
                                        "--task-queue", task_queue)
         assert rc == 0, err
-        assert "awaiting_review" in out
+        assert "awaiting_review" in out and "no worker is polling" not in out
         rc, _out, err = await pressroom(home, address, "run", str(job_file),
                                         "--task-queue", task_queue)
         _one_line_error(rc, err, "already exists")
@@ -86,6 +86,13 @@ async def test_cli_run_review_status_explain(
         assert "included" in out and "partitions" in out and "job_spec:" in out
         rc, out, err = await pressroom(home, address, "list")
         assert rc == 0 and spec.job_id in out
+    # with no worker on the queue, run says so instead of waiting silently
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({**data, "job_id": spec.job_id + "-b"}), encoding="utf-8")
+    rc, out, err = await pressroom(home, address, "run", str(other), "--task-queue",
+                                   task_queue + "-idle")
+    assert rc == 0, err
+    assert "no worker is polling task queue" in out
     rc, _out, err = await pressroom(home, address, "status", "no-such-job")
     _one_line_error(rc, err, "no job 'no-such-job'")
     rc, _out, err = await pressroom(home, "127.0.0.1:1", "status", spec.job_id)
