@@ -68,6 +68,8 @@ async def test_sigkill_worker_and_resume(
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
+        # shown by pytest only when the test fails: what the worker processes said
+        print(log.read_text(encoding="utf-8", errors="replace")[-4000:] if log.exists() else "")
     assert result.status == "published" and result.receipt is not None
     files = published_files(spec)
     assert [f.name for f in files] == [f"{spec.job_id}.md"]  # one copy, no temp files

@@ -51,5 +51,8 @@ async def test_job_survives_server_restart(tmp_path: Path, store_url: str, task_
             worker.kill()
             worker.wait(10)
         server.stop()
+        for log in (tmp_path / "worker.log", tmp_path / "server.log"):  # shown on failure
+            if log.exists():
+                print(log.name, log.read_text(encoding="utf-8", errors="replace")[-3000:])
     assert result.status == "published" and result.receipt is not None
     assert [f.name for f in published_files(spec)] == [f"{spec.job_id}.md"]
