@@ -191,12 +191,10 @@ def resolve(
 ) -> None:
     """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision)."""
     from workflows import commands
-    from workflows.resolution import build_resolution
 
-    _job_cmd(commands.resolve(console, job, build_resolution(
+    _job_cmd(commands.resolve(console, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
-        accept=accept, note=note),
-        address))
+        accept=accept, note=note), address))
 
 
 @app.command()

@@ -25,6 +25,7 @@ from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
 from workflows.explain import render_manifest
 from workflows.job_spec import JobSpec, load_job_spec
 from workflows.models import JobStatus, ResolveInput
+from workflows.resolution import build_resolution
 from workflows.temporal_config import DATA_CONVERTER, address_from_env, namespace_from_env
 
 CLI_PRINCIPAL = "pressroom-cli"
@@ -189,8 +190,10 @@ async def review(console: Console, job_id: str, decision: jobs.Decision, *, revi
                   f"({result.review.artifact_id} r{result.review.revision})")
 
 
-async def resolve(console: Console, job_id: str, resolution: ResolveInput,
+async def resolve(console: Console, job_id: str, flags: dict[str, Any],
                   address: str | None = None) -> None:
+    """``flags`` are the CLI's resolve options; bad combinations are a ``JobError``."""
+    resolution: ResolveInput = build_resolution(**flags)
     await jobs.resolve_job(await connect(address), job_id, resolution)
     console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context now")
 

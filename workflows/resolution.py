@@ -23,8 +23,13 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
     if add_source is not None:
         try:
             source = _SOURCE.validate_python(yaml.safe_load(add_source))
-        except (yaml.YAMLError, ValidationError) as exc:
-            raise JobError(f"--add-source is not a valid source spec: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise JobError(f"--add-source is not YAML: {str(exc).splitlines()[0]}") from None
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'source'}: {e['msg']}"
+                for e in exc.errors())
+            raise JobError(f"--add-source is not a valid source spec: {problems}") from None
         return ResolveInput(action="add_source", source=source, note=note)
     if refresh is not None:
         return ResolveInput(action="refresh_source", source_name=refresh, note=note)
