@@ -377,13 +377,15 @@ class Pipeline:
             a.item.item_id))
 
 
-_NOT_EVIDENCE = (SourceType.MODEL_SUMMARY, SourceType.CHECKPOINT)
+_NOT_EVIDENCE = (SourceType.MODEL_SUMMARY, SourceType.CHECKPOINT, SourceType.AGENT_OUTPUT)
 
 
 def _is_evidence(a: Admitted) -> bool:
     """Only loaded evidence answers a required topic: not the task contract or control
     text that merely names it, not state, not a summary or checkpoint (derived claims),
-    and not a disclosed index entry whose body was never loaded."""
+    not agent output (a draft that lists a topic under its missing evidence must not
+    cover it on the next step), and not a disclosed index entry whose body was never
+    loaded. Tool results: ``context.tool_coverage``."""
     return (
         a.zone is Zone.DATA
         and a.load_mode is not LoadMode.DISCLOSE

@@ -11,9 +11,10 @@ items that passed every gate, and they only remove or order.
 * **Coverage.** An item covers a required topic when the topic name is among its
   ``topics`` or any of the topic's terms (or its name) occurs, case-insensitively, in its
   content, summary or claim. ``missing_topics`` are the required topics no included
-  *evidence* covers: loaded data-zone items and confirmed tool results — never the task
-  contract or control text that merely names the topic, state, summaries, checkpoints or
-  disclosed index entries.
+  *evidence* covers: loaded data-zone items and the payload of confirmed tool results
+  (``context.tool_coverage``) — never the task contract or control text that merely names
+  the topic, state, summaries, checkpoints, agent output (a draft's own list of missing
+  evidence) or disclosed index entries.
 * **Not required.** An evidence candidate (not resident, not of a topic-exempt role) that
   covers no required topic is excluded ``not_required`` — it is never padded in. With no
   required topics the step declares no contract to filter against, so nothing is

@@ -13,9 +13,12 @@ then are older exchanges compacted. Decisions recorded here:
 * The newest ``keep_recent`` pairs, extended to whole assistant turns, stay verbatim.
   Older ones are compacted (see ``context.compaction``) when the policy allows
   ``summarize``; otherwise they compete for the tool-pair budget, oldest evicted first.
-* Topic coverage by tool results: a verbatim pair whose ``evidence_use`` is
-  ``confirmed_by_policy`` covers topics like an evidence item; diagnostic-only results,
-  placeholders and the history summary never do.
+* Topic coverage by tool results (``context.tool_coverage``): only a verbatim pair whose
+  ``evidence_use`` is ``confirmed_by_policy``, not synthesized and not withheld, and only
+  through its result *content* — never its arguments, and for JSON results never its
+  topic lists (``missing_topics``), identifiers, citations, reasons or warnings, nor an
+  echo of an argument. Diagnostic-only results, placeholders and the history summary
+  never cover a topic.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from context.errors import ContextError
 from context.items import SourceRef
 from context.layout import pair_cost
 from context.manifest import AnomalyEntry, SummaryEntry, ToolPairEntry, TransformEntry
-from context.ranking import covered_topics
 from context.records import excluded_after_gates, simple_transform
 from context.tokens import TokenCounter
+from context.tool_coverage import content_topics
 from context.toolpairs import PairingResult, ToolPair, pair_tool_history, result_item_id
 from context.transforms import PreservationFailed, TransformRecord
 from context.vocabulary import BlockedReason, ExclusionReason, Partition, SourceType, Zone
@@ -55,6 +58,7 @@ class ToolStage:
         self.verbatim: set[str] = set()
         self.placement: dict[str, str] = {}
         self.flags: dict[str, tuple[str, ...]] = {}
+        self.withheld: set[str] = set()
 
     def run(self) -> None:
         p = self.p
@@ -101,6 +105,7 @@ class ToolStage:
         if flags and sec.external_instruction_text == "deny":
             why = why or f"instruction-like text {list(flags)}"
         if why:
+            self.withheld.add(pair.call_id)
             content = (
                 f"[RESULT WITHHELD by security policy: {why}. The outcome of call "
                 f"{pair.call_id} is not available; do not assume it succeeded.]"
@@ -220,8 +225,10 @@ class ToolStage:
         topics = self.p.req.required_topics
         found: set[str] = set()
         for x in self.render_pairs():
-            if x.evidence_use == "confirmed_by_policy":
-                found.update(covered_topics(pair_item(x, self.p.req.scope), topics))
+            if (x.evidence_use != "confirmed_by_policy" or x.synthesized
+                    or x.call_id in self.withheld):
+                continue
+            found.update(content_topics(x.result.content, x.call.arguments, topics))
         return found
 
     def entries(self) -> tuple[list[ToolPairEntry], list[AnomalyEntry]]:
