@@ -100,9 +100,12 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
                              status=status, body=body, scope=scope_of(spec))
     reason = str(outcome.blocked_reason) if isinstance(outcome, context.ContextAssemblyBlocked) \
         else None
+    # The wait for a resolve is the policy's to bound (DESIGN.md step 5): the workflow
+    # holds no policy, so a blocked ref carries the value of the policy this step ran under.
     return ContextRef(manifest_id=manifest.manifest_id, step_id=inp.step_id, stage=inp.stage,
                       status=status, input_hash=input_hash, blocked_reason=reason,
-                      blocked_detail=_detail(body) if blocked else None)
+                      blocked_detail=_detail(body) if blocked else None,
+                      block_timeout_s=request.policy.blocking.block_timeout if blocked else None)
 
 
 def _detail(body: dict[str, Any]) -> str | None:

@@ -38,6 +38,8 @@ class ContextRef(_Msg):
     input_hash: str | None = None
     blocked_reason: str | None = None
     blocked_detail: str | None = None
+    #: on a blocked ref: the block timeout (seconds) of the policy the step ran under
+    block_timeout_s: int | None = None
 
 
 class JobRef(_Msg):

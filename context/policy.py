@@ -26,6 +26,11 @@ Choices where the seeds leave room (written down here so reviews can argue with 
 * ``serialization.policy_version`` names the policy's serialization expectations and is
   part of the digest; the manifest records the adapter's own version and
   serialization-policy version, which are what shaped the bytes.
+* ``blocking.block_timeout`` belongs to the policy (DESIGN.md step 5): how long a job
+  whose assembly is blocked waits for a ``resolve`` before it ends ``failed``. It is a
+  strictly positive duration (``"24h"``, ``"30m"`` or whole seconds; ``0``, negatives,
+  booleans and fractions are errors) and, like every field, part of the digest. The
+  engine itself never waits; the runtime reads it from the policy the step ran under.
 * ``load_policy`` is the one function in ``context/`` that reads a file; everything else
   in the package is pure.
 """
@@ -56,6 +61,7 @@ POLICY_SCHEMA_VERSION = "context-policy/v1"
 POLICY_DIR = Path(__file__).parent / "policies"
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DEFAULT_BLOCK_TIMEOUT = 24 * 3600
 
 
 def parse_duration(value: object) -> int:
@@ -213,6 +219,17 @@ class TransformPolicy(_Strict):
 
 class BlockingPolicy(_Strict):
     required_partitions: tuple[Partition, ...] = (Partition.CONTROL, Partition.TASK)
+    #: seconds a job blocked by this policy waits for a ``resolve`` before it fails
+    #: (DESIGN.md step 5); written like ``"24h"``, strictly positive.
+    block_timeout: int = DEFAULT_BLOCK_TIMEOUT
+
+    @field_validator("block_timeout", mode="before")
+    @classmethod
+    def _positive_duration(cls, value: object) -> int:
+        seconds = parse_duration(value)
+        if seconds <= 0:
+            raise ValueError(f"block_timeout must be a positive duration, got {value!r}")
+        return seconds
 
 
 class CachePolicy(_Strict):

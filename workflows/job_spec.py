@@ -130,15 +130,17 @@ class JobSpec(_Spec):
     destination: str = Field(min_length=1)
     policy: str = "default"
     review: ReviewSpec
-    block_timeout: timedelta = timedelta(hours=24)
+    #: Optional override of the policy's ``blocking.block_timeout``; it can only shorten
+    #: the wait (the shorter of the two applies), never extend what the policy allows.
+    block_timeout: timedelta | None = None
     workspace: str | None = None
     model: ModelSpecInput = ModelSpecInput()
     runtime: RuntimeSpec = RuntimeSpec()
 
     @field_validator("block_timeout", mode="before")
     @classmethod
-    def _duration(cls, value: object) -> timedelta:
-        return parse_duration(value)
+    def _duration(cls, value: object) -> timedelta | None:
+        return None if value is None else parse_duration(value)
 
     @field_validator("principal", mode="before")
     @classmethod

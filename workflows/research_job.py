@@ -3,7 +3,9 @@
 Deterministic orchestration only. Every side effect is an activity, addressed by name so
 this module never imports I/O code into the sandbox. The workflow remembers references
 (``JobState``), never content; each step begins with ``assemble_context`` and a blocked
-assembly stops the job (no model call) until a ``resolve`` signal or the block timeout.
+assembly stops the job (no model call) until a ``resolve`` signal or the block timeout —
+the policy's ``blocking.block_timeout``, carried on the blocked ``ContextRef``, shortened
+by the job spec's ``block_timeout`` when that is smaller.
 Review is an Update whose validator rejects stale or foreign decisions before anything is
 recorded; the review wait always has a timer.
 """
@@ -70,6 +72,8 @@ _NON_RETRYABLE = [
     "RevisionConflict",
 ]
 _MANIFEST_IDS_KEPT = 200
+#: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
+_DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -204,7 +208,7 @@ class ResearchJobWorkflow:
             await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
             try:
                 await workflow.wait_condition(lambda: bool(self._resolutions),
-                                              timeout=self._spec.block_timeout)
+                                              timeout=self._block_timeout(ref))
             except TimeoutError:
                 s.status = "failed"
                 await self._checkpoint(stage, [], note=f"failed: {reason}")
@@ -329,6 +333,18 @@ class ResearchJobWorkflow:
         return JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
                       tenant=spec.scope.tenant, project=spec.scope.project,
                       spec=self._refs.job_spec)
+
+    def _block_timeout(self, ref: ContextRef) -> timedelta:
+        """The policy's block timeout (DESIGN.md step 5); the spec's may only shorten it.
+
+        A ref without the policy's value (recorded before it was carried) falls back to
+        the spec's, then to the policy default, so replaying old histories waits as before.
+        """
+        limits = [t for t in (
+            timedelta(seconds=ref.block_timeout_s) if ref.block_timeout_s else None,
+            self._spec.block_timeout,
+        ) if t is not None]
+        return min(limits) if limits else _DEFAULT_BLOCK_TIMEOUT
 
     def _set_refs(self, **changes: Any) -> None:
         self._s.refs = self._refs.model_copy(update=changes)

@@ -1,0 +1,124 @@
+"""A blocking topic without evidence blocks the job; adding a source that covers it resolves
+it; and the policy's ``blocking.block_timeout`` bounds the wait (the spec may only shorten).
+
+Real dev server, worker, activities and SQLite store; document sources on disk; the
+offline extractive provider (no model API is faked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from activities.runtime import ActivityRuntime, principal_of
+from context.policy import POLICY_DIR
+from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
+from workflows import client as jobs
+from workflows.job_spec import JobSpec
+from workflows.models import ResolveInput
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+TOPICS = [
+    {"name": "retries", "terms": ["retry", "backoff"]},
+    {"name": "resume", "terms": ["resume"]},
+    {"name": "quotas", "terms": ["quota"], "blocking": True},
+]
+
+
+def _quota_docs(root: Path) -> Path:
+    extra = root / "quota-docs"
+    extra.mkdir()
+    (extra / "quota.md").write_text(
+        "# Quotas\n\nEvery retry counts against the account's daily request quota.\n",
+        encoding="utf-8")
+    return extra
+
+
+async def test_missing_blocking_topic_blocks_until_a_covering_source_is_added(
+        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec(topics=TOPICS)
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        st = await wait_status(handle, {"blocked"})
+        assert st.stage == "draft" and st.pending_draft is None  # no model call
+        assert st.blocked_reason is not None
+        assert st.blocked_reason.startswith("required_evidence_missing")
+        assert "quotas" in st.blocked_reason
+        view = await jobs.view_job(client, spec.job_id)
+        assert view.summary.startswith("blocked: required_evidence_missing")
+        store = await runtime.store()
+        principal = principal_of(spec)
+        blocked = await store.get_manifest(st.manifest_ids[-1], principal=principal)
+        assert blocked["status"] == "blocked"
+        assert blocked["blocked_reason"] == "required_evidence_missing"
+        assert blocked["missing_topics"] == ["quotas"]
+        # the acquisition's tool record that *reports* quotas missing is in the history;
+        # it must not be what covers the topic
+        assert blocked["tool_pairs"] and blocked["serialized_model_input_hash"] is None
+
+        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+            action="add_source", source={"kind": "document", "name": "quotas",
+                                         "path": str(_quota_docs(tmp_path))}))
+        st = await wait_status(handle, {"awaiting_review"})
+        assert st.blocked_reason is None and st.pending_draft is not None
+        ready = await store.get_manifest(st.manifest_ids[-1], principal=principal)
+        assert ready["status"] == "ready" and ready["missing_topics"] == []
+        assert any(e["item_id"].startswith("quotas:") for e in ready["included"])
+        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        result = await handle.result()
+    assert result.status == "published"
+    [article] = published_files(spec)
+    assert "quota" in article.read_text(encoding="utf-8").lower()
+
+
+def _policy_file(root: Path, timeout: str) -> Path:
+    data = yaml.safe_load((POLICY_DIR / "default.yaml").read_text(encoding="utf-8"))
+    data["policy"]["id"] = "short-block"
+    data["blocking"]["block_timeout"] = timeout
+    path = root / "short-block.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+async def _ended(client: Any, job_id: str) -> Any:
+    for _ in range(150):
+        view = await jobs.view_job(client, job_id)
+        if view.execution != "RUNNING":
+            return view
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"job still running: {view.summary}")
+
+
+async def test_policy_block_timeout_ends_a_blocked_job(
+        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """No spec override: the policy's 2s bound the wait (the default would be a day)."""
+    policy = _policy_file(tmp_path, "2s")
+    spec = make_spec(topics=TOPICS, policy=str(policy), block_timeout=None)
+    assert spec.block_timeout is None
+    async with running_worker(client, runtime, task_queue):
+        await start_job(client, spec, task_queue)
+        view = await _ended(client, spec.job_id)
+    assert view.execution == "FAILED"
+    assert view.summary.startswith("failed: required_evidence_missing")
+    assert published_files(spec) == []
+
+
+async def test_spec_block_timeout_cannot_extend_the_policys(
+        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """The spec asks for 10 minutes; the policy allows 2s: the policy's bound wins."""
+    policy = _policy_file(tmp_path, "2s")
+    spec = make_spec(topics=TOPICS, policy=str(policy), block_timeout="10m")
+    async with running_worker(client, runtime, task_queue):
+        await start_job(client, spec, task_queue)
+        view = await _ended(client, spec.job_id)
+    assert view.execution == "FAILED"
+    assert view.summary.startswith("failed: required_evidence_missing")
