@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 from typing import Any, ClassVar
 
-from sqlalchemy import func, select, text
+from sqlalchemy import case, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from artifacts.dialect import insert_for
@@ -38,29 +38,33 @@ class BlobIO:
     @classmethod
     async def write(cls, session: AsyncSession, digest: str, body: bytes) -> None:
         """Store ``body`` under ``digest`` unless that blob already exists."""
-        if await session.scalar(select(Blob.hash).where(Blob.hash == digest)) is not None:
-            return
         if len(body) <= CHUNK:
+            # One round trip: the conflict clause already skips a blob that exists.
             await session.execute(
                 insert_for(session, Blob).values(hash=digest, size=len(body), data=body)
                 .on_conflict_do_nothing(index_elements=["hash"])
             )
-        else:
-            await cls._write_large(session, digest, body)
+            return
+        if await session.scalar(select(Blob.hash).where(Blob.hash == digest)) is not None:
+            return
+        await cls._write_large(session, digest, body)
 
     @classmethod
     async def read(cls, session: AsyncSession, digest: str) -> bytes | None:
         """The stored bytes of ``digest`` (whatever they are now), or ``None`` if absent."""
-        size = await session.scalar(
-            select(func.length(Blob.data)).where(Blob.hash == digest)
-        )
-        if size is None:
+        # One round trip for the common small blob: its bytes come with its length; a
+        # large one comes back without bytes and is streamed in slices.
+        length = func.length(Blob.data)
+        found = (await session.execute(
+            select(length, case((length <= CHUNK, Blob.data), else_=None))
+            .where(Blob.hash == digest)
+        )).first()
+        if found is None or found[0] is None:
             return None
+        size, data = found
         if size <= CHUNK:
-            data: bytes | None = await session.scalar(
-                select(Blob.data).where(Blob.hash == digest)
-            )
-            return data
+            small: bytes = data if data is not None else b""
+            return small
         return await cls._read_large(session, digest, int(size))
 
     @classmethod

@@ -56,6 +56,21 @@ def json_hash(body: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _checked_hash(body: object, what: str) -> tuple[dict[str, Any], str]:
+    """``check_json_body`` and ``json_hash`` in one encoding pass.
+
+    A manifest carries its serialized model request, so it is the largest JSON a job
+    writes; encoding it once to validate and again to hash was measurable per step.
+    """
+    if not isinstance(body, dict):
+        return check_json_body(body, what), ""  # raises InvalidArtifact naming the type
+    try:
+        digest = json_hash(body)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArtifact(f"{what} is not JSON-serializable: {exc}") from None
+    return body, digest
+
+
 def _verified(kind: str, record_id: str, body: dict[str, Any], expected: str) -> dict[str, Any]:
     actual = json_hash(body)
     if actual != expected:
@@ -99,12 +114,11 @@ async def put_manifest(
         check_identifier(value, what)
     status = check_label(status, "manifest status")
     scope = check_scope(scope)
-    body = check_json_body(body, "manifest body")
+    body, digest = _checked_hash(body, "manifest body")
     columns = _manifest_columns(body)
     explicit = {"policy_id": policy_id, "policy_revision": policy_revision,
                 "policy_digest": policy_digest, "serialized_input_hash": serialized_input_hash}
     columns.update({k: v for k, v in explicit.items() if v is not None})
-    digest = json_hash(body)
     await begin_write(session)
     await session.execute(
         insert_for(session, Manifest).values(
@@ -113,10 +127,15 @@ async def put_manifest(
             body_hash=digest, created_at=datetime.now(UTC), **columns,
         ).on_conflict_do_nothing(index_elements=["manifest_id"])
     )
-    row = await session.scalar(select(Manifest).where(Manifest.manifest_id == manifest_id))
+    # Only the sealing columns come back: decoding the stored body again to compare
+    # hashes would cost a full parse of the manifest for nothing.
+    row = (await session.execute(
+        select(Manifest.body_hash, Manifest.run_id, Manifest.step_id, Manifest.status,
+               Manifest.tenant, Manifest.project, Manifest.task)
+        .where(Manifest.manifest_id == manifest_id)
+    )).first()
     assert row is not None
-    stored = (row.body_hash, row.run_id, row.step_id, row.status,
-              row.tenant, row.project, row.task)
+    stored = tuple(row)
     if stored != (digest, run_id, step_id, status, scope.tenant, scope.project, scope.task):
         raise SealedConflict("manifest", manifest_id,
                              f"stored body {row.body_hash} differs from {digest} (or its run, "
@@ -130,16 +149,18 @@ async def get_manifest(
     """The sealed manifest body; recorded provider usage fills ``budget.actual_input_tokens``."""
     check_identifier(manifest_id, "manifest_id")
     principal = check_principal(principal)
-    row = await session.scalar(
-        select(Manifest).where(
+    # Selecting columns (not the mapped row) decodes a fresh body on every call and keeps
+    # it out of the session's identity map, so the caller may mutate it without a deep copy.
+    row = (await session.execute(
+        select(Manifest.body, Manifest.body_hash, Manifest.actual_input_tokens).where(
             Manifest.manifest_id == manifest_id,
             Manifest.tenant == principal.tenant,
             Manifest.project == principal.project,
         )
-    )
+    )).first()
     if row is None:
         raise ScopeDenied(_not_visible(principal, "manifest", manifest_id))
-    body = copy.deepcopy(_verified("manifest", manifest_id, row.body, row.body_hash))
+    body = _verified("manifest", manifest_id, row.body, row.body_hash)
     if row.actual_input_tokens is not None:
         budget = body.get("budget")
         if isinstance(budget, dict):
@@ -184,8 +205,7 @@ async def put_checkpoint(
                         (step_id, "step_id")):
         check_identifier(value, what)
     scope = check_scope(scope)
-    body = check_json_body(body, "checkpoint body")
-    digest = json_hash(body)
+    body, digest = _checked_hash(body, "checkpoint body")
     await begin_write(session)
     await session.execute(
         insert_for(session, Checkpoint).values(
@@ -194,9 +214,13 @@ async def put_checkpoint(
             created_at=datetime.now(UTC),
         ).on_conflict_do_nothing(index_elements=["checkpoint_id"])
     )
-    row = await session.scalar(select(Checkpoint).where(Checkpoint.checkpoint_id == checkpoint_id))
+    row = (await session.execute(
+        select(Checkpoint.body_hash, Checkpoint.run_id, Checkpoint.step_id, Checkpoint.tenant,
+               Checkpoint.project, Checkpoint.task)
+        .where(Checkpoint.checkpoint_id == checkpoint_id)
+    )).first()
     assert row is not None
-    stored = (row.body_hash, row.run_id, row.step_id, row.tenant, row.project, row.task)
+    stored = tuple(row)
     if stored != (digest, run_id, step_id, scope.tenant, scope.project, scope.task):
         raise SealedConflict("checkpoint", checkpoint_id,
                              f"stored body {row.body_hash} differs from {digest} (or its run, "
@@ -210,8 +234,8 @@ async def latest_checkpoint(
     """The body of the newest checkpoint of ``run_id`` visible to ``principal``, or ``None``."""
     check_identifier(run_id, "run_id")
     principal = check_principal(principal)
-    row = await session.scalar(
-        select(Checkpoint)
+    row = (await session.execute(
+        select(Checkpoint.checkpoint_id, Checkpoint.body, Checkpoint.body_hash)
         .where(
             Checkpoint.run_id == run_id,
             Checkpoint.tenant == principal.tenant,
@@ -219,10 +243,10 @@ async def latest_checkpoint(
         )
         .order_by(Checkpoint.seq.desc())
         .limit(1)
-    )
+    )).first()
     if row is None:
         return None
-    return copy.deepcopy(_verified("checkpoint", row.checkpoint_id, row.body, row.body_hash))
+    return _verified("checkpoint", row.checkpoint_id, row.body, row.body_hash)
 
 
 async def put_receipt(
@@ -231,12 +255,12 @@ async def put_receipt(
     """Store a publish receipt under ``receipt_key``; the first one stored wins and is returned."""
     check_identifier(receipt_key, "receipt_key")
     scope = check_scope(scope)
-    body = check_json_body(body, "receipt body")
+    body, digest = _checked_hash(body, "receipt body")
     await begin_write(session)
     await session.execute(
         insert_for(session, Receipt).values(
             receipt_key=receipt_key, tenant=scope.tenant, project=scope.project,
-            task=scope.task, body=body, body_hash=json_hash(body), created_at=datetime.now(UTC),
+            task=scope.task, body=body, body_hash=digest, created_at=datetime.now(UTC),
         ).on_conflict_do_nothing(index_elements=["receipt_key"])
     )
     row = await session.scalar(select(Receipt).where(Receipt.receipt_key == receipt_key))

@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio import activity
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -67,6 +68,8 @@ from workflows.temporal_config import (
     temporal_binary,
 )
 
+_CLOSED = frozenset(getattr(EventType, f"EVENT_TYPE_WORKFLOW_EXECUTION_{end}") for end in (
+    "COMPLETED", "FAILED", "TIMED_OUT", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW"))
 _REF = ArtifactRef(kind="article_draft", artifact_id="noop", revision=1,
                    content_hash="sha256:" + "0" * 64)
 
@@ -114,22 +117,33 @@ def noop_activities() -> list[Any]:
             write_checkpoint, publish]
 
 
-async def run_one(client: Client, spec: JobSpec, queue: str,
-                  poll_s: float = 0.02) -> dict[str, Any]:
-    """Start, approve as soon as it waits, return wall and history figures.
+async def wait_for_review(handle: Any) -> None:
+    """Return once the job waits for a review, by long-polling its history on the server.
 
-    Waiting is a status query every ``poll_s``; each query is a workflow activation on the
-    worker, so the concurrent runs poll less often to keep the probe from being the load.
+    The review wait starts the workflow's first timer, so the probe follows the history
+    until a ``TimerStarted`` event and then asks the status once. A status query is a
+    workflow activation on the worker under test, and polling one per job every few
+    hundred ms made the probe a load that grew with the wall time it measured (the slower
+    run paid more); a history long-poll is answered by the server alone.
     """
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
+            st = await handle.query(ResearchJobWorkflow.status)
+            if st.status == "awaiting_review" and st.pending_draft is not None:
+                return
+            if st.status not in ("running", "blocked"):
+                raise RuntimeError(f"{st.job_id} ended up {st.status}: {st.blocked_reason}")
+        elif event.event_type in _CLOSED:
+            break
+    st = await handle.query(ResearchJobWorkflow.status)
+    raise RuntimeError(f"{st.job_id} closed without waiting for review: {st.status}")
+
+
+async def run_one(client: Client, spec: JobSpec, queue: str) -> dict[str, Any]:
+    """Start, approve as soon as it waits, return wall and history figures."""
     t0 = time.perf_counter()
     handle = await jobs.start_job(client, spec, task_queue=queue)
-    while True:
-        st = await handle.query(ResearchJobWorkflow.status)
-        if st.status == "awaiting_review" and st.pending_draft is not None:
-            break
-        if st.status not in ("running",):
-            raise RuntimeError(f"{spec.job_id} ended up {st.status}: {st.blocked_reason}")
-        await asyncio.sleep(poll_s)
+    await wait_for_review(handle)
     await jobs.review_job(client, spec.job_id, "approve", reviewer=spec.review.reviewers[0])
     result = await handle.result()
     wall = time.perf_counter() - t0
@@ -180,7 +194,7 @@ def make_specs(base: JobSpec, n: int, home: Path, tag: str) -> list[JobSpec]:
 
 async def many(client: Client, specs: list[JobSpec], queue: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    runs = await asyncio.gather(*(run_one(client, s, queue, poll_s=0.25) for s in specs))
+    runs = await asyncio.gather(*(run_one(client, s, queue) for s in specs))
     wall = time.perf_counter() - t0
     walls = sorted(r["wall_s"] for r in runs)
     return {"jobs": len(specs), "wall_s": round(wall, 3),
@@ -200,7 +214,7 @@ async def with_worker_processes(client: Client, base: JobSpec, home: Path, n_job
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for _ in range(n_procs)]
     try:
-        await run_one(client, make_specs(base, 1, home, "pwarm")[0], queue, poll_s=0.1)
+        await run_one(client, make_specs(base, 1, home, "pwarm")[0], queue)
         result = await many(client, make_specs(base, n_jobs, home, "procs"), queue)
     finally:
         for p in procs:
