@@ -232,7 +232,7 @@ def test_policy_revision_change_always_misses() -> None:
     first = assemble(request([RL]))
     assert isinstance(first, Ready)
     data = POLICY.model_dump(mode="json")
-    data["policy"]["revision"] = 2
+    data["policy"]["revision"] = POLICY.revision + 1
     out = assemble(request([RL], policy=policy_from_mapping(data),
                            previous_manifest=first.manifest))
     assert isinstance(out, Ready) and out.manifest.cache.status == "miss"
