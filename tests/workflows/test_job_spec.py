@@ -85,3 +85,16 @@ def test_spec_survives_json_round_trip(tmp_path: Path) -> None:
     spec = parse_job_spec(job_dict(tmp_path, tmp_path))
     again = type(spec).model_validate_json(spec.model_dump_json())
     assert again == spec
+
+
+def test_block_timeout_is_an_optional_override(tmp_path: Path) -> None:
+    """Absent, the policy's ``blocking.block_timeout`` alone bounds a block; given, it can
+    only shorten it (the workflow waits for the smaller of the two)."""
+    data = job_dict(tmp_path, tmp_path)
+    del data["block_timeout"]
+    assert parse_job_spec(data).block_timeout is None
+    data["block_timeout"] = "5m"
+    assert parse_job_spec(data).block_timeout == timedelta(minutes=5)
+    data["block_timeout"] = "0s"
+    with pytest.raises(JobSpecError, match="block_timeout"):
+        parse_job_spec(data)
