@@ -98,3 +98,22 @@ def test_block_timeout_is_an_optional_override(tmp_path: Path) -> None:
     data["block_timeout"] = "0s"
     with pytest.raises(JobSpecError, match="block_timeout"):
         parse_job_spec(data)
+
+
+def test_workflow_waits_for_the_shorter_of_policy_and_spec(tmp_path: Path) -> None:
+    from activities.contracts import ContextRef
+    from workflows.research_job import ResearchJobWorkflow
+
+    def wait(spec_timeout: str | None, policy_s: int | None) -> timedelta:
+        data = {**job_dict(tmp_path, tmp_path), "block_timeout": spec_timeout}
+        wf = ResearchJobWorkflow.__new__(ResearchJobWorkflow)  # no worker: pure logic
+        wf._spec = parse_job_spec(data)
+        ref = ContextRef(manifest_id="m", step_id="draft-3", stage="draft", status="blocked",
+                         blocked_reason="required_evidence_missing", block_timeout_s=policy_s)
+        return wf._block_timeout(ref)
+
+    assert wait(None, 7200) == timedelta(hours=2)          # the policy decides
+    assert wait("10m", 7200) == timedelta(minutes=10)      # the spec may shorten it
+    assert wait("5h", 7200) == timedelta(hours=2)          # ... never extend it
+    assert wait("10m", None) == timedelta(minutes=10)      # refs recorded before the field
+    assert wait(None, None) == timedelta(hours=24)
