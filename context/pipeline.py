@@ -358,7 +358,7 @@ class Pipeline:
                     f"{_HINT[part]} item, or a policy whose blocking.required_partitions "
                     f"omits {part.value})",
                 )
-        covered = {t for a in self.admitted.values() if _is_evidence(a) for t in a.covered}
+        covered = {t for a in self.admitted.values() if _is_evidence(a) for t in _answers(a)}
         covered |= self.tools.covered_topics()
         self.missing = [t.name for t in self.req.required_topics if t.name not in covered]
         hard = [t.name for t in self.req.required_topics if t.blocking and t.name in self.missing]
@@ -391,6 +391,16 @@ def _is_evidence(a: Admitted) -> bool:
         and a.load_mode is not LoadMode.DISCLOSE
         and a.item.source_type not in _NOT_EVIDENCE
     )
+
+
+def _answers(a: Admitted) -> Sequence[str]:
+    """Topics an evidence item answers. An editable project file (``plan.md``) answers
+    only the topics its acquirer declared for it: anyone may write its text, and "find
+    evidence on X" in a plan mentions X without being evidence on X."""
+    if a.item.source_type is SourceType.EDITABLE_PROJECT_FILE:
+        declared = {t.casefold() for t in a.item.topics}
+        return [t for t in a.covered if t.casefold() in declared]
+    return a.covered
 
 
 _HINT = {

@@ -15,7 +15,7 @@ from context import ContextAssemblyBlocked, Ready, assemble
 from context.items import sha256_text
 from context.tool_coverage import content_topics, evidence_text
 from context.toolpairs import ToolCall, ToolHistory, ToolResult
-from context.vocabulary import BlockedReason, SourceType, ToolStatus
+from context.vocabulary import BlockedReason, SourceType, ToolStatus, Trust
 from tests.context.builders import item, request, topic
 
 RATE = topic("rate-limit", "429", "rate limit")
@@ -134,3 +134,25 @@ def test_previous_draft_listing_a_missing_topic_does_not_cover_it() -> None:
                  source_type=SourceType.AGENT_OUTPUT, trust="untrusted_external_data")
     out = assemble(request([draft], required_topics=(RATE,)))
     assert isinstance(out, Ready) and out.manifest.missing_topics == ["rate-limit"]
+
+
+def test_an_editable_plan_naming_a_topic_does_not_cover_it() -> None:
+    """``plan.md`` is task-state data: "find evidence on rate limits" is not evidence."""
+    plan = item("workspace:plan.md", "- [ ] find evidence on the rate limit (429) handling",
+                source_type=SourceType.EDITABLE_PROJECT_FILE, trust=Trust.PROJECT_EDITABLE)
+    out = _assemble(ToolHistory(calls=[], results=[]), plan)
+    assert isinstance(out, Ready)
+    assert out.manifest.missing_topics == ["rate-limit"]
+    assert "workspace:plan.md" in [e.item_id for e in out.manifest.included]
+    blocked = _assemble(ToolHistory(calls=[], results=[]), plan, blocking=True)
+    assert isinstance(blocked, ContextAssemblyBlocked)
+    assert blocked.blocked_reason is BlockedReason.REQUIRED_EVIDENCE_MISSING
+
+
+def test_an_editable_file_answers_the_topics_its_acquirer_declared() -> None:
+    """When the plan itself is the subject (seed 002 eval case ctx-23), the acquirer says so."""
+    plan = item("workspace:plan.md", "- rate limit handling: back off on 429",
+                source_type=SourceType.EDITABLE_PROJECT_FILE, trust=Trust.PROJECT_EDITABLE,
+                topics=("rate-limit",))
+    out = _assemble(ToolHistory(calls=[], results=[]), plan)
+    assert isinstance(out, Ready) and out.manifest.missing_topics == []
