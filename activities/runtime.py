@@ -133,9 +133,12 @@ async def heartbeating() -> AsyncIterator[None]:
     interval = max(0.2, (timeout.total_seconds() / 4) if timeout else 5.0)
 
     async def beat() -> None:
+        # The first beat waits one interval: the server starts the heartbeat clock when the
+        # activity starts, so a beat at once only cost every activity an extra RPC (most
+        # finish well within one interval); a stuck or paused one still beats in time.
         while True:
-            activity.heartbeat()
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:

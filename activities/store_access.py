@@ -9,12 +9,16 @@
 * An artifact revision never changes, so a ``get`` naming an explicit revision is cached
   per worker (bounded by bytes). The first read went through the store's checks (scope,
   integrity re-hash); the key carries the reader's tenant and project, so a cached body is
-  only ever returned to a reader the store would have shown it to.
+  only ever returned to a reader the store would have shown it to. A revision this worker
+  wrote is cached as it is written (the store hashed exactly those bytes), so the next
+  activity of the job does not read back what this one just stored. A cache hit is still
+  re-hashed against the record's content hash before it is returned.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import OrderedDict
 from typing import Any
 
@@ -40,16 +44,39 @@ class WorkerStore:
                artifact_id, str(revision))
         hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
+            if "sha256:" + hashlib.sha256(hit[1]).hexdigest() == hit[0].content_hash:
+                self._cache.move_to_end(key)
+                return hit
+            self._forget(key)  # never hand out bytes that fail their hash; ask the store
         rec, body = await self._store.get(kind, artifact_id, principal=principal,
                                           revision=revision)
+        self._remember(key, rec, body)
+        return rec, body
+
+    async def put(self, kind: Any, artifact_id: str, body: bytes, **kwargs: Any) -> Any:
+        """The store's ``put`` (serialized on SQLite); the new revision is cached."""
+        if self._write_lock is None:
+            rec = await self._store.put(kind, artifact_id, body, **kwargs)
+        else:
+            async with self._write_lock:
+                rec = await self._store.put(kind, artifact_id, body, **kwargs)
+        key = (rec.scope.tenant, rec.scope.project, str(getattr(rec.kind, "value", rec.kind)),
+               rec.artifact_id, str(rec.revision))
+        self._remember(key, rec, body)
+        return rec
+
+    def _remember(self, key: tuple[str, ...], rec: Any, body: bytes) -> None:
+        if key in self._cache:
+            self._forget(key)
         self._cache[key] = (rec, body)
         self._cached_bytes += len(body)
         while self._cached_bytes > self._cache_limit and self._cache:
             _k, (_r, old) = self._cache.popitem(last=False)
             self._cached_bytes -= len(old)
-        return rec, body
+
+    def _forget(self, key: tuple[str, ...]) -> None:
+        _rec, body = self._cache.pop(key)
+        self._cached_bytes -= len(body)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._store, name)
