@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 from collections.abc import AsyncIterator
@@ -67,6 +68,7 @@ class ActivityRuntime:
         async with self._lock:
             if self._store is None:
                 self._store = WorkerStore(await artifacts.open_store(self.store_url))
+                _freeze_startup_objects()
             return self._store
 
     async def close(self) -> None:
@@ -74,6 +76,25 @@ class ActivityRuntime:
             if self._store is not None:
                 await self._store.close()
                 self._store = None
+
+
+_frozen = False
+
+
+def _freeze_startup_objects() -> None:
+    """Move what the worker holds once it is up (modules, models, the SQLAlchemy engine,
+    the tokenizer) out of the cyclic collector's reach, once per process.
+
+    Every full collection otherwise walks those long-lived objects again: measured at
+    ≈9 ms of CPU per job (≈50 ms per full collection) on the benchmark's job, which
+    allocates enough to trigger one every few jobs. Objects created later are collected
+    as usual; only what exists now (after one full collection) is exempted.
+    """
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.collect()
+        gc.freeze()
 
 
 def principal_of(spec: JobSpec, principal_id: str | None = None) -> Any:

@@ -10,6 +10,13 @@ timeout; a failure is a ``RetrievalFailed`` naming what failed.
 A repository given as a URL is cloned bare once into ``$PRESSROOM_HOME/git-cache`` (and
 fetched when the pinned commit is missing); an unreachable URL is ``retrieval_failed``.
 
+What a commit holds never changes: once ``rev-parse`` has confirmed the pinned commit is
+in the repository, the tree listing, the grep hits and the blob contents read at that
+commit are kept per worker process (bounded LRU, keyed by repository, commit sha and the
+exact arguments), so the next job over the same pins does not spawn those git processes
+again. The two checks that can change — the directory is a repository, the commit is in
+it — run on every acquisition.
+
 Record identity: ``item_id = <name>@<sha12>:<path>#L<a>-L<b>``; ``canonical_key =
 git:<name>:<path>#L<a>-L<b>`` (the same excerpt at another commit shares the key, so the
 engine's required-revision gate and supersession compare like with like); ``revision`` is
@@ -25,10 +32,11 @@ import os
 import re
 import shutil
 import tempfile
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import OrderedDict, defaultdict
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from activities.sources.errors import RetrievalFailed
 from activities.sources.excerpts import (
@@ -55,6 +63,30 @@ _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "LC_ALL": "C",  # stable, parseable messages
 }
+
+
+_PINNED_CACHE_BYTES = 64 * 1024 * 1024
+_pinned: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+_pinned_bytes = 0
+
+
+async def _at_commit(key: tuple[Any, ...], size_of: Callable[[Any], int],
+                     compute: Callable[[], Awaitable[Any]]) -> Any:
+    """``compute()`` once per key (a read at a resolved commit sha; see the docstring)."""
+    global _pinned_bytes
+    hit = _pinned.get(key)
+    if hit is not None:
+        _pinned.move_to_end(key)
+        return hit[0]
+    value = await compute()
+    size = size_of(value)
+    if size <= _PINNED_CACHE_BYTES // 4:
+        _pinned[key] = (value, size)
+        _pinned_bytes += size
+        while _pinned_bytes > _PINNED_CACHE_BYTES:
+            _k, (_v, old) = _pinned.popitem(last=False)
+            _pinned_bytes -= old
+    return value
 
 
 def is_log_path(path: str) -> bool:
@@ -227,12 +259,18 @@ async def acquire_git(
     """Excerpts around topic hits (and test-log failures) at the pinned commit."""
     repo = await _local_repo(expand_location(spec.repo), spec.commit, timeout)
     sha = await _resolve(repo, spec.commit, timeout)
-    blobs = await _tree(repo, sha, timeout)
+    blobs: dict[str, tuple[str, int]] = await _at_commit(
+        ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))
     for p in spec.paths:
         if not any(_in_scope(f, [p]) for f in blobs):
             raise RetrievalFailed(f"path {p!r} does not exist at commit {sha}")
     terms = all_terms(topics)
-    hits, capped = await _grep(repo, sha, terms, spec.paths, timeout) if terms else ({}, False)
+    hits: dict[str, list[int]]
+    capped: bool
+    hits, capped = await _at_commit(
+        ("grep", repo, sha, tuple(terms), tuple(spec.paths)),
+        lambda r: 64 * sum(len(v) + 1 for v in r[0].values()) + 1,
+        lambda: _grep(repo, sha, terms, spec.paths, timeout)) if terms else ({}, False)
     warnings = [f"more than {MAX_HIT_LINES} hit lines; the rest were not read"] if capped else []
     logs = sorted(f for f in blobs if is_log_path(f) and _in_scope(f, spec.paths))
     targets: list[str] = []
@@ -246,7 +284,10 @@ async def acquire_git(
         else:
             targets.append(path)
             total += size
-    contents = await _read_blobs(repo, [blobs[p][0] for p in targets], timeout)
+    wanted = tuple(sorted({blobs[p][0] for p in targets}))
+    contents: dict[str, bytes] = await _at_commit(
+        ("blobs", repo, wanted), lambda c: sum(len(v) for v in c.values()) + 1,
+        lambda: _read_blobs(repo, wanted, timeout))
     records: list[EvidenceRecord] = []
     for path in targets:
         blob = blobs[path][0]
