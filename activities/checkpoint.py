@@ -9,12 +9,11 @@ revision, next steps, artifact / checkpoint refs. The next step re-admits it as
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from activities.contracts import CheckpointInput, CheckpointResult, StepState
-from activities.runtime import ActivityRuntime, dumps, principal_of, scope_of
+from activities.runtime import ActivityRuntime, principal_of, scope_of
 
 STAGES = ("plan", "research", "draft", "review", "revise", "publish")
 MAX_CLAIMS = 60
@@ -85,10 +84,11 @@ async def write_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> Checkpo
     store = await rt.store()
     body = await build_checkpoint(rt, inp)
     spec = await rt.spec_of(inp.job)
-    await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id, step_id=inp.step_id,
-                               body=body, scope=scope_of(spec))
-    digest = "sha256:" + hashlib.sha256(dumps(body)).hexdigest()
-    return CheckpointResult(checkpoint_id=inp.checkpoint_id, content_hash=digest)
+    # The store seals the body under the sha256 of its canonical JSON (the same bytes
+    # ``runtime.dumps`` gives for this JSON-native body), so its answer is the hash.
+    digest = await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id,
+                                        step_id=inp.step_id, body=body, scope=scope_of(spec))
+    return CheckpointResult(checkpoint_id=inp.checkpoint_id, content_hash=str(digest))
 
 
 def render_checkpoint(body: dict[str, Any]) -> str:

@@ -139,8 +139,13 @@ async def wait_for_review(handle: Any) -> None:
     raise RuntimeError(f"{st.job_id} closed without waiting for review: {st.status}")
 
 
-async def run_one(client: Client, spec: JobSpec, queue: str) -> dict[str, Any]:
-    """Start, approve as soon as it waits, return wall and history figures."""
+async def run_one(client: Client, spec: JobSpec, queue: str,
+                  with_history: bool = True) -> dict[str, Any]:
+    """Start, approve as soon as it waits, return wall (and history) figures.
+
+    The concurrent runs skip the history: fetching and encoding it is the probe's work,
+    not the job's, and it would sit inside the timed window.
+    """
     t0 = time.perf_counter()
     handle = await jobs.start_job(client, spec, task_queue=queue)
     await wait_for_review(handle)
@@ -149,6 +154,8 @@ async def run_one(client: Client, spec: JobSpec, queue: str) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     if result.status != "published":
         raise RuntimeError(f"{spec.job_id}: {result.status}")
+    if not with_history:
+        return {"wall_s": wall}
     history = await handle.fetch_history()
     return {"wall_s": wall, "history": history,
             "history_bytes": len(history.to_json().encode("utf-8"))}
@@ -194,7 +201,7 @@ def make_specs(base: JobSpec, n: int, home: Path, tag: str) -> list[JobSpec]:
 
 async def many(client: Client, specs: list[JobSpec], queue: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    runs = await asyncio.gather(*(run_one(client, s, queue) for s in specs))
+    runs = await asyncio.gather(*(run_one(client, s, queue, with_history=False) for s in specs))
     wall = time.perf_counter() - t0
     walls = sorted(r["wall_s"] for r in runs)
     return {"jobs": len(specs), "wall_s": round(wall, 3),
