@@ -262,7 +262,9 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
                     activities=noop_activities(), workflow_runner=WORKFLOW_RUNNER,
                     workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
                     max_concurrent_activities=100):
+                # one warm-up job per worker: each loads its workflow sandbox on first use
                 await run_one(env.client, make_specs(base, 1, home, "warm")[0], real_q)
+                await run_one(env.client, make_specs(base, 1, home, "noopwarm")[0], noop_q)
                 one = await run_one(env.client, make_specs(base, 1, home, "one")[0], real_q)
                 noop_one = await run_one(env.client, make_specs(base, 1, home, "noop1")[0],
                                          noop_q)
