@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from context import memo
 from context._blocks import data_block
 from context.items import ContextItem
+from context.layout import block_cost
 from context.records import Admitted
 from context.shaping import LimitMemo, shape_item, source_limit_of
 from context.source_limits import LimitApplied
@@ -73,11 +74,17 @@ class BlockStore:
         return out
 
     def precount(self, admitted: Iterable[Admitted]) -> None:
-        """Count, in one batch, the blocks of data items whose exact cost is not memoized."""
+        """Cost, in one counted batch, the blocks of data items whose exact cost is not
+        memoized; the costs go straight to the memo (``data_block_cost`` of the same
+        counts), so no block is hashed a second time for a cache lookup."""
+        todo: list[tuple[ContextItem, tuple[str, ...]]] = []
         texts = []
         for a in admitted:
             if a.zone in (Zone.DATA, Zone.DERIVED):
                 flags = flags_of(a)
                 if memo.LIMITS.get(a.item, flags) is None:
+                    todo.append((a.item, flags))
                     texts.append(self.block(a.item, flags))
-        self.p.counter.count_batch(texts)
+        counter = self.p.counter
+        for (item, flags), n in zip(todo, counter.count_batch(texts), strict=True):
+            memo.LIMITS.put(item, flags, block_cost(counter, n))

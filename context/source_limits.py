@@ -89,17 +89,25 @@ def excerpt_code(
 
 
 def failures_of_log(item: ContextItem, limit: SourceLimit) -> LimitApplied | None:
-    lines = item.content.split("\n")
-    if len(lines) <= limit.max_lines:
+    text = item.content
+    if text.count("\n") < limit.max_lines:
         return None
+    lines = text.split("\n")
     keep: list[int] = []
     seen: set[int] = set()
-    for i, ln in enumerate(lines):
-        if _FAILURE.search(ln):
-            for j in range(i, min(i + 3, len(lines))):
-                if j not in seen:
-                    seen.add(j)
-                    keep.append(j)
+    # One scan of the whole text instead of one search per line: a match is made of word
+    # characters only, so it never spans a newline and ``\b`` sees the same neighbours.
+    line, pos, last = 0, 0, -1
+    for m in _FAILURE.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        if line == last:
+            continue
+        last = line
+        for j in range(line, min(line + 3, len(lines))):
+            if j not in seen:
+                seen.add(j)
+                keep.append(j)
         if len(keep) >= limit.max_lines:
             break
     keep = sorted(keep)[: limit.max_lines]

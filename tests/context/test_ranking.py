@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from context import Ready, assemble
+from context.policy import SourceLimit
 from context.ranking import RankInfo, coverage_first, supersede
 from context.render import MISSING_EVIDENCE_HEADING, parse_data_blocks
+from context.source_limits import _FAILURE, failures_of_log
 from context.vocabulary import LoadMode, SourceType
 from tests.context.builders import AS_OF, code, item, request, topic, web
 
@@ -172,3 +177,34 @@ def test_disclosed_index_entry_does_not_cover_a_topic() -> None:
     out = _ready(mem)
     assert {i.item_id: i.load_mode for i in out.manifest.included}["mem"] == LoadMode.DISCLOSE
     assert out.manifest.missing_topics == ["rate-limit"]
+
+
+_LOG_WORDS = ["ok", "FAIL", "failed", "Errors", "xerror", "assertEqual", "é", "Traceback",
+              "exception_", "", " ", "\r", "错误", "_fail", "ERROR:", "failure."]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_LOG_WORDS), max_size=4), min_size=1, max_size=40),
+       st.integers(min_value=1, max_value=12))
+def test_log_excerpt_matches_the_per_line_definition(
+    rows: list[list[str]], max_lines: int
+) -> None:
+    """The one-pass failure scan keeps exactly the lines a per-line search keeps."""
+    text = "\n".join(" ".join(r) for r in rows)
+    lines = text.split("\n")
+    limited = failures_of_log(
+        item("log", text, source_type=SourceType.TEST_LOG, trust="repository_evidence"),
+        SourceLimit(mode="failures_plus_artifact_ref", max_lines=max_lines),
+    )
+    if len(lines) <= max_lines:
+        assert limited is None
+        return
+    keep: list[int] = []
+    for i, ln in enumerate(lines):
+        if _FAILURE.search(ln):
+            keep += [j for j in range(i, min(i + 3, len(lines))) if j not in keep]
+        if len(keep) >= max_lines:
+            break
+    keep = sorted(keep)[:max_lines] or list(range(len(lines) - max_lines, len(lines)))
+    assert limited is not None
+    assert limited.item.content.rsplit("\n", 1)[0] == "\n".join(lines[i] for i in keep)
