@@ -170,6 +170,21 @@ class JobSpec(_Spec):
         raise KeyError(f"no source named {name!r} in job {self.job_id}")
 
 
+def yaml_error_line(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line: the problem and where (PyYAML's own text spans lines)."""
+    def at(mark: Any) -> str:
+        return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+
+    problem = getattr(exc, "problem", None)
+    if not problem:
+        return " ".join(str(exc).split())
+    text = f"{problem}{at(getattr(exc, 'problem_mark', None))}"
+    context = getattr(exc, "context", None)
+    if context:
+        text += f" ({context}{at(getattr(exc, 'context_mark', None))})"
+    return " ".join(text.split())
+
+
 def _format_error(exc: ValidationError, origin: str) -> str:
     parts = []
     for err in exc.errors():
@@ -228,8 +243,11 @@ def load_job_spec(path: str | Path) -> JobSpec:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise JobSpecError(f"cannot read job spec {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise JobSpecError(f"cannot read job spec {p}: not UTF-8 text (byte {exc.start})"
+                           ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise JobSpecError(f"job spec {p} is not valid YAML: {exc}") from None
+        raise JobSpecError(f"job spec {p} is not valid YAML: {yaml_error_line(exc)}") from None
     return parse_job_spec(data, origin=str(p), base_dir=p.resolve().parent)

@@ -7,6 +7,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from activities.sources.specs import SourceSpec
 from workflows.errors import JobError
+from workflows.job_spec import yaml_error_line
 from workflows.models import ResolveInput
 
 _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
@@ -24,7 +25,7 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
         try:
             source = _SOURCE.validate_python(yaml.safe_load(add_source))
         except yaml.YAMLError as exc:
-            raise JobError(f"--add-source is not YAML: {str(exc).splitlines()[0]}") from None
+            raise JobError(f"--add-source is not YAML: {yaml_error_line(exc)}") from None
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'source'}: {e['msg']}"

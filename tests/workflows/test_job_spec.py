@@ -71,6 +71,21 @@ def test_yaml_errors_are_one_clear_error(tmp_path: Path) -> None:
         load_job_spec(listy)
 
 
+def test_yaml_and_encoding_errors_are_a_single_line(tmp_path: Path) -> None:
+    """PyYAML's own message spans several lines; the CLI prints errors as one line."""
+    bad = tmp_path / "job.yaml"
+    bad.write_text("job_id: x\nquestion: [unclosed\n", encoding="utf-8")
+    with pytest.raises(JobSpecError) as err:
+        load_job_spec(bad)
+    text = str(err.value)
+    assert "\n" not in text
+    assert "line 3, column 1" in text and "flow sequence" in text
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"job_id: \xff\xfe\n")
+    with pytest.raises(JobSpecError, match="not UTF-8"):
+        load_job_spec(binary)
+
+
 def test_durations_round_trip_through_iso8601() -> None:
     assert parse_duration("90s") == timedelta(seconds=90)
     assert parse_duration("10m") == timedelta(minutes=10)
