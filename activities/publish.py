@@ -11,9 +11,11 @@ same path with the same bytes: one copy, one receipt (``put_receipt`` is idempot
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,13 +64,26 @@ def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[st
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
+    """Temp file in the same directory, fsync, ``os.replace``, fsync the directory.
+
+    A temp file is never left behind: a failed attempt removes its own, and a successful
+    one sweeps those of attempts killed between their write and their replace, so the
+    destination holds the article once and no second (temp) copy of it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with open(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        stale.unlink(missing_ok=True)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
