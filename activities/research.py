@@ -54,6 +54,10 @@ async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
     spec, state = await rt.spec_of(inp.job), inp.state
     topics = [TopicTerms(name=t.name, terms=list(t.terms)) for t in spec.topics]
     as_of = datetime.fromisoformat(inp.as_of)
+    # One acquisition per source name, the newest spec winning: two resolutions naming the
+    # same source can arrive together, and acquiring it twice would record duplicate call
+    # ids and duplicate evidence.
+    sources = list({src.name: src for src in inp.sources}.values())
     await pause_point("research")
 
     results: list[dict[str, Any]] = []  # appended in completion order
@@ -64,7 +68,7 @@ async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
         results.append(res.tool_result.model_dump(mode="json"))
         return res
 
-    acquired = await asyncio.gather(*(one(src) for src in inp.sources))
+    acquired = await asyncio.gather(*(one(src) for src in sources))
     issued = [a.tool_call.model_dump(mode="json") for a in acquired]  # issue order
 
     src_id, ev_id, tool_id = _ids(spec.job_id)
@@ -75,7 +79,7 @@ async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
 
     acquisitions = [a for a in old_sources["acquisitions"] if a["source_name"] not in renewed]
     records = [r for r in old_pack["records"] if r["source_name"] not in renewed]
-    for a, src in zip(acquired, inp.sources, strict=True):
+    for a, src in zip(acquired, sources, strict=True):
         acquisitions.append({
             "source_name": a.source_name, "kind": a.kind, "outcome": str(a.outcome),
             "reason": a.reason, "revision": a.revision, "missing_topics": a.missing_topics,
