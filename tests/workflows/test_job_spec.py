@@ -26,6 +26,12 @@ def test_example_job_loads_with_paths_resolved_against_its_folder() -> None:
 
 @pytest.mark.parametrize(("change", "field"), [
     ({"job_id": "has space"}, "job_id"),
+    # the job id names the published file (<destination>/<job_id>.md): no way out of it
+    ({"job_id": "../x"}, "job_id"),
+    ({"job_id": "a/b"}, "job_id"),
+    ({"job_id": "a\\b"}, "job_id"),
+    ({"job_id": ".."}, "job_id"),
+    ({"job_id": "x\n"}, "job_id"),
     ({"topics": []}, "topics"),
     ({"topics": [{"name": "x", "terms": []}]}, "topics.0.terms"),
     ({"review": {"reviewers": ["alice"], "timeout": "soon"}}, "review.timeout"),
