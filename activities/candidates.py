@@ -11,6 +11,7 @@ publishing is gated by the review Update, not by anything a model reads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -147,7 +148,10 @@ class _Loader:
             rel = path.relative_to(root).as_posix()
             data = path.read_bytes()[:WORKSPACE_MAX_BYTES]
             text = data.decode("utf-8", errors="replace")
-            art_id = f"{self.spec.job_id}.ws.{rel.replace('/', '__')}"
+            # The path's hash, not the path: any file name makes a valid store id (a
+            # backslash or a very long path would not), and two paths never share one.
+            rel_hash = hashlib.sha256(rel.encode("utf-8", "surrogateescape")).hexdigest()
+            art_id = f"{self.spec.job_id}.ws.{rel_hash[:32]}"
             principal = principal_of(self.spec)
             head = await self.store.head("workspace_file", art_id, principal=principal)
             digest = sha256_text(text)
