@@ -22,6 +22,7 @@ import contextlib
 import gc
 import json
 import os
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from activities.store_access import WorkerStore
 from artifacts.errors import RevisionConflict
 from workflows.job_spec import JobSpec
 
+#: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
+SPEC_CACHE_SIZE = 1024
 PAUSE_ENV = "PRESSROOM_TEST_PAUSE_AT"
 PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
 
@@ -41,16 +44,26 @@ PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
 class ActivityRuntime:
     """Per-worker shared state: the artifact store, opened on first use."""
 
-    def __init__(self, store_url: str | None = None) -> None:
+    def __init__(self, store_url: str | None = None, *,
+                 spec_cache_size: int = SPEC_CACHE_SIZE) -> None:
         self.store_url = store_url
         self._store: Any = None
         self._lock = asyncio.Lock()
-        self._specs: dict[str, JobSpec] = {}
+        self._specs: OrderedDict[tuple[str, ...], JobSpec] = OrderedDict()
+        self._spec_cache_size = spec_cache_size
 
     async def spec_of(self, job: JobRef) -> JobSpec:
-        """The job spec revision ``job`` names, read once per worker (keyed by its hash)."""
-        cached = self._specs.get(job.spec.content_hash)
+        """The job spec revision ``job`` names, read once per worker.
+
+        The cache key carries the reader's tenant and project and the revision's identity,
+        not only its hash, so a cached spec is only handed to a reader the store itself
+        would have shown it to (as in ``store_access.WorkerStore``).
+        """
+        key = (job.tenant, job.project, job.spec.kind, job.spec.artifact_id,
+               str(job.spec.revision), job.spec.content_hash)
+        cached = self._specs.get(key)
         if cached is not None:
+            self._specs.move_to_end(key)
             return cached
         store = await self.store()
         principal = artifacts.Principal(principal_id=job.principal_id, tenant=job.tenant,
@@ -61,7 +74,9 @@ class ActivityRuntime:
             raise artifacts.IntegrityError("job_spec", job.spec.artifact_id, job.spec.revision,
                                            job.spec.content_hash, rec.content_hash)
         spec = JobSpec.model_validate_json(body)
-        self._specs[job.spec.content_hash] = spec
+        self._specs[key] = spec
+        while len(self._specs) > self._spec_cache_size:
+            self._specs.popitem(last=False)
         return spec
 
     async def store(self) -> Any:
