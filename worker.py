@@ -23,6 +23,7 @@ from temporalio.worker import Worker
 
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
+from workflows.errors import JobError
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
@@ -37,11 +38,22 @@ from workflows.temporal_config import (
 async def connect(address: str | None = None, namespace: str | None = None, *,
                   tls_cert: str | None = None, tls_key: str | None = None,
                   tls_ca: str | None = None) -> Client:
-    """A client with Pressroom's data converter (TLS when a cert or CA is given)."""
+    """A client with Pressroom's data converter (TLS when a cert, key or CA is given).
+
+    A client certificate and its key go together: one without the other is refused here
+    (a lone key used to be ignored, silently connecting without TLS).
+    """
     tls: bool | TLSConfig = False
+    if bool(tls_cert) != bool(tls_key):
+        raise JobError("--tls-cert and --tls-key go together: give both or neither")
     if tls_cert or tls_ca:
         def read(path: str | None) -> bytes | None:
-            return Path(path).read_bytes() if path else None
+            if not path:
+                return None
+            try:
+                return Path(path).read_bytes()
+            except OSError as exc:
+                raise JobError(f"cannot read TLS file {path}: {exc.strerror or exc}") from None
 
         tls = TLSConfig(client_cert=read(tls_cert), client_private_key=read(tls_key),
                         server_root_ca_cert=read(tls_ca))
