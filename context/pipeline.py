@@ -28,6 +28,7 @@ from context.manifest import (
 )
 from context.ranking import (
     covered_topics,
+    evidence_topics,
     supersede,
     topic_terms,
 )
@@ -358,7 +359,8 @@ class Pipeline:
                     f"{_HINT[part]} item, or a policy whose blocking.required_partitions "
                     f"omits {part.value})",
                 )
-        covered = {t for a in self.admitted.values() if _is_evidence(a) for t in _answers(a)}
+        covered = {t for a in self.admitted.values()
+                   for t in evidence_topics(a.item, a.zone, a.load_mode, a.covered)}
         covered |= self.tools.covered_topics()
         self.missing = [t.name for t in self.req.required_topics if t.name not in covered]
         hard = [t.name for t in self.req.required_topics if t.blocking and t.name in self.missing]
@@ -375,32 +377,6 @@ class Pipeline:
         return sorted(members, key=lambda a: (
             self.units[a.item.item_id].order if a.item.item_id in self.units else 0,
             a.item.item_id))
-
-
-_NOT_EVIDENCE = (SourceType.MODEL_SUMMARY, SourceType.CHECKPOINT, SourceType.AGENT_OUTPUT)
-
-
-def _is_evidence(a: Admitted) -> bool:
-    """Only loaded evidence answers a required topic: not the task contract or control
-    text that merely names it, not state, not a summary or checkpoint (derived claims),
-    not agent output (a draft that lists a topic under its missing evidence must not
-    cover it on the next step), and not a disclosed index entry whose body was never
-    loaded. Tool results: ``context.tool_coverage``."""
-    return (
-        a.zone is Zone.DATA
-        and a.load_mode is not LoadMode.DISCLOSE
-        and a.item.source_type not in _NOT_EVIDENCE
-    )
-
-
-def _answers(a: Admitted) -> Sequence[str]:
-    """Topics an evidence item answers. An editable project file (``plan.md``) answers
-    only the topics its acquirer declared for it: anyone may write its text, and "find
-    evidence on X" in a plan mentions X without being evidence on X."""
-    if a.item.source_type is SourceType.EDITABLE_PROJECT_FILE:
-        declared = {t.casefold() for t in a.item.topics}
-        return [t for t in a.covered if t.casefold() in declared]
-    return a.covered
 
 
 _HINT = {

@@ -37,6 +37,7 @@ from datetime import datetime
 from context.items import ContextItem
 from context.memo import ItemMemo
 from context.request import TopicSpec
+from context.vocabulary import LoadMode, SourceType, Zone
 
 _WORD = re.compile(r"\w{4,}")
 _COVER = ItemMemo()
@@ -173,3 +174,29 @@ def coverage_first(infos: Sequence[RankInfo], topic_names: Sequence[str]) -> lis
                 break
     placed += [r for r in ranked if r.item_id not in taken]
     return placed
+
+
+_NOT_EVIDENCE = (SourceType.MODEL_SUMMARY, SourceType.CHECKPOINT, SourceType.AGENT_OUTPUT)
+
+
+def evidence_topics(
+    item: ContextItem, zone: Zone, load_mode: LoadMode | None, covered: Sequence[str]
+) -> Sequence[str]:
+    """The required topics an admitted item answers for ``missing_topics``.
+
+    Only loaded evidence answers a topic: not the task contract or control text that
+    merely names it, not state, not a summary or checkpoint (derived claims), not agent
+    output (a draft that lists a topic under its missing evidence must not cover it on the
+    next step), and not a disclosed index entry whose body was never loaded. An editable
+    project file (``plan.md``) answers only the topics its acquirer declared: anyone may
+    write its text, and "find evidence on X" in a plan mentions X without being evidence
+    on X. Tool results: ``context.tool_coverage``.
+    """
+    if zone is not Zone.DATA or load_mode is LoadMode.DISCLOSE:
+        return ()
+    if item.source_type in _NOT_EVIDENCE:
+        return ()
+    if item.source_type is SourceType.EDITABLE_PROJECT_FILE:
+        declared = {t.casefold() for t in item.topics}
+        return [t for t in covered if t.casefold() in declared]
+    return covered
