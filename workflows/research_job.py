@@ -72,6 +72,8 @@ _NON_RETRYABLE = [
     "RevisionConflict",
 ]
 _MANIFEST_IDS_KEPT = 200
+_MAX_COMMENTS = 50
+_MAX_COMMENT_CHARS = 20_000
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 
@@ -292,6 +294,12 @@ class ResearchJobWorkflow:
                              "its own draft")
         if inp.reviewer not in spec.review.reviewers:
             raise ValueError(f"reviewer {inp.reviewer!r} is not allowed for this job")
+        size = sum(len(c) for c in inp.comments)
+        if len(inp.comments) > _MAX_COMMENTS or size > _MAX_COMMENT_CHARS:
+            # comments travel in history and into every later draft step: keep them bounded
+            raise ValueError(f"review comments too large: {len(inp.comments)} comments, "
+                             f"{size} characters (limit {_MAX_COMMENTS} comments, "
+                             f"{_MAX_COMMENT_CHARS} characters)")
         if inp.decision == "request_changes":
             if not [c for c in inp.comments if c.strip()]:
                 raise ValueError("request_changes needs at least one comment")

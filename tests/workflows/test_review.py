@@ -59,6 +59,9 @@ async def test_validator_rejects_stale_foreign_and_self_decisions(
                 await jobs.review_job(client, spec.job_id, "approve", **kw)
         with pytest.raises(ReviewRejected, match="needs at least one comment"):
             await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice")
+        with pytest.raises(ReviewRejected, match="review comments too large"):
+            await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+                                  comments=["x" * 20_001])
         # nothing recorded: no update in history, no review decision in the store, no article
         assert await _update_events(handle) == 0
         assert await _review_revisions(runtime, spec) == 0
