@@ -55,6 +55,20 @@ def _call_error(provider: str, exc: Exception) -> ProviderCallError:
     return ProviderCallError(f"{provider} call failed ({where}): {exc}", retryable=retryable)
 
 
+def _checked_request(
+    name: str, expected: str, model: str | None, payload: dict[str, Any], adapter: str
+) -> dict[str, Any]:
+    """A copy of ``payload`` for the SDK call, after the checks both providers share."""
+    if adapter != expected:
+        raise ProviderConfigError(f"provider {name} needs an {expected} payload, got {adapter}")
+    if not isinstance(payload.get("messages"), list) or not payload["messages"]:
+        raise ProviderInputError("request has no messages")
+    request = dict(payload)
+    if model:
+        request["model"] = model
+    return request
+
+
 class OpenAIProvider:
     """Chat Completions through ``openai.AsyncOpenAI`` (also OpenAI-compatible servers)."""
 
@@ -76,16 +90,7 @@ class OpenAIProvider:
 
     def build_request(self, payload: dict[str, Any], adapter: str) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create``: the payload, unchanged."""
-        if adapter != self.adapter:
-            raise ProviderConfigError(
-                f"provider {self.name} needs an {self.adapter} payload, got {adapter}"
-            )
-        if not isinstance(payload.get("messages"), list) or not payload["messages"]:
-            raise ProviderInputError("request has no messages")
-        request = dict(payload)
-        if self.model:
-            request["model"] = self.model
-        return request
+        return _checked_request(self.name, self.adapter, self.model, payload, adapter)
 
     def client(self) -> Any:
         if self._client is None:
@@ -136,17 +141,9 @@ class AnthropicProvider:
 
     def build_request(self, payload: dict[str, Any], adapter: str) -> dict[str, Any]:
         """The keyword arguments of ``messages.create``: the payload, unchanged."""
-        if adapter != self.adapter:
-            raise ProviderConfigError(
-                f"provider {self.name} needs an {self.adapter} payload, got {adapter}"
-            )
-        if not isinstance(payload.get("messages"), list) or not payload["messages"]:
-            raise ProviderInputError("request has no messages")
-        if "max_tokens" not in payload:
+        request = _checked_request(self.name, self.adapter, self.model, payload, adapter)
+        if "max_tokens" not in request:
             raise ProviderInputError("an anthropic_messages request needs max_tokens")
-        request = dict(payload)
-        if self.model:
-            request["model"] = self.model
         return request
 
     def client(self) -> Any:
