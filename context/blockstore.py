@@ -3,23 +3,25 @@
 Why this exists: a data item's exact cost is the token count of its rendered data block,
 and the renderer later sends that very string. :class:`BlockStore` builds each block once
 per assembly (reusing the verified content hash instead of hashing the content again),
-hands the source-limit stage its memoized shaping, and lets the budget stage count every
-block still unknown in one batch (``TokenCounter.count_batch``, two threads) before it
-costs them one by one against the cache.
+hands the source-limit stage its memoized shaping, and is the budget stage's ``Costing``:
+it prices an uncosted data unit exactly (its block counted, in batches on two threads via
+``TokenCounter.count_batch``, the cost memoized per item) or by a proven lower bound on
+its block (``context.floors``) that lets the allocator evict it without tokenizing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from context import memo
 from context._blocks import data_block
+from context.budget import Unit
+from context.floors import token_floor
 from context.items import ContextItem
 from context.layout import block_cost
 from context.records import Admitted
-from context.shaping import LimitMemo, shape_item, source_limit_of
-from context.source_limits import LimitApplied
+from context.shaping import LimitMemo, shape_item
 from context.vocabulary import Zone
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ class BlockStore:
         topics = pipeline.req.required_topics
         self._terms = tuple(t for topic in topics for t in topic.match_terms)
         self._limit_ctx = (pipeline.policy.digest, self._terms)
+        self._frame: int | None = None
 
     def block(self, item: ContextItem, flags: tuple[str, ...]) -> str:
         """``data_block(item, flags)``, built once per assembly (costing and rendering)."""
@@ -54,37 +57,46 @@ class BlockStore:
 
     def shape_all(self, admitted: Iterable[Admitted]) -> dict[str, LimitMemo]:
         """The source-limited item of each data item (memoized per item, policy and topic
-        terms); the excerpts new to this call are counted first, in one batch."""
+        terms). Excerpts are not tokenized here: one is costed as its data block, and only
+        if the budget gets that far (``token_estimate_after`` is filled in then)."""
         policy, terms = self.p.policy, self._terms
-        todo: list[tuple[Admitted, LimitApplied | None]] = []
         out: dict[str, LimitMemo] = {}
         for a in admitted:
             if a.zone not in (Zone.DATA, Zone.DERIVED):
                 continue
             cached: LimitMemo | None = memo.LIMITS.get(a.item, (self._limit_ctx, a.load_mode))
             if cached is None:
-                todo.append((a, source_limit_of(policy, a.item, a.load_mode, terms)))
-            else:
-                out[a.item.item_id] = cached
-        self.p.counter.count_batch([x.item.content for _, x in todo if x is not None])
-        for a, applied in todo:
-            shaped = shape_item(policy, self.p.counter, a.item, a.load_mode, terms, applied)
-            memo.LIMITS.put(a.item, (self._limit_ctx, a.load_mode), shaped)
-            out[a.item.item_id] = shaped
+                cached = shape_item(policy, self.p.counter, a.item, a.load_mode, terms)
+                memo.LIMITS.put(a.item, (self._limit_ctx, a.load_mode), cached)
+            out[a.item.item_id] = cached
         return out
 
-    def precount(self, admitted: Iterable[Admitted]) -> None:
-        """Cost, in one counted batch, the blocks of data items whose exact cost is not
-        memoized; the costs go straight to the memo (``data_block_cost`` of the same
-        counts), so no block is hashed a second time for a cache lookup."""
-        todo: list[tuple[ContextItem, tuple[str, ...]]] = []
-        texts = []
-        for a in admitted:
-            if a.zone in (Zone.DATA, Zone.DERIVED):
-                flags = flags_of(a)
-                if memo.LIMITS.get(a.item, flags) is None:
-                    todo.append((a.item, flags))
-                    texts.append(self.block(a.item, flags))
+    # -- Costing (context.budget) -----------------------------------------------------
+    def frame(self) -> int:
+        """Tokens a data block's user message adds around the block (exact, constant)."""
+        if self._frame is None:
+            self._frame = block_cost(self.p.counter, 0).message_tokens
+        return self._frame
+
+    def cost(self, units: Sequence[Unit]) -> None:
+        """Count the blocks of ``units`` in one batch; costs go to the units and the memo."""
+        todo: list[tuple[Unit, Admitted, tuple[str, ...]]] = []
+        for u in units:
+            a = self.p.admitted[u.unit_id]
+            todo.append((u, a, flags_of(a)))
         counter = self.p.counter
-        for (item, flags), n in zip(todo, counter.count_batch(texts), strict=True):
-            memo.LIMITS.put(item, flags, block_cost(counter, n))
+        counts = counter.count_batch([self.block(a.item, flags) for _, a, flags in todo])
+        for (u, a, flags), n in zip(todo, counts, strict=True):
+            cost = block_cost(counter, n)
+            memo.LIMITS.put(a.item, flags, cost)
+            u.cost = a.tokens = cost.message_tokens
+            u.block_tokens = a.block_tokens = cost.block_tokens
+
+    def floor(self, unit: Unit, room: int) -> tuple[int, int]:
+        frame = self.frame()
+        content = self.p.admitted[unit.unit_id].item.content
+        block = token_floor(content, max(0, room - frame))
+        return frame + block, block
+
+    def likely(self, unit: Unit) -> int:
+        return self.frame() + len(self.p.admitted[unit.unit_id].item.content) // 4

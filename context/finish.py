@@ -25,6 +25,7 @@ from context.manifest import (
     ModelRef,
     PartitionEntry,
     PolicyRef,
+    TransformEntry,
     canonical,
     seal,
 )
@@ -223,7 +224,7 @@ class Finisher:
             "source_acquisition": p.acquisitions,
             "candidate_items": p.candidate_entries,
             "excluded": sorted(p.excluded, key=lambda e: (e.item_id, e.stage)),
-            "transforms": p.transforms,
+            "transforms": self._transforms(),
             "tool_pairs": pairs,
             "tool_anomalies": anomalies,
             "summaries": p.summaries,
@@ -233,6 +234,19 @@ class Finisher:
             "stages": p.stages,
             "_included": included,
         }
+
+    def _transforms(self) -> list[TransformEntry]:
+        """The records, with each excerpt's ``token_estimate_after`` — the tokens of its data
+        block as sent — filled in where the budget costed it (it stays null for an excerpt
+        evicted on a lower bound, never tokenized)."""
+        out = []
+        for t in self.p.transforms:
+            unit = self.p.units.get(t.output_item_id or "")
+            if (t.type == "excerpt" and t.token_estimate_after is None and unit is not None
+                    and unit.cost is not None):
+                t = t.model_copy(update={"token_estimate_after": unit.block_tokens})
+            out.append(t)
+        return out
 
     def _budget(self, per_part: dict[Partition, int] | None, total: int | None,
                 evidence: int) -> BudgetEntry:
@@ -245,6 +259,7 @@ class Finisher:
                 used=(per_part or {}).get(part, use.used if use else 0),
                 minimum=use.minimum if use else rule.minimum,
                 maximum=rule.maximum, demand=use.demand if use else 0, eviction=rule.eviction,
+                uncounted=use.uncounted if use else 0,
             )
         return BudgetEntry(
             estimator=ESTIMATOR, model_context_limit=p.req.model.context_limit,

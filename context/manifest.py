@@ -99,11 +99,16 @@ class CandidateEntry(_M):
 
 
 class PartitionEntry(_M):
+    """``demand`` is exact when ``uncounted`` is 0; otherwise it adds, for each of the
+    ``uncounted`` units evicted on a proven lower bound without being tokenized, that
+    bound (so it is then a lower bound itself)."""
+
     used: int
     minimum: int
     maximum: int | None
     demand: int
     eviction: str
+    uncounted: int = 0
 
 
 class BudgetEntry(_M):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from context import memo
 from context.adapters import SerializedRequest
 from context.blockstore import BlockStore
-from context.budget import Allocation, Unit, allocate, usable_budget
+from context.budget import Allocation, Unit, allocate, cost_text, usable_budget
 from context.gates import GateOutcome, GateRunner
 from context.items import ContextItem
 from context.loading import load_mode_for
@@ -326,7 +326,8 @@ class Pipeline:
         units = build_units(self)
         self.units = {u.unit_id: u for u in units}
         self.usable = usable_budget(self.policy.budget, self.req.model.context_limit)
-        alloc = allocate(units, self.policy.budget, self.usable, self.req.evidence_budget)
+        alloc = allocate(units, self.policy.budget, self.usable, self.req.evidence_budget,
+                         costing=self.blocks)
         self.alloc = alloc
         for u in alloc.evicted:
             self.evict(u, "does not fit its partition budget")
@@ -343,7 +344,7 @@ class Pipeline:
         if u.unit_id in self.admitted:
             a = self.admitted[u.unit_id]
             self.exclude(a, ExclusionReason.BUDGET_EVICTED, "budget",
-                         f"{detail} ({u.cost} tokens, partition {u.partition.value})")
+                         f"{detail} ({cost_text(u)}, partition {u.partition.value})")
         else:
             self.tools.evict(u, detail)
 

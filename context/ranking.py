@@ -21,7 +21,8 @@ items that passed every gate, and they only remove or order.
   excluded for this reason.
 * **Order** (the budget fills in this order): required items first, then more required
   topics covered, then decision/question relevance (distinct decision terms found), then
-  stage match, then authority, then fewer tokens, then item id. Direct evidence is
+  stage match, then authority, then the shorter text (characters: known before any
+  tokenizing), then item id. Direct evidence is
   ordered *coverage first*: for each required topic in request order, its best item not
   yet placed; then everything else by rank — so a tight budget spends itself on covering
   topics, not on the second-best item for one topic.
@@ -142,7 +143,7 @@ class RankInfo:
     relevance: int
     stage_match: bool
     authority: int
-    tokens: int
+    size: int
     item_id: str
 
     def sort_key(self) -> tuple[int, int, int, int, int, int, str]:
@@ -152,7 +153,7 @@ class RankInfo:
             -self.relevance,
             0 if self.stage_match else 1,
             -self.authority,
-            self.tokens,
+            self.size,
             self.item_id,
         )
 

@@ -50,7 +50,7 @@ def shape_item(policy: ContextPolicy, counter: TokenCounter, item: ContextItem, 
     if applied is ...:
         applied = source_limit_of(policy, item, mode, terms)
     if applied is not None:
-        rec = _limit_record(policy, counter, item, applied.item, applied.mode, applied.detail)
+        rec = _limit_record(policy, item, applied.item, applied.mode, applied.detail)
         recs.append(rec)
         failed = _failed(rec)
         if failed:
@@ -68,7 +68,7 @@ def shape_item(policy: ContextPolicy, counter: TokenCounter, item: ContextItem, 
         return after, recs, None, body, LoadMode.DISCLOSE
     return item, recs, None, body, mode
 
-def _limit_record(policy: ContextPolicy, counter: TokenCounter, before: ContextItem,
+def _limit_record(policy: ContextPolicy, before: ContextItem,
                   after: ContextItem, mode: str, detail: str) -> TransformEntry:
     ref = after.source_ref
     checks = {
@@ -85,9 +85,9 @@ def _limit_record(policy: ContextPolicy, counter: TokenCounter, before: ContextI
         policy_version=policy.version_label, transformer_version="source-limits/v1",
         # The original is never sent, so it is never tokenized (that would cost the
         # tokenizer pass over the whole source the excerpt exists to avoid): "before" is
-        # the source's own estimate when it gave one.
-        assertions=checks, tokens_before=before.estimated_tokens,
-        tokens_after=counter.count_text(after.content),
+        # the source's own estimate when it gave one. "After" is the excerpt's data block
+        # as sent, filled in by the engine once the budget costs it (context.finish).
+        assertions=checks, tokens_before=before.estimated_tokens, tokens_after=None,
     )
 
 def _disclose(policy: ContextPolicy, counter: TokenCounter, before: ContextItem,

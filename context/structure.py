@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from context.budget import Unit
+from context.budget import Unit, cost_text
 from context.compaction import compact, pair_item
 from context.errors import ContextError
 from context.items import SourceRef
@@ -215,7 +215,7 @@ class ToolStage:
         self.placement[call_id] = "evicted"
         self.p.excluded.append(excluded_after_gates(
             pair_item(pair, self.p.req.scope), None, ExclusionReason.BUDGET_EVICTED, "budget",
-            f"whole tool exchange evicted: {detail} ({unit.cost} tokens)",
+            f"whole tool exchange evicted: {detail} ({cost_text(unit)})",
         ))
 
     def render_pairs(self) -> list[ToolPair]:

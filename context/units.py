@@ -3,9 +3,13 @@
 Every admitted item becomes one all-or-nothing ``Unit`` (the control frame and the
 MISSING EVIDENCE notice are units too; tool pairs come from ``context.structure``). Costs
 are exact token counts of the strings that will be sent (``context.layout``), memoized per
-item. Order inside a partition: direct evidence coverage first, then rank
-(``context.ranking``), after the policy's optional rank cap (``ranking_lost``); control by
-authority then id; the step contract first in the task partition.
+item. Control, task and state units are costed here; a data item whose block cost is not
+memoized yet enters uncosted and ``context.budget`` prices it through the block store —
+exactly, or by a lower bound that proves it cannot fit. Order inside a partition: direct
+evidence coverage first, then rank (``context.ranking``; its size tie-break is the
+item's character length, known without tokenizing), after the policy's optional rank cap
+(``ranking_lost``); control by authority then id; the step contract first in the task
+partition.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from context.layout import (
     BlockCost,
     control_frame_cost,
     control_item_cost,
-    data_block_cost,
     missing_notice_cost,
     trusted_cost,
 )
@@ -42,7 +45,7 @@ def rank_info(p: Pipeline, a: Admitted, terms: tuple[str, ...]) -> RankInfo:
         relevance=decision_relevance(a.item, terms),
         stage_match=not stages or p.req.stage in stages,
         authority=a.item.authority,
-        tokens=a.tokens,
+        size=len(a.item.content),
         item_id=a.item.item_id,
     )
 
@@ -63,7 +66,7 @@ def rank_cap(p: Pipeline, order: list[str]) -> list[str]:
 
 
 def build_units(p: Pipeline) -> list[Unit]:
-    """Cost every admitted item exactly and order each partition's units by rank."""
+    """Cost the trusted items (data items lazily) and order each partition's units."""
     c, req = p.counter, p.req
     units: list[Unit] = [Unit(FRAME_UNIT, Partition.CONTROL,
                               control_frame_cost(c, req.tool_definitions), 0)]
@@ -73,8 +76,8 @@ def build_units(p: Pipeline) -> list[Unit]:
         units.append(Unit(MISSING_UNIT, Partition.TASK,
                           missing_notice_cost(c, names, blocking), 1))
     terms = decision_terms(req.question, req.decision)
-    p.blocks.precount(p.admitted.values())
     by_part: dict[Partition, list[Admitted]] = {}
+    lazy: set[str] = set()
     for a in p.admitted.values():
         flags = flags_of(a)
         if a.zone is Zone.CONTROL:
@@ -83,10 +86,10 @@ def build_units(p: Pipeline) -> list[Unit]:
             a.tokens = trusted_cost(c, a.item, a.zone)
         else:
             cost: BlockCost | None = memo.LIMITS.get(a.item, flags)
-            if cost is None:
-                cost = data_block_cost(c, p.blocks.block(a.item, flags))
-                memo.LIMITS.put(a.item, flags, cost)
-            a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
+            if cost is not None:
+                a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
+            else:
+                lazy.add(a.item.item_id)
         by_part.setdefault(a.partition, []).append(a)
     for part, members in by_part.items():
         infos = {a.item.item_id: rank_info(p, a, terms) for a in members}
@@ -103,6 +106,7 @@ def build_units(p: Pipeline) -> list[Unit]:
             order.insert(0, p.step_item_id)
         for rank, iid in enumerate(order, start=2):
             a = p.admitted[iid]
-            units.append(Unit(iid, part, a.tokens, rank, a.block_tokens, a.item.required))
+            units.append(Unit(iid, part, None if iid in lazy else a.tokens, rank,
+                              a.block_tokens, a.item.required))
     units += p.tools.units(c)
     return units
