@@ -85,8 +85,10 @@ def covered_topics(
                 continue
             if hay is None:
                 hay = _haystack(item)
-            if any(term in hay for term in terms):
-                hits.append(i)
+            for term in terms:  # a loop, not any(): no generator frame per item and topic
+                if term in hay:
+                    hits.append(i)
+                    break
         found = tuple(hits)
         _COVER.put(item, term_sets, found)
     return tuple(topics[i].name for i in found)
@@ -99,7 +101,10 @@ def decision_relevance(item: ContextItem, terms: tuple[str, ...]) -> int:
     found: int | None = _RELEVANCE.get(item, terms)
     if found is None:
         hay = _haystack(item)
-        found = sum(1 for t in terms if t in hay)
+        found = 0
+        for t in terms:
+            if t in hay:
+                found += 1
         _RELEVANCE.put(item, terms, found)
     return found
 

@@ -90,6 +90,22 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
 )
 
 
+# Plain loops, not any()/all() over generators: these run ~10 times per candidate text,
+# and the generator frames cost as much as the substring searches on small texts.
+def _any_in(words: tuple[str, ...], text: str) -> bool:
+    for w in words:
+        if w in text:
+            return True
+    return False
+
+
+def _every_group_in(groups: tuple[tuple[str, ...], ...], text: str) -> bool:
+    for g in groups:
+        if not _any_in(g, text):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class SecretScan:
     kinds: tuple[str, ...]
@@ -129,7 +145,7 @@ class Detector:
             if isinstance(pre, re.Pattern):
                 if pre.search(text) is None:
                     continue
-            elif pre and not any(lit in text for lit in pre):
+            elif pre and not _any_in(pre, text):
                 continue
             redacted, n = pattern.subn(f"[REDACTED:{kind}]", redacted)
             if n:
@@ -148,7 +164,7 @@ class Detector:
         for pattern, groups in self._instructions:
             if ascii_only and groups and groups[0][0] in _CJK_LITERALS:
                 continue  # a pure-ASCII text cannot contain the CJK phrases
-            if groups and not all(any(w in folded for w in g) for g in groups):
+            if groups and not _every_group_in(groups, folded):
                 continue
             m = pattern.search(text)
             if m:

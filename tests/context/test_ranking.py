@@ -11,7 +11,7 @@ from context import Ready, assemble
 from context.policy import SourceLimit
 from context.ranking import RankInfo, coverage_first, supersede
 from context.render import MISSING_EVIDENCE_HEADING, parse_data_blocks
-from context.source_limits import _FAILURE, failures_of_log
+from context.source_limits import _FAILURE, _mentions, excerpt_code, failures_of_log
 from context.vocabulary import LoadMode, SourceType
 from tests.context.builders import AS_OF, code, item, request, topic, web
 
@@ -208,3 +208,29 @@ def test_log_excerpt_matches_the_per_line_definition(
     keep = sorted(keep)[:max_lines] or list(range(len(lines) - max_lines, len(lines)))
     assert limited is not None
     assert limited.item.content.rsplit("\n", 1)[0] == "\n".join(lines[i] for i in keep)
+
+
+_CODE_WORDS = ["retry", "RETRY", "Retry-After", "ß", "strasse", "İ", "cache", "x", "", " ",
+               "def", "\t", "backoff", "BACKOFF"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_CODE_WORDS), max_size=4), min_size=1, max_size=40),
+       st.integers(min_value=1, max_value=12),
+       st.lists(st.sampled_from(["retry", "strasse", "backoff", "i̇", "cache"]), max_size=3))
+def test_code_excerpt_matches_the_per_line_definition(
+    rows: list[list[str]], max_lines: int, terms: list[str]
+) -> None:
+    """Folding the whole text once picks the same window as folding line by line."""
+    text = "\n".join(" ".join(r) for r in rows)
+    lines = text.split("\n")
+    limited = excerpt_code(code("c", text), SourceLimit(mode="excerpt_with_line_range",
+                                                         max_lines=max_lines), tuple(terms))
+    if len(lines) <= max_lines:
+        assert limited is None
+        return
+    hits = [1 if _mentions(ln, tuple(terms)) else 0 for ln in lines]
+    sums = [sum(hits[s:s + max_lines]) for s in range(len(lines) - max_lines + 1)]
+    start = sums.index(max(sums))
+    assert limited is not None
+    assert limited.item.content == "\n".join(lines[start:start + max_lines])
