@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from context import memo
 from context._blocks import data_block
 from context.budget import Unit
-from context.floors import token_floor
+from context.floors import prefix_floor
 from context.items import ContextItem
 from context.layout import block_cost
 from context.records import Admitted
@@ -94,9 +94,15 @@ class BlockStore:
 
     def floor(self, unit: Unit, room: int) -> tuple[int, int]:
         frame = self.frame()
-        content = self.p.admitted[unit.unit_id].item.content
-        block = token_floor(content, max(0, room - frame))
-        return frame + block, block
+        item = self.p.admitted[unit.unit_id].item
+        need = max(0, room - frame)
+        # memoized per item: a bound that counted the whole text, or one already above
+        # this room, holds for any later assembly too (warm runs skip the split)
+        known: tuple[int, bool] | None = memo.LIMITS.get(item, "floor")
+        if known is None or not (known[1] or known[0] > need):
+            known = prefix_floor(item.content, need)
+            memo.LIMITS.put(item, "floor", known)
+        return frame + known[0], known[0]
 
     def likely(self, unit: Unit) -> int:
         return self.frame() + len(self.p.admitted[unit.unit_id].item.content) // 4

@@ -8,6 +8,7 @@
       → structure: zones, tool pairing (+ compaction)     → anomalies / unsafe repair
       → source limits (excerpts)                          → transform records
       → partition budgets on real token counts            → budget_evicted
+        (or evicted untokenized on a proven lower bound)
       → render + serialize + validate + exact count       → serialization_invalid
       → seal manifest: ready (both hashes) | blocked (reason, no hashes)
 

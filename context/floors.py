@@ -26,7 +26,7 @@ the real tokenizer.
 
 from __future__ import annotations
 
-__all__ = ["token_floor", "words"]
+__all__ = ["prefix_floor", "token_floor", "words"]
 
 _SPLIT_ONLY_IN_PYTHON = "\x1c\x1d\x1e\x1f"
 _AS_LETTER = str.maketrans(dict.fromkeys(_SPLIT_ONLY_IN_PYTHON, "x"))
@@ -43,15 +43,22 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def token_floor(text: str, room: int) -> int:
-    """A lower bound on the tokens of ``text`` that is ``> room`` whenever a prefix shows it.
+def prefix_floor(text: str, room: int) -> tuple[int, bool]:
+    """``(bound, whole)``: a lower bound on the tokens of ``text``, exceeding ``room``
+    whenever a prefix proportional to ``room`` shows it; ``whole`` says the bound counted
+    all of ``text`` (so it is the best this bound gets, for any room).
 
-    Reads only a prefix proportional to ``room`` when that already proves the text does
-    not fit, so proving that a large item cannot enter a nearly full budget costs little.
+    Reads only that prefix when it already proves the text does not fit, so proving that
+    a large item cannot enter a nearly full budget costs little.
     """
     prefix = max(_MIN_PREFIX, (room + 1) * _PREFIX_CHARS_PER_TOKEN)
     if len(text) > prefix:
         found = words(text[:prefix])
         if found > room:
-            return found
-    return words(text)
+            return found, False
+    return words(text), True
+
+
+def token_floor(text: str, room: int) -> int:
+    """The bound of :func:`prefix_floor` alone."""
+    return prefix_floor(text, room)[0]

@@ -1,8 +1,9 @@
 """Costing and rendering the admitted working set, with exact token accounting.
 
 Costs are real cl100k counts of the very strings that will be sent, so the tokenizer runs
-over each candidate about once and the final count of the serialized request is served
-from the count cache:
+over each costed candidate once and the final count of the serialized request is served
+from the count cache (data items the budget can prove do not fit are never tokenized:
+``context.floors``, ``context.budget``):
 
 * a data item costs ``count(data_block(item, flags))`` plus chat framing — the exact
   block the renderer will emit (the same string, so the final count is a cache hit);

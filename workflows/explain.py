@@ -61,8 +61,12 @@ def render_manifest(console: Console, m: dict[str, Any]) -> None:
     for col in ("partition", "used", "minimum", "maximum", "demand", "eviction"):
         part.add_column(col)
     for name, p in (budget.get("partitions") or {}).items():
+        # a demand that includes units evicted on a lower bound is itself a lower bound
+        uncounted = p.get("uncounted") or 0
+        demand = f"≥ {p.get('demand')} ({uncounted} untokenized)" if uncounted \
+            else str(p.get("demand"))
         part.add_row(name, str(p.get("used")), str(p.get("minimum")), str(p.get("maximum")),
-                     str(p.get("demand")), str(p.get("eviction")))
+                     demand, str(p.get("eviction")))
     console.print(part)
 
     if m.get("transforms"):
