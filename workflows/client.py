@@ -10,7 +10,7 @@ comes back as ``ReviewRejected`` with the validator's reason and nothing recorde
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from temporalio.client import (
@@ -38,6 +38,7 @@ from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
 
 Decision = Literal["approve", "request_changes", "reject"]
+QUERY_TIMEOUT = timedelta(seconds=10)
 
 
 @dataclass
@@ -50,10 +51,15 @@ class JobView:
     result: JobResult | None = None
     failure: str | None = None
     started: datetime | None = None
+    no_worker: str | None = None  # the task queue nobody polls, when the query could not run
 
     @property
     def summary(self) -> str:
         """``awaiting_review``, ``blocked: <reason>``, ``published``, ``failed: <reason>``…"""
+        if self.no_worker is not None:
+            return (f"running, but no worker answers on task queue {self.no_worker!r} — start "
+                    "`pressroom worker` (or `pressroom dev`); its live status and reviews "
+                    "need one")
         if self.live is not None:
             if self.live.status == "blocked":
                 return f"blocked: {self.live.blocked_reason}"
@@ -98,7 +104,19 @@ async def view_job(client: Client, job_id: str) -> JobView:
     status = desc.status or WorkflowExecutionStatus.RUNNING
     view = JobView(job_id=job_id, execution=status.name, started=desc.start_time)
     if status == WorkflowExecutionStatus.RUNNING:
-        view.live = await handle.query(ResearchJobWorkflow.status)
+        # A query (and a review Update) waits for a worker; without one it would hang the
+        # CLI instead of saying why. Poller lists lag a crashed worker by minutes, hence
+        # also the deadline on the query itself.
+        if not await has_pollers(client, desc.task_queue):
+            view.no_worker = desc.task_queue
+            return view
+        try:
+            view.live = await handle.query(ResearchJobWorkflow.status,
+                                           rpc_timeout=QUERY_TIMEOUT)
+        except RPCError as exc:
+            if exc.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                raise
+            view.no_worker = desc.task_queue
     elif status == WorkflowExecutionStatus.COMPLETED:
         view.result = await handle.result()
     elif status == WorkflowExecutionStatus.CONTINUED_AS_NEW:  # describe raced the new run

@@ -93,6 +93,13 @@ async def test_cli_run_review_status_explain(
                                    task_queue + "-idle")
     assert rc == 0, err
     assert "no worker is polling task queue" in out
+    # ... and status / approve say that nothing answers, instead of hanging on the query
+    rc, out, err = await pressroom(home, address, "status", spec.job_id + "-b")
+    assert rc == 0, err
+    assert "no worker answers on task queue" in out and task_queue + "-idle" in out
+    rc, _out, err = await pressroom(home, address, "approve", spec.job_id + "-b", "--as",
+                                    "alice", "--yes")
+    _one_line_error(rc, err, "no worker answers")
     rc, _out, err = await pressroom(home, address, "status", "no-such-job")
     _one_line_error(rc, err, "no job 'no-such-job'")
     rc, _out, err = await pressroom(home, "127.0.0.1:1", "status", spec.job_id)
