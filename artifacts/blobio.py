@@ -17,161 +17,99 @@ direction, not three:
 from __future__ import annotations
 
 import io
-from typing import Any, ClassVar
 
-from sqlalchemy import case, func, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from artifacts.sqltx import SqliteTx, Tx
 
-from artifacts.dialect import insert_for
-from artifacts.models import Blob
-
-__all__ = ["CHUNK", "BlobIO", "PostgresBlobIO", "SqliteBlobIO", "blob_io_for"]
+__all__ = ["CHUNK", "read_blob", "read_blob_row", "write_blob"]
 
 CHUNK = 4 * 1024 * 1024
 
+# Length and (for a small blob) bytes in one round trip; a large one comes back without
+# its bytes and is streamed in slices.
+BLOB_COLUMNS = f"length(b.data), CASE WHEN length(b.data) <= {CHUNK} THEN b.data END"
 
-class BlobIO:
-    """Write (if absent) and read blob bytes on the caller's session."""
 
-    dialect: ClassVar[str]
+def write_blob(tx: Tx, digest: str, body: bytes) -> None:
+    """Store ``body`` under ``digest`` unless that blob already exists."""
+    if len(body) <= CHUNK:
+        # One round trip: the conflict clause already skips a blob that exists.
+        tx.run("INSERT INTO blobs (hash, size, data) VALUES (:h, :n, :d) "
+               "ON CONFLICT (hash) DO NOTHING", {"h": digest, "n": len(body), "d": body})
+        return
+    if isinstance(tx, SqliteTx):
+        _sqlite_write_large(tx, digest, body)
+    elif tx.one("SELECT 1 FROM blobs WHERE hash = :h", {"h": digest}) is None:
+        _pg_write_large(tx, digest, body)
 
-    @classmethod
-    async def write(cls, session: AsyncSession, digest: str, body: bytes) -> None:
-        """Store ``body`` under ``digest`` unless that blob already exists."""
-        if len(body) <= CHUNK:
-            # One round trip: the conflict clause already skips a blob that exists.
-            await session.execute(
-                insert_for(session, Blob).values(hash=digest, size=len(body), data=body)
-                .on_conflict_do_nothing(index_elements=["hash"])
-            )
-            return
-        if await session.scalar(select(Blob.hash).where(Blob.hash == digest)) is not None:
-            return
-        await cls._write_large(session, digest, body)
 
-    @classmethod
-    async def read(cls, session: AsyncSession, digest: str) -> bytes | None:
-        """The stored bytes of ``digest`` (whatever they are now), or ``None`` if absent."""
-        # One round trip for the common small blob: its bytes come with its length; a
-        # large one comes back without bytes and is streamed in slices.
-        length = func.length(Blob.data)
-        found = (await session.execute(
-            select(length, case((length <= CHUNK, Blob.data), else_=None))
-            .where(Blob.hash == digest)
-        )).first()
-        if found is None or found[0] is None:
+def read_blob(tx: Tx, digest: str) -> bytes | None:
+    """The stored bytes of ``digest`` (whatever they are now), or ``None`` if absent."""
+    found = tx.one(f"SELECT {BLOB_COLUMNS} FROM blobs b WHERE b.hash = :h", {"h": digest})
+    if found is None:
+        return None
+    return read_blob_row(tx, digest, found[0], found[1])
+
+
+def read_blob_row(tx: Tx, digest: str, size: int | None, data: bytes | None) -> bytes | None:
+    """The bytes behind a row selected with ``BLOB_COLUMNS`` (``size`` None: no blob)."""
+    if size is None:
+        return None
+    if size <= CHUNK:
+        return bytes(data) if data is not None else b""
+    if isinstance(tx, SqliteTx):
+        return _sqlite_read_large(tx, digest)
+    return _pg_read_large(tx, digest, int(size))
+
+
+def _rowid(tx: SqliteTx, digest: str) -> int | None:
+    row = tx.one("SELECT rowid FROM blobs WHERE hash = :h", {"h": digest})
+    return None if row is None else int(row[0])
+
+
+def _sqlite_write_large(tx: SqliteTx, digest: str, body: bytes) -> None:
+    if not tx.run("INSERT INTO blobs (hash, size, data) VALUES (:h, :n, zeroblob(:n)) "
+                  "ON CONFLICT (hash) DO NOTHING", {"h": digest, "n": len(body)}):
+        return
+    rowid = _rowid(tx, digest)
+    assert rowid is not None
+    with tx.conn.blobopen("blobs", "data", rowid) as blob:
+        blob.write(body)
+
+
+def _sqlite_read_large(tx: SqliteTx, digest: str) -> bytes | None:
+    rowid = _rowid(tx, digest)
+    if rowid is None:
+        return None
+    with tx.conn.blobopen("blobs", "data", rowid, readonly=True) as blob:
+        data: bytes = blob.read()
+    return data
+
+
+def _pg_write_large(tx: Tx, digest: str, body: bytes) -> None:
+    tx.run("CREATE TEMPORARY TABLE IF NOT EXISTS pressroom_blob_staging "
+           "(seq integer PRIMARY KEY, data bytea NOT NULL) ON COMMIT DELETE ROWS")
+    tx.run("DELETE FROM pressroom_blob_staging")
+    view = memoryview(body)
+    try:
+        for seq, start in enumerate(range(0, len(body), CHUNK)):
+            tx.run("INSERT INTO pressroom_blob_staging (seq, data) VALUES (:s, :d)",
+                   {"s": seq, "d": view[start:start + CHUNK]})
+    finally:
+        view.release()
+    tx.run("INSERT INTO blobs (hash, size, data) "
+           "SELECT :h, :n, string_agg(data, ''::bytea ORDER BY seq) "
+           "FROM pressroom_blob_staging ON CONFLICT (hash) DO NOTHING",
+           {"h": digest, "n": len(body)})
+    tx.run("DELETE FROM pressroom_blob_staging")
+
+
+def _pg_read_large(tx: Tx, digest: str, size: int) -> bytes | None:
+    out = io.BytesIO()
+    for start in range(0, size, CHUNK):
+        row = tx.one("SELECT substring(data FROM :s FOR :n) FROM blobs WHERE hash = :h",
+                     {"s": start + 1, "n": CHUNK, "h": digest})
+        if row is None or row[0] is None:
             return None
-        size, data = found
-        if size <= CHUNK:
-            small: bytes = data if data is not None else b""
-            return small
-        return await cls._read_large(session, digest, int(size))
-
-    @classmethod
-    async def _write_large(cls, session: AsyncSession, digest: str, body: bytes) -> None:
-        raise NotImplementedError
-
-    @classmethod
-    async def _read_large(cls, session: AsyncSession, digest: str, size: int) -> bytes | None:
-        raise NotImplementedError
-
-
-class SqliteBlobIO(BlobIO):
-    dialect = "sqlite"
-
-    @staticmethod
-    async def _driver(session: AsyncSession) -> Any:
-        # The aiosqlite connection of this session's transaction; its worker thread owns
-        # the sqlite3 connection, so blob calls are queued onto that thread.
-        raw = await (await session.connection()).get_raw_connection()
-        return raw.driver_connection
-
-    @classmethod
-    async def _rowid(cls, session: AsyncSession, digest: str) -> int | None:
-        rowid = await session.scalar(text("SELECT rowid FROM blobs WHERE hash = :h"),
-                                     {"h": digest})
-        return None if rowid is None else int(rowid)
-
-    @classmethod
-    async def _write_large(cls, session: AsyncSession, digest: str, body: bytes) -> None:
-        result = await session.execute(
-            insert_for(session, Blob)
-            .values(hash=digest, size=len(body), data=func.zeroblob(len(body)))
-            .on_conflict_do_nothing(index_elements=["hash"])
-        )
-        if not result.rowcount:  # type: ignore[attr-defined]
-            return
-        rowid = await cls._rowid(session, digest)
-        aio = await cls._driver(session)
-
-        def write() -> None:
-            with aio._conn.blobopen("blobs", "data", rowid) as blob:
-                blob.write(body)
-
-        await aio._execute(write)
-
-    @classmethod
-    async def _read_large(cls, session: AsyncSession, digest: str, size: int) -> bytes | None:
-        rowid = await cls._rowid(session, digest)
-        if rowid is None:
-            return None
-        aio = await cls._driver(session)
-
-        def read() -> bytes:
-            with aio._conn.blobopen("blobs", "data", rowid, readonly=True) as blob:
-                data: bytes = blob.read()
-                return data
-
-        data: bytes = await aio._execute(read)
-        return data
-
-
-class PostgresBlobIO(BlobIO):
-    dialect = "postgresql"
-
-    @classmethod
-    async def _write_large(cls, session: AsyncSession, digest: str, body: bytes) -> None:
-        await session.execute(text(
-            "CREATE TEMPORARY TABLE IF NOT EXISTS pressroom_blob_staging "
-            "(seq integer PRIMARY KEY, data bytea NOT NULL) ON COMMIT DELETE ROWS"
-        ))
-        await session.execute(text("DELETE FROM pressroom_blob_staging"))
-        view = memoryview(body)
-        try:
-            for seq, start in enumerate(range(0, len(body), CHUNK)):
-                await session.execute(
-                    text("INSERT INTO pressroom_blob_staging (seq, data) VALUES (:s, :d)"),
-                    {"s": seq, "d": view[start:start + CHUNK]},
-                )
-        finally:
-            view.release()
-        await session.execute(
-            text(
-                "INSERT INTO blobs (hash, size, data) "
-                "SELECT :h, :n, string_agg(data, ''::bytea ORDER BY seq) "
-                "FROM pressroom_blob_staging ON CONFLICT (hash) DO NOTHING"
-            ),
-            {"h": digest, "n": len(body)},
-        )
-        await session.execute(text("DELETE FROM pressroom_blob_staging"))
-
-    @classmethod
-    async def _read_large(cls, session: AsyncSession, digest: str, size: int) -> bytes | None:
-        out = io.BytesIO()
-        for start in range(0, size, CHUNK):
-            chunk = await session.scalar(
-                select(func.substring(Blob.data, start + 1, CHUNK)).where(Blob.hash == digest)
-            )
-            if chunk is None:
-                return None
-            out.write(chunk)
-            del chunk
-        return out.getvalue()  # hands over the buffer: no second copy of the body
-
-
-_BY_DIALECT: dict[str, type[BlobIO]] = {"sqlite": SqliteBlobIO, "postgresql": PostgresBlobIO}
-
-
-def blob_io_for(session: AsyncSession) -> type[BlobIO]:
-    """The blob I/O strategy of the engine ``session`` is bound to."""
-    return _BY_DIALECT[session.get_bind().dialect.name]
+        out.write(row[0])
+        del row
+    return out.getvalue()  # hands over the buffer: no second copy of the body

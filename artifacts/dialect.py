@@ -1,7 +1,7 @@
 """Everything that differs between SQLite and PostgreSQL, in one class per engine.
 
 The store code above this module is engine-agnostic: it asks the settings object for
-engine options, the upsert-capable ``insert``, and the migration lock. SQLite needs the
+engine options, the runner of store operations, and the migration lock. SQLite needs the
 most care: WAL, foreign keys and a busy timeout on every connection, and ``BEGIN
 IMMEDIATE`` for write transactions so concurrent writers queue on the busy timeout
 instead of deadlocking on a read-to-write lock upgrade ("database is locked").
@@ -12,18 +12,17 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from sqlalchemy import event, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from artifacts.errors import DatabaseUnavailable
+from artifacts.runner import PgRunner, Runner, SqliteRunner
 
 __all__ = [
     "WRITE_OPTION",
     "DialectSettings",
     "PostgresSettings",
     "SqliteSettings",
-    "insert_for",
     "settings_for",
 ]
 
@@ -47,9 +46,8 @@ class DialectSettings:
     def install(self, engine: AsyncEngine) -> None:
         """Attach per-connection setup and transaction-begin hooks to ``engine``."""
 
-    @staticmethod
-    def insert(table: Any) -> Any:
-        """An ``INSERT`` construct that supports ``on_conflict_do_nothing``."""
+    def runner(self, engine: AsyncEngine) -> Runner:
+        """What runs store operations (see ``artifacts.runner``)."""
         raise NotImplementedError
 
     def lock_for_migration(self, connection: Connection) -> None:
@@ -105,9 +103,9 @@ class SqliteSettings(DialectSettings):
             else:
                 conn.exec_driver_sql("BEGIN")
 
-    @staticmethod
-    def insert(table: Any) -> Any:
-        return sqlite.insert(table)
+    def runner(self, engine: AsyncEngine) -> Runner:
+        assert self.url.database is not None  # prepare() refused anything else
+        return SqliteRunner(self.url.database, busy_timeout_s=self.busy_timeout_ms / 1000)
 
     def target(self) -> str:
         return f"SQLite file {self.url.database}"
@@ -147,9 +145,8 @@ class PostgresSettings(DialectSettings):
             "pool_pre_ping": True,
         }
 
-    @staticmethod
-    def insert(table: Any) -> Any:
-        return postgresql.insert(table)
+    def runner(self, engine: AsyncEngine) -> Runner:
+        return PgRunner(engine)
 
     def lock_for_migration(self, connection: Connection) -> None:
         connection.execute(
@@ -187,8 +184,3 @@ def settings_for(url: str | URL) -> DialectSettings:
 
         parsed = parsed.set(database=str(Path(parsed.database).expanduser()))
     return cls(parsed)
-
-
-def insert_for(session: AsyncSession, table: Any) -> Any:
-    """The upsert-capable ``INSERT`` of the engine ``session`` is bound to."""
-    return _BY_BACKEND[session.get_bind().dialect.name].insert(table)

@@ -3,15 +3,21 @@
 ``PRESSROOM_DATABASE_URL`` (or an explicit URL) selects PostgreSQL; otherwise the store
 is one SQLite file under ``$PRESSROOM_HOME`` (default ``~/.pressroom``). Connection
 failures become ``DatabaseUnavailable`` naming the host or file, never a driver trace.
+
+Store operations run through ``Database.call`` / ``Database.transaction`` (see
+``runner``); the SQLAlchemy engine and its sessions (``read`` / ``write``) remain for
+migrations and administrative SQL.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sqlalchemy import make_url, text
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -24,6 +30,8 @@ from sqlalchemy.ext.asyncio import (
 
 from artifacts.dialect import WRITE_OPTION, DialectSettings, settings_for
 from artifacts.errors import DatabaseUnavailable, StoreError
+from artifacts.runner import Runner, TxHandle
+from artifacts.sqltx import ConstraintRefused
 
 __all__ = [
     "Database",
@@ -35,6 +43,7 @@ __all__ = [
 ]
 
 DB_FILENAME = "pressroom.db"
+T = TypeVar("T")
 
 
 def pressroom_home() -> Path:
@@ -65,9 +74,24 @@ class Database:
     engine: AsyncEngine
     settings: DialectSettings
     sessions: async_sessionmaker[AsyncSession]
+    runner: Runner
 
     async def dispose(self) -> None:
+        await self.runner.close()
         await self.engine.dispose()
+
+    async def call(self, write: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(tx, *args, **kwargs)`` in its own transaction (a write one if ``write``):
+        committed when it returns, rolled back when it raises."""
+        with self._translated("write" if write else "read"):
+            return await self.runner.call(write, fn, *args, **kwargs)
+
+    @asynccontextmanager
+    async def transaction(self, write: bool) -> AsyncIterator[TxHandle]:
+        """One transaction across several ``await handle.run(fn, ...)`` calls."""
+        with self._translated("write" if write else "read"):
+            async with self.runner.transaction(write) as handle:
+                yield handle
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
@@ -94,11 +118,12 @@ class Database:
         # Driver errors that escape the store functions become typed store errors here.
         try:
             yield
-        except (OperationalError, InterfaceError) as exc:
+        except (OperationalError, InterfaceError, sqlite3.OperationalError,
+                sqlite3.InterfaceError) as exc:
             raise DatabaseUnavailable(
                 f"{action} failed on {self.settings.target()}: {_reason(exc)}"
             ) from exc
-        except DBAPIError as exc:
+        except (DBAPIError, sqlite3.DatabaseError, ConstraintRefused) as exc:
             raise StoreError(
                 f"{action} failed on {self.settings.target()}: {_reason(exc)}"
             ) from exc
@@ -136,7 +161,8 @@ async def connect(url: str | None = None) -> Database:
             f"cannot reach {settings.target()}: {_reason(exc)}"
         ) from exc
     sessions = async_sessionmaker(engine, expire_on_commit=False)
-    return Database(engine=engine, settings=settings, sessions=sessions)
+    return Database(engine=engine, settings=settings, sessions=sessions,
+                    runner=settings.runner(engine))
 
 
 def _reason(exc: BaseException) -> str:

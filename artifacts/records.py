@@ -5,21 +5,20 @@ like artifact bodies. Writes are insert-once: repeating a write with the same co
 a no-op (safe for retried activities); different content under the same id is a
 ``SealedConflict``. Receipts are idempotent by key: the first receipt wins and every
 later put returns it.
+
+A body is stored as its canonical JSON text (sorted keys, no spaces), the very bytes its
+hash covers, so sealing encodes it once and a read proves it by hashing the stored text
+before decoding it. A row stored in another layout (by an earlier version of the store,
+or edited in place) is decoded and re-encoded canonically before its hash is compared.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from artifacts.dialect import insert_for
-from artifacts.engine import begin_write
 from artifacts.errors import (
     ArtifactNotFound,
     IntegrityError,
@@ -27,7 +26,7 @@ from artifacts.errors import (
     ScopeDenied,
     SealedConflict,
 )
-from artifacts.models import Checkpoint, Manifest, Receipt
+from artifacts.sqltx import Tx
 from artifacts.types import Principal, Scope
 from artifacts.validate import (
     check_identifier,
@@ -38,6 +37,7 @@ from artifacts.validate import (
 )
 
 __all__ = [
+    "canonical_text",
     "get_manifest",
     "get_receipt",
     "json_hash",
@@ -49,30 +49,44 @@ __all__ = [
 ]
 
 
+def canonical_text(body: dict[str, Any]) -> str:
+    """The canonical JSON of ``body`` (sorted keys, no spaces, NaN refused)."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
 def json_hash(body: dict[str, Any]) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``body`` (sorted keys, no spaces)."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                           allow_nan=False)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return _text_hash(canonical_text(body))
 
 
-def _checked_hash(body: object, what: str) -> tuple[dict[str, Any], str]:
-    """``check_json_body`` and ``json_hash`` in one encoding pass.
+def _text_hash(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    A manifest carries its serialized model request, so it is the largest JSON a job
-    writes; encoding it once to validate and again to hash was measurable per step.
-    """
+
+def _sealed(body: object, what: str) -> tuple[str, str]:
+    """Check ``body`` is a JSON object and return its canonical text and hash, in one
+    encoding pass (the manifest carries its serialized model request, so it is the
+    largest JSON a job writes)."""
     if not isinstance(body, dict):
-        return check_json_body(body, what), ""  # raises InvalidArtifact naming the type
+        check_json_body(body, what)  # raises InvalidArtifact naming the type
     try:
-        digest = json_hash(body)
+        text = canonical_text(body)  # type: ignore[arg-type]
+        return text, _text_hash(text)
     except (TypeError, ValueError) as exc:
         raise InvalidArtifact(f"{what} is not JSON-serializable: {exc}") from None
-    return body, digest
 
 
-def _verified(kind: str, record_id: str, body: dict[str, Any], expected: str) -> dict[str, Any]:
-    actual = json_hash(body)
+def _verified(kind: str, record_id: str, stored: str, expected: str) -> dict[str, Any]:
+    """The decoded body of a stored text, proven against its seal hash."""
+    if _text_hash(stored) == expected:  # stored canonically: the text itself is proof
+        body: dict[str, Any] = json.loads(stored)
+        return body
+    try:
+        body = json.loads(stored)
+        actual = json_hash(body)
+    except (TypeError, ValueError):
+        body, actual = {}, _text_hash(stored)
     if actual != expected:
         raise IntegrityError(kind, record_id, None, expected, actual)
     return body
@@ -103,8 +117,8 @@ def _manifest_columns(body: dict[str, Any]) -> dict[str, str | None]:
     }
 
 
-async def put_manifest(
-    session: AsyncSession, manifest_id: str, *, run_id: str, step_id: str, status: str,
+def put_manifest(
+    tx: Tx, manifest_id: str, *, run_id: str, step_id: str, status: str,
     body: dict[str, Any], scope: Scope, policy_id: str | None = None,
     policy_revision: str | None = None, policy_digest: str | None = None,
     serialized_input_hash: str | None = None,
@@ -114,63 +128,58 @@ async def put_manifest(
         check_identifier(value, what)
     status = check_label(status, "manifest status")
     scope = check_scope(scope)
-    body, digest = _checked_hash(body, "manifest body")
+    text, digest = _sealed(body, "manifest body")
     columns = _manifest_columns(body)
     explicit = {"policy_id": policy_id, "policy_revision": policy_revision,
                 "policy_digest": policy_digest, "serialized_input_hash": serialized_input_hash}
     columns.update({k: v for k, v in explicit.items() if v is not None})
-    await begin_write(session)
-    await session.execute(
-        insert_for(session, Manifest).values(
-            manifest_id=manifest_id, run_id=run_id, step_id=step_id, status=status,
-            tenant=scope.tenant, project=scope.project, task=scope.task, body=body,
-            body_hash=digest, created_at=datetime.now(UTC), **columns,
-        ).on_conflict_do_nothing(index_elements=["manifest_id"])
+    tx.require_write()
+    inserted = tx.run(
+        "INSERT INTO manifests (manifest_id, run_id, step_id, status, tenant, project, task, "
+        "policy_id, policy_revision, policy_digest, serialized_input_hash, body, body_hash, "
+        "created_at) VALUES (:id, :run, :step, :status, :tenant, :project, :task, "
+        ":policy_id, :policy_revision, :policy_digest, :serialized_input_hash, :body, "
+        ":hash, :created) ON CONFLICT (manifest_id) DO NOTHING",
+        {"id": manifest_id, "run": run_id, "step": step_id, "status": status,
+         "tenant": scope.tenant, "project": scope.project, "task": scope.task, **columns,
+         "body": text, "hash": digest, "created": tx.when(datetime.now(UTC))},
     )
-    # Only the sealing columns come back: decoding the stored body again to compare
-    # hashes would cost a full parse of the manifest for nothing.
-    row = (await session.execute(
-        select(Manifest.body_hash, Manifest.run_id, Manifest.step_id, Manifest.status,
-               Manifest.tenant, Manifest.project, Manifest.task)
-        .where(Manifest.manifest_id == manifest_id)
-    )).first()
+    if inserted:
+        return digest
+    # The id was taken: a retry of the same write is a no-op, anything else a conflict.
+    # Only the sealing columns come back (never the body).
+    row = tx.one("SELECT body_hash, run_id, step_id, status, tenant, project, task "
+                 "FROM manifests WHERE manifest_id = :id", {"id": manifest_id})
     assert row is not None
-    stored = tuple(row)
-    if stored != (digest, run_id, step_id, status, scope.tenant, scope.project, scope.task):
+    if tuple(row) != (digest, run_id, step_id, status, scope.tenant, scope.project, scope.task):
         raise SealedConflict("manifest", manifest_id,
-                             f"stored body {row.body_hash} differs from {digest} (or its run, "
+                             f"stored body {row[0]} differs from {digest} (or its run, "
                              "step, status or scope differ)")
     return digest
 
 
-async def get_manifest(
-    session: AsyncSession, manifest_id: str, *, principal: Principal
-) -> dict[str, Any]:
+def get_manifest(tx: Tx, manifest_id: str, *, principal: Principal) -> dict[str, Any]:
     """The sealed manifest body; recorded provider usage fills ``budget.actual_input_tokens``."""
     check_identifier(manifest_id, "manifest_id")
     principal = check_principal(principal)
-    # Selecting columns (not the mapped row) decodes a fresh body on every call and keeps
-    # it out of the session's identity map, so the caller may mutate it without a deep copy.
-    row = (await session.execute(
-        select(Manifest.body, Manifest.body_hash, Manifest.actual_input_tokens).where(
-            Manifest.manifest_id == manifest_id,
-            Manifest.tenant == principal.tenant,
-            Manifest.project == principal.project,
-        )
-    )).first()
+    row = tx.one(
+        "SELECT CAST(body AS TEXT), body_hash, actual_input_tokens FROM manifests "
+        "WHERE manifest_id = :id AND tenant = :tenant AND project = :project",
+        {"id": manifest_id, "tenant": principal.tenant, "project": principal.project},
+    )
     if row is None:
         raise ScopeDenied(_not_visible(principal, "manifest", manifest_id))
-    body = _verified("manifest", manifest_id, row.body, row.body_hash)
-    if row.actual_input_tokens is not None:
+    body = _verified("manifest", manifest_id, row[0], row[1])  # decoded anew: caller's own
+    if row[2] is not None:
         budget = body.get("budget")
         if isinstance(budget, dict):
-            budget["actual_input_tokens"] = row.actual_input_tokens
+            budget["actual_input_tokens"] = row[2]
         else:
-            body["actual_input_tokens"] = row.actual_input_tokens
+            body["actual_input_tokens"] = row[2]
     return body
 
 
-async def record_usage(session: AsyncSession, manifest_id: str, actual_input_tokens: int) -> None:
+def record_usage(tx: Tx, manifest_id: str, actual_input_tokens: int) -> None:
     """Write back the provider's input-token count once (the same value again is a no-op)."""
     check_identifier(manifest_id, "manifest_id")
     if (isinstance(actual_input_tokens, bool) or not isinstance(actual_input_tokens, int)
@@ -178,111 +187,99 @@ async def record_usage(session: AsyncSession, manifest_id: str, actual_input_tok
         raise InvalidArtifact(
             f"actual_input_tokens must be a non-negative int, got {actual_input_tokens!r}"
         )
-    await begin_write(session)
-    await session.execute(
-        update(Manifest)
-        .where(Manifest.manifest_id == manifest_id, Manifest.actual_input_tokens.is_(None))
-        .values(actual_input_tokens=actual_input_tokens)
-    )
-    found = (await session.execute(
-        select(Manifest.actual_input_tokens).where(Manifest.manifest_id == manifest_id)
-    )).first()
+    tx.require_write()
+    if tx.run("UPDATE manifests SET actual_input_tokens = :n "
+              "WHERE manifest_id = :id AND actual_input_tokens IS NULL",
+              {"n": actual_input_tokens, "id": manifest_id}):
+        return
+    found = tx.one("SELECT actual_input_tokens FROM manifests WHERE manifest_id = :id",
+                   {"id": manifest_id})
     if found is None:
         raise ArtifactNotFound(f"no manifest {manifest_id!r} to record usage on")
-    stored = found[0]
-    if stored != actual_input_tokens:
+    if found[0] != actual_input_tokens:
         raise SealedConflict("manifest", manifest_id,
-                             f"actual_input_tokens already recorded as {stored}, "
+                             f"actual_input_tokens already recorded as {found[0]}, "
                              f"not {actual_input_tokens}")
 
 
-async def put_checkpoint(
-    session: AsyncSession, checkpoint_id: str, *, run_id: str, step_id: str,
-    body: dict[str, Any], scope: Scope,
+def put_checkpoint(
+    tx: Tx, checkpoint_id: str, *, run_id: str, step_id: str, body: dict[str, Any],
+    scope: Scope,
 ) -> str:
     """Store a checkpoint once; returns the hash of its canonical JSON."""
     for value, what in ((checkpoint_id, "checkpoint_id"), (run_id, "run_id"),
                         (step_id, "step_id")):
         check_identifier(value, what)
     scope = check_scope(scope)
-    body, digest = _checked_hash(body, "checkpoint body")
-    await begin_write(session)
-    await session.execute(
-        insert_for(session, Checkpoint).values(
-            checkpoint_id=checkpoint_id, run_id=run_id, step_id=step_id, tenant=scope.tenant,
-            project=scope.project, task=scope.task, body=body, body_hash=digest,
-            created_at=datetime.now(UTC),
-        ).on_conflict_do_nothing(index_elements=["checkpoint_id"])
-    )
-    row = (await session.execute(
-        select(Checkpoint.body_hash, Checkpoint.run_id, Checkpoint.step_id, Checkpoint.tenant,
-               Checkpoint.project, Checkpoint.task)
-        .where(Checkpoint.checkpoint_id == checkpoint_id)
-    )).first()
+    text, digest = _sealed(body, "checkpoint body")
+    tx.require_write()
+    if tx.run("INSERT INTO checkpoints (checkpoint_id, run_id, step_id, tenant, project, "
+              "task, body, body_hash, created_at) VALUES (:id, :run, :step, :tenant, "
+              ":project, :task, :body, :hash, :created) ON CONFLICT (checkpoint_id) DO NOTHING",
+              {"id": checkpoint_id, "run": run_id, "step": step_id, "tenant": scope.tenant,
+               "project": scope.project, "task": scope.task, "body": text, "hash": digest,
+               "created": tx.when(datetime.now(UTC))}):
+        return digest
+    row = tx.one("SELECT body_hash, run_id, step_id, tenant, project, task FROM checkpoints "
+                 "WHERE checkpoint_id = :id", {"id": checkpoint_id})
     assert row is not None
-    stored = tuple(row)
-    if stored != (digest, run_id, step_id, scope.tenant, scope.project, scope.task):
+    if tuple(row) != (digest, run_id, step_id, scope.tenant, scope.project, scope.task):
         raise SealedConflict("checkpoint", checkpoint_id,
-                             f"stored body {row.body_hash} differs from {digest} (or its run, "
+                             f"stored body {row[0]} differs from {digest} (or its run, "
                              "step or scope differ)")
     return digest
 
 
-async def latest_checkpoint(
-    session: AsyncSession, run_id: str, *, principal: Principal
+def latest_checkpoint(
+    tx: Tx, run_id: str, *, principal: Principal
 ) -> dict[str, Any] | None:
     """The body of the newest checkpoint of ``run_id`` visible to ``principal``, or ``None``."""
     check_identifier(run_id, "run_id")
     principal = check_principal(principal)
-    row = (await session.execute(
-        select(Checkpoint.checkpoint_id, Checkpoint.body, Checkpoint.body_hash)
-        .where(
-            Checkpoint.run_id == run_id,
-            Checkpoint.tenant == principal.tenant,
-            Checkpoint.project == principal.project,
-        )
-        .order_by(Checkpoint.seq.desc())
-        .limit(1)
-    )).first()
+    row = tx.one(
+        "SELECT checkpoint_id, CAST(body AS TEXT), body_hash FROM checkpoints "
+        "WHERE run_id = :run AND tenant = :tenant AND project = :project "
+        "ORDER BY seq DESC LIMIT 1",
+        {"run": run_id, "tenant": principal.tenant, "project": principal.project},
+    )
     if row is None:
         return None
-    return _verified("checkpoint", row.checkpoint_id, row.body, row.body_hash)
+    return _verified("checkpoint", row[0], row[1], row[2])
 
 
-async def put_receipt(
-    session: AsyncSession, receipt_key: str, *, body: dict[str, Any], scope: Scope
+def put_receipt(
+    tx: Tx, receipt_key: str, *, body: dict[str, Any], scope: Scope
 ) -> dict[str, Any]:
     """Store a publish receipt under ``receipt_key``; the first one stored wins and is returned."""
     check_identifier(receipt_key, "receipt_key")
     scope = check_scope(scope)
-    body, digest = _checked_hash(body, "receipt body")
-    await begin_write(session)
-    await session.execute(
-        insert_for(session, Receipt).values(
-            receipt_key=receipt_key, tenant=scope.tenant, project=scope.project,
-            task=scope.task, body=body, body_hash=digest, created_at=datetime.now(UTC),
-        ).on_conflict_do_nothing(index_elements=["receipt_key"])
-    )
-    row = await session.scalar(select(Receipt).where(Receipt.receipt_key == receipt_key))
+    text, digest = _sealed(body, "receipt body")
+    tx.require_write()
+    if tx.run("INSERT INTO receipts (receipt_key, tenant, project, task, body, body_hash, "
+              "created_at) VALUES (:key, :tenant, :project, :task, :body, :hash, :created) "
+              "ON CONFLICT (receipt_key) DO NOTHING",
+              {"key": receipt_key, "tenant": scope.tenant, "project": scope.project,
+               "task": scope.task, "body": text, "hash": digest,
+               "created": tx.when(datetime.now(UTC))}):
+        stored: dict[str, Any] = json.loads(text)  # a fresh copy of what was sealed
+        return stored
+    row = tx.one("SELECT tenant, project, CAST(body AS TEXT), body_hash FROM receipts "
+                 "WHERE receipt_key = :key", {"key": receipt_key})
     assert row is not None
-    if (row.tenant, row.project) != (scope.tenant, scope.project):
+    if (row[0], row[1]) != (scope.tenant, scope.project):
         raise ScopeDenied(f"receipt key {receipt_key!r} is held outside scope {scope}")
-    return copy.deepcopy(_verified("receipt", receipt_key, row.body, row.body_hash))
+    return _verified("receipt", receipt_key, row[2], row[3])
 
 
-async def get_receipt(
-    session: AsyncSession, receipt_key: str, *, principal: Principal
+def get_receipt(
+    tx: Tx, receipt_key: str, *, principal: Principal
 ) -> dict[str, Any] | None:
     """The receipt under ``receipt_key`` if ``principal`` may see it, else ``None``."""
     check_identifier(receipt_key, "receipt_key")
     principal = check_principal(principal)
-    row = await session.scalar(
-        select(Receipt).where(
-            Receipt.receipt_key == receipt_key,
-            Receipt.tenant == principal.tenant,
-            Receipt.project == principal.project,
-        )
-    )
+    row = tx.one("SELECT CAST(body AS TEXT), body_hash FROM receipts WHERE receipt_key = :key "
+                 "AND tenant = :tenant AND project = :project",
+                 {"key": receipt_key, "tenant": principal.tenant, "project": principal.project})
     if row is None:
         return None
-    return copy.deepcopy(_verified("receipt", receipt_key, row.body, row.body_hash))
+    return _verified("receipt", receipt_key, row[0], row[1])

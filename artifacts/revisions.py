@@ -1,38 +1,38 @@
-"""Artifact revisions on the caller's session: put, get, head, history.
+"""Artifact revisions inside one transaction: put, get, head, history.
 
-A put hashes the body once, takes the write lock, checks the named parent against the
-head, stores the blob if it is new and inserts the revision row. The unique
-``(kind, artifact_id, revision)`` constraint is the final arbiter between racing
-writers, so exactly one wins each parent on both engines. The caller owns the
-transaction: on any error it must roll back (``ArtifactStore`` does), which also removes
-a blob written earlier in the same put.
+A put hashes the body once (``prepare_put``, before any lock: hashing 50 MB takes a
+while), then, inside a write transaction, checks the named parent against the head,
+stores the blob if it is new and inserts the revision row. The unique ``(kind,
+artifact_id, revision)`` constraint is the final arbiter between racing writers: the
+insert skips a taken revision (``ON CONFLICT DO NOTHING``) and the put re-reads the head
+to report the ``RevisionConflict``, so exactly one writer wins each parent on both
+engines without a savepoint (on SQLite ``BEGIN IMMEDIATE`` already queues writers). The
+caller owns the transaction: on any error it rolls back (``Database.call`` does), which
+also removes a blob written earlier in the same put.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError as DBIntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from artifacts.blobio import blob_io_for
-from artifacts.engine import begin_write
+from artifacts.blobio import BLOB_COLUMNS, read_blob_row, write_blob
 from artifacts.errors import (
     ArtifactNotFound,
     IntegrityError,
+    InvalidArtifact,
     RevisionConflict,
     ScopeDenied,
     StoreError,
 )
-from artifacts.models import Artifact
+from artifacts.sqltx import ConstraintRefused, Tx
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 from artifacts.validate import (
     check_body,
     check_identifier,
-    check_json_body,
     check_kind,
     check_media_type,
     check_principal,
@@ -41,7 +41,21 @@ from artifacts.validate import (
     check_trust,
 )
 
-__all__ = ["content_hash", "get_artifact", "head_artifact", "history", "put_artifact"]
+__all__ = ["PreparedPut", "content_hash", "get_artifact", "head_artifact", "history",
+           "insert_revision", "prepare_put", "put_artifact"]
+
+_COLUMNS = ("a.kind, a.artifact_id, a.revision, a.content_hash, a.writer, a.tenant, "
+            "a.project, a.task, a.trust, a.created_at, a.parent_revision, a.size, "
+            "a.media_type, CAST(a.metadata AS TEXT)")
+_VISIBLE = ("a.kind = :kind AND a.artifact_id = :aid AND a.tenant = :tenant "
+            "AND a.project = :project")
+_HEAD = ("SELECT a.revision, a.tenant, a.project FROM artifacts a WHERE a.kind = :kind "
+         "AND a.artifact_id = :aid ORDER BY a.revision DESC LIMIT 1")
+_INSERT = ("INSERT INTO artifacts (kind, artifact_id, revision, parent_revision, "
+           "content_hash, writer, tenant, project, task, trust, created_at, size, "
+           "media_type, metadata) VALUES (:kind, :aid, :revision, :parent, :hash, :writer, "
+           ":tenant, :project, :task, :trust, :created, :size, :media, :meta) "
+           "ON CONFLICT (kind, artifact_id, revision) DO NOTHING")
 
 
 def content_hash(body: bytes) -> str:
@@ -49,20 +63,29 @@ def content_hash(body: bytes) -> str:
     return "sha256:" + hashlib.sha256(body).hexdigest()
 
 
-async def put_artifact(
-    session: AsyncSession,
-    kind: ArtifactKind | str,
-    artifact_id: str,
-    body: bytes,
-    *,
-    principal: Principal,
-    scope: Scope,
-    trust: str,
-    parent_revision: int | None,
-    media_type: str = "application/octet-stream",
-    metadata: dict[str, Any] | None = None,
-) -> ArtifactRecord:
-    """Append a new revision built on ``parent_revision`` (``None`` for the first)."""
+@dataclass(frozen=True)
+class PreparedPut:
+    """A put's checked arguments and digest, computed before the transaction begins."""
+
+    kind: ArtifactKind
+    artifact_id: str
+    body: bytes
+    digest: str
+    principal: Principal
+    scope: Scope
+    trust: str
+    parent: int | None
+    media_type: str
+    metadata: dict[str, Any]
+    metadata_text: str
+
+
+def prepare_put(
+    kind: ArtifactKind | str, artifact_id: str, body: bytes, *, principal: Principal,
+    scope: Scope, trust: str, parent_revision: int | None,
+    media_type: str = "application/octet-stream", metadata: dict[str, Any] | None = None,
+) -> PreparedPut:
+    """Check a put's arguments and hash its body; no database access."""
     kind = check_kind(kind)
     check_identifier(artifact_id, "artifact_id")
     body = check_body(body)
@@ -71,51 +94,69 @@ async def put_artifact(
     trust = check_trust(trust)
     parent = check_revision(parent_revision, "parent_revision")
     media_type = check_media_type(media_type)
-    meta = check_json_body({} if metadata is None else metadata, "metadata")
+    meta = {} if metadata is None else metadata
+    if not isinstance(meta, dict):
+        raise InvalidArtifact(f"metadata must be a dict, got {type(meta).__name__}")
+    try:
+        meta_text = json.dumps(meta, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArtifact(f"metadata is not JSON-serializable: {exc}") from None
     if not principal.covers(scope.tenant, scope.project):
         raise ScopeDenied(f"principal {principal} may not write into scope {scope}")
+    return PreparedPut(kind, artifact_id, body, content_hash(body), principal, scope, trust,
+                       parent, media_type, meta, meta_text)
 
-    digest = content_hash(body)  # before the write lock: hashing 50 MB takes a while
-    await begin_write(session)
-    head = await _head_row(session, kind, artifact_id)
-    if head is not None and not principal.covers(head.tenant, head.project):
+
+def put_artifact(tx: Tx, kind: ArtifactKind | str, artifact_id: str, body: bytes,
+                 **kwargs: Any) -> ArtifactRecord:
+    """Append a new revision built on ``parent_revision`` (``None`` for the first)."""
+    return insert_revision(tx, prepare_put(kind, artifact_id, body, **kwargs))
+
+
+def insert_revision(tx: Tx, put: PreparedPut) -> ArtifactRecord:
+    """The transactional half of a put (see the module docstring)."""
+    tx.require_write()
+    kind, artifact_id, principal, parent = put.kind, put.artifact_id, put.principal, put.parent
+    key = {"kind": kind.value, "aid": artifact_id}
+    head = tx.one(_HEAD, key)
+    if head is not None and not principal.covers(head[1], head[2]):
         # Writes cannot hide that an id is taken (ids are global); they reveal nothing more.
         raise ScopeDenied(
             f"principal {principal} may not write {kind.value}/{artifact_id}: "
             "the id is held outside its tenant/project"
         )
-    actual = head.revision if head is not None else None
+    actual = head[0] if head is not None else None
     if actual != parent:
         raise RevisionConflict(kind.value, artifact_id, parent, actual)
 
-    await blob_io_for(session).write(session, digest, body)
+    write_blob(tx, put.digest, put.body)
     record = ArtifactRecord(
         kind=kind, artifact_id=artifact_id, revision=(parent or 0) + 1,
-        content_hash=digest, writer=principal.principal_id, scope=scope, trust=trust,
-        created_at=datetime.now(UTC), parent_revision=parent, size=len(body),
-        media_type=media_type, metadata=meta,
+        content_hash=put.digest, writer=principal.principal_id, scope=put.scope,
+        trust=put.trust, created_at=datetime.now(UTC), parent_revision=parent,
+        size=len(put.body), media_type=put.media_type, metadata=put.metadata,
     )
     try:
-        async with session.begin_nested():
-            session.add(_row(record))
-    except DBIntegrityError as exc:
-        head = await _head_row(session, kind, artifact_id)
-        actual = head.revision if head is not None else None
-        if actual != parent:  # another writer won this parent between our check and insert
-            raise RevisionConflict(kind.value, artifact_id, parent, actual) from exc
+        inserted = tx.run(_INSERT, {
+            **key, "revision": record.revision, "parent": parent, "hash": put.digest,
+            "writer": record.writer, "tenant": put.scope.tenant, "project": put.scope.project,
+            "task": put.scope.task, "trust": put.trust, "created": tx.when(record.created_at),
+            "size": record.size, "media": put.media_type, "meta": put.metadata_text,
+        })
+    except ConstraintRefused as exc:
         raise StoreError(
             f"write of {kind.value}/{artifact_id} revision {record.revision} was refused by "
-            f"the database: {str(exc.orig).strip().splitlines()[0]}"
+            f"the database: {exc}"
         ) from exc
+    if not inserted:  # another writer won this parent between our check and insert
+        head = tx.one(_HEAD, key)
+        actual = head[0] if head is not None else None
+        raise RevisionConflict(kind.value, artifact_id, parent, actual)
     return record
 
 
-async def get_artifact(
-    session: AsyncSession,
-    kind: ArtifactKind | str,
-    artifact_id: str,
-    *,
-    principal: Principal,
+def get_artifact(
+    tx: Tx, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal,
     revision: int | None = None,
 ) -> tuple[ArtifactRecord, bytes]:
     """Read one revision (the head by default), re-hashing its bytes before returning."""
@@ -123,61 +164,56 @@ async def get_artifact(
     check_identifier(artifact_id, "artifact_id")
     principal = check_principal(principal)
     wanted = check_revision(revision, "revision")
-    head = await _visible_head(session, kind, artifact_id, principal)
-    if head is None:
-        raise ScopeDenied(_not_visible(principal, kind, artifact_id))
-    row = head
-    if wanted is not None and wanted != head.revision:
-        found = await session.scalar(
-            select(Artifact).where(
-                Artifact.kind == kind.value,
-                Artifact.artifact_id == artifact_id,
-                Artifact.revision == wanted,
-            )
+    params = {"kind": kind.value, "aid": artifact_id, "tenant": principal.tenant,
+              "project": principal.project}
+    # The revision row and its blob in one statement; only the scope's rows are visible.
+    sql = (f"SELECT {_COLUMNS}, {BLOB_COLUMNS} FROM artifacts a "
+           f"LEFT JOIN blobs b ON b.hash = a.content_hash WHERE {_VISIBLE} ")
+    if wanted is None:
+        row = tx.one(sql + "ORDER BY a.revision DESC LIMIT 1", params)
+    else:
+        row = tx.one(sql + "AND a.revision = :revision", {**params, "revision": wanted})
+    if row is None:
+        head = _visible_head(tx, params)
+        if head is None:
+            raise ScopeDenied(_not_visible(principal, kind, artifact_id))
+        raise ArtifactNotFound(
+            f"{kind.value}/{artifact_id} has no revision {wanted} (head is {head.revision})"
         )
-        if found is None:
-            raise ArtifactNotFound(
-                f"{kind.value}/{artifact_id} has no revision {wanted} (head is {head.revision})"
-            )
-        row = found
-    data = await blob_io_for(session).read(session, row.content_hash)
+    record = _record(tx, row)
+    data = read_blob_row(tx, record.content_hash, row[14], row[15])
     if data is None:
-        raise IntegrityError(kind.value, artifact_id, row.revision, row.content_hash,
+        raise IntegrityError(kind.value, artifact_id, record.revision, record.content_hash,
                              "<blob missing>")
     actual = content_hash(data)
-    if actual != row.content_hash:
-        raise IntegrityError(kind.value, artifact_id, row.revision, row.content_hash, actual)
-    return _record(row), data
+    if actual != record.content_hash:
+        raise IntegrityError(kind.value, artifact_id, record.revision, record.content_hash,
+                             actual)
+    return record, data
 
 
-async def head_artifact(
-    session: AsyncSession, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
+def head_artifact(
+    tx: Tx, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
 ) -> ArtifactRecord | None:
     """The newest revision's record, or ``None`` when none is visible to ``principal``."""
     kind = check_kind(kind)
     check_identifier(artifact_id, "artifact_id")
-    row = await _visible_head(session, kind, artifact_id, check_principal(principal))
-    return _record(row) if row is not None else None
+    principal = check_principal(principal)
+    return _visible_head(tx, {"kind": kind.value, "aid": artifact_id,
+                              "tenant": principal.tenant, "project": principal.project})
 
 
-async def history(
-    session: AsyncSession, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
+def history(
+    tx: Tx, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
 ) -> list[ArtifactRecord]:
     """Every revision, oldest first; empty when none is visible to ``principal``."""
     kind = check_kind(kind)
     check_identifier(artifact_id, "artifact_id")
     principal = check_principal(principal)
-    rows = await session.scalars(
-        select(Artifact)
-        .where(
-            Artifact.kind == kind.value,
-            Artifact.artifact_id == artifact_id,
-            Artifact.tenant == principal.tenant,
-            Artifact.project == principal.project,
-        )
-        .order_by(Artifact.revision)
-    )
-    return [_record(r) for r in rows]
+    rows = tx.all(f"SELECT {_COLUMNS} FROM artifacts a WHERE {_VISIBLE} ORDER BY a.revision",
+                  {"kind": kind.value, "aid": artifact_id, "tenant": principal.tenant,
+                   "project": principal.project})
+    return [_record(tx, r) for r in rows]
 
 
 def _not_visible(principal: Principal, kind: ArtifactKind, artifact_id: str) -> str:
@@ -188,49 +224,17 @@ def _not_visible(principal: Principal, kind: ArtifactKind, artifact_id: str) -> 
     )
 
 
-async def _head_row(session: AsyncSession, kind: ArtifactKind, artifact_id: str) -> Artifact | None:
-    row: Artifact | None = await session.scalar(
-        select(Artifact)
-        .where(Artifact.kind == kind.value, Artifact.artifact_id == artifact_id)
-        .order_by(Artifact.revision.desc())
-        .limit(1)
-    )
-    return row
-
-
-async def _visible_head(
-    session: AsyncSession, kind: ArtifactKind, artifact_id: str, principal: Principal
-) -> Artifact | None:
+def _visible_head(tx: Tx, params: dict[str, Any]) -> ArtifactRecord | None:
     # Filtering in SQL (not after the fact) keeps other tenants' rows out of this process.
-    row: Artifact | None = await session.scalar(
-        select(Artifact)
-        .where(
-            Artifact.kind == kind.value,
-            Artifact.artifact_id == artifact_id,
-            Artifact.tenant == principal.tenant,
-            Artifact.project == principal.project,
-        )
-        .order_by(Artifact.revision.desc())
-        .limit(1)
-    )
-    return row
+    row = tx.one(f"SELECT {_COLUMNS} FROM artifacts a WHERE {_VISIBLE} "
+                 "ORDER BY a.revision DESC LIMIT 1", params)
+    return _record(tx, row) if row is not None else None
 
 
-def _row(record: ArtifactRecord) -> Artifact:
-    return Artifact(
-        kind=record.kind.value, artifact_id=record.artifact_id, revision=record.revision,
-        parent_revision=record.parent_revision, content_hash=record.content_hash,
-        writer=record.writer, tenant=record.scope.tenant, project=record.scope.project,
-        task=record.scope.task, trust=record.trust, created_at=record.created_at,
-        size=record.size, media_type=record.media_type, meta=dict(record.metadata),
-    )
-
-
-def _record(row: Artifact) -> ArtifactRecord:
+def _record(tx: Tx, row: Any) -> ArtifactRecord:
     return ArtifactRecord(
-        kind=ArtifactKind(row.kind), artifact_id=row.artifact_id, revision=row.revision,
-        content_hash=row.content_hash, writer=row.writer,
-        scope=Scope(tenant=row.tenant, project=row.project, task=row.task),
-        trust=row.trust, created_at=row.created_at, parent_revision=row.parent_revision,
-        size=row.size, media_type=row.media_type, metadata=dict(row.meta or {}),
+        kind=ArtifactKind(row[0]), artifact_id=row[1], revision=row[2], content_hash=row[3],
+        writer=row[4], scope=Scope(tenant=row[5], project=row[6], task=row[7]),
+        trust=row[8], created_at=tx.time_of(row[9]), parent_revision=row[10], size=row[11],
+        media_type=row[12], metadata=json.loads(row[13]) if row[13] else {},
     )

@@ -1,9 +1,10 @@
-"""``ArtifactStore``: the store's public face, one session per call around the functions.
+"""``ArtifactStore``: the store's public face, one transaction per call around the functions.
 
-The store functions (``revisions``, ``records``) take the caller's ``AsyncSession`` so a
-caller can group several operations in one transaction; this facade is the simple path:
-each call is its own transaction, committed on success and rolled back on any error, so
-a failed write leaves nothing behind.
+The store functions (``revisions``, ``records``) take an open transaction (``Tx``) so a
+caller can group several operations in one (``Database.transaction``); this facade is the
+simple path: each call is its own transaction, run whole on the database side (one
+hand-off, see ``runner``), committed on success and rolled back on any error, so a failed
+write leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -77,75 +78,69 @@ class ArtifactStore:
         media_type: str = "application/octet-stream", metadata: dict[str, Any] | None = None,
     ) -> ArtifactRecord:
         """Append a revision on ``parent_revision``; ``RevisionConflict`` if it is stale."""
-        async with self.db.write() as s:
-            return await revisions.put_artifact(
-                s, kind, artifact_id, body, principal=principal, scope=scope, trust=trust,
-                parent_revision=parent_revision, media_type=media_type, metadata=metadata,
-            )
+        # Checked and hashed before the write transaction begins (a big body takes a while).
+        prepared = revisions.prepare_put(
+            kind, artifact_id, body, principal=principal, scope=scope, trust=trust,
+            parent_revision=parent_revision, media_type=media_type, metadata=metadata,
+        )
+        return await self.db.call(True, revisions.insert_revision, prepared)
 
     async def get(
         self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal,
         revision: int | None = None,
     ) -> tuple[ArtifactRecord, bytes]:
         """A revision (head by default) and its bytes, verified against the content hash."""
-        async with self.db.read() as s:
-            return await revisions.get_artifact(
-                s, kind, artifact_id, principal=principal, revision=revision
-            )
+        return await self.db.call(False, revisions.get_artifact, kind, artifact_id,
+                                  principal=principal, revision=revision)
 
     async def head(
         self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
     ) -> ArtifactRecord | None:
-        async with self.db.read() as s:
-            return await revisions.head_artifact(s, kind, artifact_id, principal=principal)
+        return await self.db.call(False, revisions.head_artifact, kind, artifact_id,
+                                  principal=principal)
 
     async def history(
         self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal
     ) -> list[ArtifactRecord]:
-        async with self.db.read() as s:
-            return await revisions.history(s, kind, artifact_id, principal=principal)
+        return await self.db.call(False, revisions.history, kind, artifact_id,
+                                  principal=principal)
 
     async def put_manifest(
         self, manifest_id: str, *, run_id: str, step_id: str, status: str,
         body: dict[str, Any], scope: Scope, **columns: str | None,
     ) -> str:
-        async with self.db.write() as s:
-            return await records.put_manifest(
-                s, manifest_id, run_id=run_id, step_id=step_id, status=status, body=body,
-                scope=scope, **columns,
-            )
+        return await self.db.call(True, records.put_manifest, manifest_id, run_id=run_id,
+                                  step_id=step_id, status=status, body=body, scope=scope,
+                                  **columns)
 
     async def get_manifest(self, manifest_id: str, *, principal: Principal) -> dict[str, Any]:
-        async with self.db.read() as s:
-            return await records.get_manifest(s, manifest_id, principal=principal)
+        return await self.db.call(False, records.get_manifest, manifest_id,
+                                  principal=principal)
 
     async def record_usage(self, manifest_id: str, actual_input_tokens: int) -> None:
-        async with self.db.write() as s:
-            await records.record_usage(s, manifest_id, actual_input_tokens)
+        await self.db.call(True, records.record_usage, manifest_id, actual_input_tokens)
 
     async def put_checkpoint(
         self, checkpoint_id: str, *, run_id: str, step_id: str, body: dict[str, Any],
         scope: Scope,
     ) -> str:
-        async with self.db.write() as s:
-            return await records.put_checkpoint(
-                s, checkpoint_id, run_id=run_id, step_id=step_id, body=body, scope=scope
-            )
+        return await self.db.call(True, records.put_checkpoint, checkpoint_id, run_id=run_id,
+                                  step_id=step_id, body=body, scope=scope)
 
     async def latest_checkpoint(
         self, run_id: str, *, principal: Principal
     ) -> dict[str, Any] | None:
-        async with self.db.read() as s:
-            return await records.latest_checkpoint(s, run_id, principal=principal)
+        return await self.db.call(False, records.latest_checkpoint, run_id,
+                                  principal=principal)
 
     async def put_receipt(
         self, receipt_key: str, *, body: dict[str, Any], scope: Scope
     ) -> dict[str, Any]:
-        async with self.db.write() as s:
-            return await records.put_receipt(s, receipt_key, body=body, scope=scope)
+        return await self.db.call(True, records.put_receipt, receipt_key, body=body,
+                                  scope=scope)
 
     async def get_receipt(
         self, receipt_key: str, *, principal: Principal
     ) -> dict[str, Any] | None:
-        async with self.db.read() as s:
-            return await records.get_receipt(s, receipt_key, principal=principal)
+        return await self.db.call(False, records.get_receipt, receipt_key,
+                                  principal=principal)

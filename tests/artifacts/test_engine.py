@@ -1,17 +1,20 @@
-"""Engine plumbing: SQLite write transactions take the write lock up front, a session
-that already read cannot silently turn into a writer, and the PostgreSQL fixture's
-skip/fail rule."""
+"""Engine plumbing: SQLite write transactions take the write lock up front, a session or
+transaction that already read cannot silently turn into a writer, and the PostgreSQL
+fixture's skip/fail rule."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from artifacts import ArtifactKind, ArtifactStore, Principal, Scope, StoreError, open_store
 from artifacts.engine import begin_write
 from artifacts.models import Blob
+from artifacts.revisions import put_artifact
+from artifacts.runner import SqliteRunner
 from tests.artifacts.conftest import postgres_url
 
 
@@ -21,11 +24,22 @@ async def test_sqlite_writes_begin_immediate_reads_deferred(
     store = await open_store(f"sqlite+aiosqlite:///{tmp_path / 's.db'}")
     begins: list[str] = []
 
-    def record(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+    def record(statement: str) -> None:
         if statement.startswith("BEGIN"):
             begins.append(statement)
 
-    event.listen(store.db.engine.sync_engine, "before_cursor_execute", record)
+    # Store operations run on the runner's own sqlite3 connections (opened on first use,
+    # after the migration): trace every statement they send.
+    runner = store.db.runner
+    assert isinstance(runner, SqliteRunner)
+    open_connection = runner._open
+
+    def traced() -> sqlite3.Connection:
+        conn = open_connection()
+        conn.set_trace_callback(record)
+        return conn
+
+    runner._open = traced  # type: ignore[method-assign]
     try:
         await store.put(ArtifactKind.DOCUMENT, "d", b"x", principal=alice, scope=scope,
                         trust="trusted_state", parent_revision=None)
@@ -39,21 +53,24 @@ async def test_sqlite_writes_begin_immediate_reads_deferred(
 async def test_read_session_cannot_become_a_writer(
     store: ArtifactStore, alice: Principal, scope: Scope
 ) -> None:
-    from artifacts.revisions import put_artifact
-
     async with store.db.sessions() as session:
         await session.scalar(select(Blob.hash).limit(1))
         with pytest.raises(StoreError, match="already began a read transaction"):
             await begin_write(session)
-        with pytest.raises(StoreError, match="already began a read transaction"):
-            await put_artifact(session, ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
-                               scope=scope, trust="trusted_state", parent_revision=None)
     async with store.db.sessions() as session:
         await begin_write(session)
         await begin_write(session)  # idempotent inside a write transaction
-        await put_artifact(session, ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
-                           scope=scope, trust="trusted_state", parent_revision=None)
         await session.commit()
+    # The store's own transactions: a read one refuses the put, a write one takes it.
+    async with store.db.transaction(write=False) as tx:
+        await tx.run(lambda t: t.one("SELECT 1"))
+        with pytest.raises(StoreError, match="already began a read transaction"):
+            await tx.run(put_artifact, ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
+                         scope=scope, trust="trusted_state", parent_revision=None)
+    assert await store.head(ArtifactKind.DOCUMENT, "d", principal=alice) is None
+    async with store.db.transaction(write=True) as tx:
+        await tx.run(put_artifact, ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
+                     scope=scope, trust="trusted_state", parent_revision=None)
     assert await store.head(ArtifactKind.DOCUMENT, "d", principal=alice) is not None
 
 

@@ -187,14 +187,14 @@ async def test_unique_constraint_arbitrates_open_transactions(
     blob must not survive."""
     from artifacts.revisions import put_artifact
 
-    async with store.db.write() as session_a:
-        await put_artifact(session_a, KIND, "held", b"A", principal=alice, scope=scope,
-                           trust="trusted_state", parent_revision=None)
+    async with store.db.transaction(write=True) as tx_a:
+        await tx_a.run(put_artifact, KIND, "held", b"A", principal=alice, scope=scope,
+                       trust="trusted_state", parent_revision=None)
 
         async def writer_b() -> None:
-            async with store.db.write() as session_b:
-                await put_artifact(session_b, KIND, "held", b"B", principal=alice,
-                                   scope=scope, trust="trusted_state", parent_revision=None)
+            async with store.db.transaction(write=True) as tx_b:
+                await tx_b.run(put_artifact, KIND, "held", b"B", principal=alice,
+                               scope=scope, trust="trusted_state", parent_revision=None)
 
         b = asyncio.create_task(writer_b())
         await asyncio.sleep(0.5)  # let B reach its lock wait / unique-index wait
