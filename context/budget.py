@@ -52,8 +52,9 @@ PROTECTION_ORDER: tuple[Partition, ...] = tuple(Partition)
 class Unit:
     """One all-or-nothing piece of the input. ``order`` is its rank inside its partition.
 
-    ``cost`` is ``None`` until a ``Costing`` prices the unit; ``floor``/``room`` record
-    the lower bound and the room left when the unit was evicted without being costed.
+    ``cost`` is ``None`` until a ``Costing`` prices the unit; ``floor`` (a lower bound on
+    the whole message) and ``bound`` (which bound exceeded which room) record why a unit
+    was evicted without being costed.
     """
 
     unit_id: str
@@ -63,7 +64,7 @@ class Unit:
     block_tokens: int = 0
     required: bool = False
     floor: int | None = None
-    room: int | None = None
+    bound: str | None = None
 
     @property
     def exact(self) -> int:
@@ -204,8 +205,13 @@ class _Allocator:
         if not u.required:
             message, block = self.costing.floor(u, room)
             cap_room = self._cap_room(u)
-            if message > room or (cap_room is not None and block > cap_room):
-                u.floor, u.room = message, room
+            if message > room:
+                u.floor, u.bound = message, f"at least {message} tokens, {room} left"
+                return False
+            if cap_room is not None and block > cap_room:
+                u.floor = message
+                u.bound = (f"data block at least {block} tokens, {cap_room} left of the "
+                           "evidence budget")
                 return False
         # cost this unit and the next uncosted ones that probably fit, in one batch
         batch, expected = [u], self.costing.likely(u)
@@ -221,7 +227,8 @@ class _Allocator:
 
     def _reject(self, u: Unit, room: int) -> None:
         assert self.costing is not None
-        u.floor, u.room = self.costing.floor(u, room)[0], room
+        u.floor = self.costing.floor(u, room)[0]
+        u.bound = f"at least {u.floor} tokens, {room} left"
 
     def _cap_room(self, u: Unit) -> int | None:
         if u.partition is not Partition.DIRECT_EVIDENCE or self.cap is None:
@@ -286,7 +293,7 @@ def cost_text(u: Unit) -> str:
     """How a unit's cost reads in a detail: exact, or the bound it was evicted on."""
     if u.cost is not None:
         return f"{u.cost} tokens"
-    return f"at least {u.floor} tokens, {u.room} left; not tokenized"
+    return f"{u.bound}; not tokenized"
 
 
 def pick_victim(alloc: Allocation) -> Unit | None:

@@ -83,7 +83,7 @@ def test_lazy_allocation_equals_eager_allocation(case: tuple) -> None:  # type: 
             assert lp.demand == ep.demand
     for u in lazy.evicted:
         if u.cost is None:  # evicted on its bound: the bound really exceeded the room
-            assert u.floor is not None and u.room is not None
+            assert u.floor is not None and u.bound is not None
             assert u.floor <= priced.exact[u.unit_id][0]
             assert not u.required or lazy.blocked is BlockedReason.MINIMUMS_EXCEED_BUDGET
 
@@ -135,3 +135,20 @@ def test_cold_assembly_evicts_most_candidates_untokenized_and_says_so() -> None:
     again = assemble(req, counter=counter)
     assert isinstance(again, Ready)
     assert again.serialized.hash == out.serialized.hash
+
+
+def test_evidence_budget_evicts_untokenized_on_the_block_bound() -> None:
+    rnd = random.Random(3)
+    cands = [item(f"doc-{i:03d}", f"rate limit 429 {_words(rnd, rnd.randint(300, 900))}")
+             for i in range(40)]
+    out = assemble(request(cands, evidence_budget=1_500))
+    assert isinstance(out, Ready)
+    capped = [e for e in out.manifest.excluded
+              if e.detail.endswith("left of the evidence budget; not tokenized, partition "
+                                   "direct_evidence)")]
+    assert capped, [e.detail for e in out.manifest.excluded][:3]
+    by_id = {c.item_id: c for c in cands}
+    for e in capped:
+        block_floor = int(e.detail.split("data block at least ")[1].split(" tokens")[0])
+        assert block_floor <= count_tokens(by_id[e.item_id].content)
+    assert out.manifest.budget.evidence_block_tokens <= 1_500
