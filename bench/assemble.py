@@ -19,6 +19,8 @@ of 24 calls over 12 turns whose results arrive shuffled. Model: 128k context.
   engine counts its cache misses on ``context.tokens.COUNT_THREADS`` (2) threads;
 * **stages**: one more cold run with a timer around each pipeline stage (and the
   two-thread batch counts inside them), to show where cold time goes;
+* **tokenized**: how many texts a cold run tokenized, and how many candidates the budget
+  evicted on a proven lower bound without tokenizing them (``context.floors``);
 * **peak memory**: ``tracemalloc`` peak of one cold and one warm assembly (separate runs,
   since tracing slows the timed ones), plus the process's max RSS.
 
@@ -269,6 +271,9 @@ def bench_size(n: int, total_tokens: int, cold_runs: int, warm_runs: int) -> dic
     tracemalloc.stop()
 
     m = out.manifest
+    reset_caches()
+    probe = TokenCounter()
+    assemble(req, counter=probe)  # one more cold run, to see how much it tokenized
     return {
         "candidates": n,
         "content_tokens": content_tokens,
@@ -276,6 +281,10 @@ def bench_size(n: int, total_tokens: int, cold_runs: int, warm_runs: int) -> dic
         "included": len(m.included),
         "excluded": len(m.excluded),
         "request_tokens": m.budget.estimated_used,
+        # texts the cold run tokenized (blocks, messages, the request) vs candidates, and
+        # the evictions proven by a lower bound without tokenizing
+        "cold_tokenized_texts": probe.misses,
+        "evicted_untokenized": sum(p.uncounted for p in m.budget.partitions.values()),
         "tiktoken_alone_ms": round(statistics.median(alone) * 1000, 1),
         "cold": _ms(cold),
         "warm": _ms(warm),
