@@ -27,12 +27,14 @@ from context import (
     ToolHistory,
     ToolResult,
     assemble,
+    reset_caches,
 )
 from context.adapters import get_adapter
 from context.gates import GateRunner, effective_trust
 from context.render import DATA_INSTRUCTION
 from context.vocabulary import (
     TRUST_RANK,
+    BlockedReason,
     Role,
     SecurityClass,
     SourceType,
@@ -325,3 +327,35 @@ def test_assembling_twice_gives_identical_hashes(req: AssemblyRequest) -> None:
     assert a.manifest.manifest_digest == b.manifest.manifest_digest
     assert a.manifest.assembly_input_hash == b.manifest.assembly_input_hash
     assert a.manifest.serialized_model_input_hash == b.manifest.serialized_model_input_hash
+
+
+# lazy costing (context.floors) decides exactly what costing every unit up front decides
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(requests())
+def test_lazy_costing_changes_no_decision(req: AssemblyRequest) -> None:
+    from unittest import mock
+
+    from context.blockstore import BlockStore
+
+    reset_caches()
+    lazy = assemble(req)
+    reset_caches()
+    # a bound of 0 never proves anything, so every data unit gets tokenized and costed
+    with mock.patch.object(BlockStore, "floor", lambda self, unit, room: (0, 0)):
+        eager = assemble(req)
+    reset_caches()
+    assert type(lazy) is type(eager)
+    lm, em = lazy.manifest, eager.manifest
+    assert [(e.item_id, e.tokens) for e in lm.included] == \
+        [(e.item_id, e.tokens) for e in em.included]
+    assert sorted((e.item_id, e.reason, e.stage) for e in lm.excluded) == \
+        sorted((e.item_id, e.reason, e.stage) for e in em.excluded)
+    assert (lm.blocked_reason, lm.serialized_model_input_hash) == \
+        (em.blocked_reason, em.serialized_model_input_hash)
+    for name, part in lm.budget.partitions.items():
+        other = em.budget.partitions[name]
+        assert part.used == other.used
+        if em.blocked_reason is not BlockedReason.MINIMUMS_EXCEED_BUDGET:
+            # (when the minimums cannot fit, nothing is costed either way)
+            assert other.uncounted == 0 and part.demand <= other.demand
