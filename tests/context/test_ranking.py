@@ -11,7 +11,13 @@ from context import Ready, assemble
 from context.policy import SourceLimit
 from context.ranking import RankInfo, coverage_first, supersede
 from context.render import MISSING_EVIDENCE_HEADING, parse_data_blocks
-from context.source_limits import _FAILURE, _mentions, excerpt_code, failures_of_log
+from context.source_limits import (
+    _FAILURE,
+    _failure_matches,
+    _mentions,
+    excerpt_code,
+    failures_of_log,
+)
 from context.vocabulary import LoadMode, SourceType
 from tests.context.builders import AS_OF, code, item, request, topic, web
 
@@ -234,3 +240,13 @@ def test_code_excerpt_matches_the_per_line_definition(
     start = sums.index(max(sums))
     assert limited is not None
     assert limited.item.content == "\n".join(lines[start:start + max_lines])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*_LOG_WORDS, "FAILURES", "failedx", "assert_", "Assertion",
+                                 "TRACEBACK:", "errorerror", "fail-fail", "\n"]),
+                max_size=30))
+def test_failure_scan_finds_what_the_case_insensitive_regex_finds(words: list[str]) -> None:
+    text = " ".join(words)
+    assert [(m.start(), m.end()) for m in _failure_matches(text)] == \
+        [(m.start(), m.end()) for m in _FAILURE.finditer(text)]
