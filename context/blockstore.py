@@ -43,6 +43,9 @@ class BlockStore:
         self._terms = tuple(t for topic in topics for t in topic.match_terms)
         self._limit_ctx = (pipeline.policy.digest, self._terms)
         self._frame: int | None = None
+        # (item id, content hash) of each costed block's item -> the block's tokens (what
+        # an excerpt record reports as its size once the excerpt itself was costed)
+        self.costed: dict[tuple[str, str], int] = {}
 
     def block(self, item: ContextItem, flags: tuple[str, ...]) -> str:
         """``data_block(item, flags)``, built once per assembly (costing and rendering)."""
@@ -91,6 +94,7 @@ class BlockStore:
             memo.LIMITS.put(a.item, flags, cost)
             u.cost = a.tokens = cost.message_tokens
             u.block_tokens = a.block_tokens = cost.block_tokens
+            self.costed[a.item.item_id, a.item.content_hash] = cost.block_tokens
 
     def floor(self, unit: Unit, room: int) -> tuple[int, int]:
         frame = self.frame()

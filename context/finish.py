@@ -240,11 +240,13 @@ class Finisher:
         block as sent — filled in where the budget costed it (it stays null for an excerpt
         evicted on a lower bound, never tokenized)."""
         out = []
+        costed = self.p.blocks.costed
         for t in self.p.transforms:
-            unit = self.p.units.get(t.output_item_id or "")
-            if (t.type == "excerpt" and t.token_estimate_after is None and unit is not None
-                    and unit.cost is not None):
-                t = t.model_copy(update={"token_estimate_after": unit.block_tokens})
+            # keyed by the excerpt's own digest too: an excerpt later disclosed as an index
+            # entry was costed as that entry, which is not the excerpt's size
+            tokens = costed.get((t.output_item_id or "", t.output_digest or ""))
+            if t.type == "excerpt" and t.token_estimate_after is None and tokens is not None:
+                t = t.model_copy(update={"token_estimate_after": tokens})
             out.append(t)
         return out
 

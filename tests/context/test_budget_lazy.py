@@ -152,3 +152,26 @@ def test_evidence_budget_evicts_untokenized_on_the_block_bound() -> None:
         block_floor = int(e.detail.split("data block at least ")[1].split(" tokens")[0])
         assert block_floor <= count_tokens(by_id[e.item_id].content)
     assert out.manifest.budget.evidence_block_tokens <= 1_500
+
+
+def test_excerpt_records_report_the_costed_block_or_nothing() -> None:
+    from context.layout import block_cost
+    from tests.context.builders import code
+
+    rnd = random.Random(5)
+    lines = [f"retry 429 rate limit {_words(rnd, 8)}" for _ in range(400)]
+    small = code("code-small", "\n".join(lines), path="src/a.py")
+    huge = [code(f"code-big-{i}", "\n".join(lines * 3), path=f"src/b{i}.py")
+            for i in range(30)]
+    out = assemble(request([small, *huge]))
+    assert isinstance(out, Ready)
+    frame = block_cost(TokenCounter(), 0).message_tokens
+    included = {e.item_id: e for e in out.manifest.included}
+    untokenized = {e.item_id for e in out.manifest.excluded if "not tokenized" in e.detail}
+    excerpts = {t.input_item_ids[0]: t for t in out.manifest.transforms if t.type == "excerpt"}
+    assert set(excerpts) & set(included) and set(excerpts) & untokenized
+    for iid, rec in excerpts.items():
+        if iid in included:
+            assert rec.token_estimate_after == included[iid].tokens - frame
+        elif iid in untokenized:
+            assert rec.token_estimate_after is None
