@@ -27,6 +27,7 @@ from context.manifest import (
     TransformEntry,
 )
 from context.ranking import (
+    Haystacks,
     covered_topics,
     evidence_topics,
     supersede,
@@ -117,6 +118,7 @@ class Pipeline:
         self.missing: list[str] = []
         self.estimated_used: int | None = None
         self.evidence_block_tokens = 0
+        self.haystacks: Haystacks = {}  # folded texts, shared by coverage and relevance
         self.runner = GateRunner(
             policy=self.policy,
             as_of=request.as_of,
@@ -281,7 +283,7 @@ class Pipeline:
         term_sets = topic_terms(topics)
         for item in winners:
             a = self.admitted[item.item_id]
-            a.covered = covered_topics(a.item, topics, term_sets)
+            a.covered = covered_topics(a.item, topics, term_sets, self.haystacks)
             placed = a.item.intended_role in exempt or a.load_mode is LoadMode.RESIDENT
             if placed:
                 a.admission_reason = a.admission_reason or "resident_by_policy"

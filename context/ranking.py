@@ -56,9 +56,21 @@ def decision_terms(question: str, decision: str) -> tuple[str, ...]:
     return tuple(sorted(set(words)))
 
 
-def _haystack(item: ContextItem) -> str:
+Haystacks = dict[int, tuple[ContextItem, str]]
+
+
+def _haystack(item: ContextItem, cache: Haystacks | None = None) -> str:
+    """The item's searchable text, case-folded; ``cache`` (one assembly's) lets coverage
+    and relevance fold the same item once — the fold copies the whole content."""
+    if cache is not None:
+        found = cache.get(id(item))
+        if found is not None and found[0] is item:
+            return found[1]
     parts = [item.content, item.summary or "", item.claim or ""]
-    return "\n".join(parts).casefold()
+    hay = "\n".join(parts).casefold()
+    if cache is not None:
+        cache[id(item)] = (item, hay)
+    return hay
 
 
 def topic_terms(topics: Sequence[TopicSpec]) -> tuple[tuple[str, ...], ...]:
@@ -69,6 +81,7 @@ def covered_topics(
     item: ContextItem,
     topics: Sequence[TopicSpec],
     term_sets: tuple[tuple[str, ...], ...] | None = None,
+    cache: Haystacks | None = None,
 ) -> tuple[str, ...]:
     """Names of the required topics ``item`` covers (memoized per item and topic set)."""
     if not topics:
@@ -84,7 +97,7 @@ def covered_topics(
                 hits.append(i)
                 continue
             if hay is None:
-                hay = _haystack(item)
+                hay = _haystack(item, cache)
             for term in terms:  # a loop, not any(): no generator frame per item and topic
                 if term in hay:
                     hits.append(i)
@@ -94,13 +107,14 @@ def covered_topics(
     return tuple(topics[i].name for i in found)
 
 
-def decision_relevance(item: ContextItem, terms: tuple[str, ...]) -> int:
+def decision_relevance(item: ContextItem, terms: tuple[str, ...],
+                       cache: Haystacks | None = None) -> int:
     """Distinct decision terms found in the item (memoized per item and term set)."""
     if not terms:
         return 0
     found: int | None = _RELEVANCE.get(item, terms)
     if found is None:
-        hay = _haystack(item)
+        hay = _haystack(item, cache)
         found = 0
         for t in terms:
             if t in hay:
