@@ -80,11 +80,13 @@ class Database:
         await self.runner.close()
         await self.engine.dispose()
 
-    async def call(self, write: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def call(self, write: bool, fn: Callable[..., T], *args: Any, offload: bool = False,
+                   **kwargs: Any) -> T:
         """``fn(tx, *args, **kwargs)`` in its own transaction (a write one if ``write``):
-        committed when it returns, rolled back when it raises."""
+        committed when it returns, rolled back when it raises. ``offload``: never on the
+        event loop (an operation on a large body)."""
         with self._translated("write" if write else "read"):
-            return await self.runner.call(write, fn, *args, **kwargs)
+            return await self.runner.call(write, fn, *args, offload=offload, **kwargs)
 
     @asynccontextmanager
     async def transaction(self, write: bool) -> AsyncIterator[TxHandle]:

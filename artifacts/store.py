@@ -16,9 +16,13 @@ from artifacts import records, revisions
 from artifacts.engine import Database, connect
 from artifacts.errors import SchemaNotReady
 from artifacts.migrate import current_revision, head_revision, is_known_revision, upgrade
+from artifacts.sqltx import Tx
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 
 __all__ = ["ArtifactStore", "open_store"]
+
+#: Larger bodies are written off the event loop (see ``runner``).
+INLINE_BODY_BYTES = 1024 * 1024
 
 
 async def open_store(url: str | None = None, *, migrate: bool | None = None) -> ArtifactStore:
@@ -83,7 +87,8 @@ class ArtifactStore:
             kind, artifact_id, body, principal=principal, scope=scope, trust=trust,
             parent_revision=parent_revision, media_type=media_type, metadata=metadata,
         )
-        return await self.db.call(True, revisions.insert_revision, prepared)
+        return await self.db.call(True, revisions.insert_revision, prepared,
+                                  offload=len(body) > INLINE_BODY_BYTES)
 
     async def get(
         self, kind: ArtifactKind | str, artifact_id: str, *, principal: Principal,
@@ -109,9 +114,11 @@ class ArtifactStore:
         self, manifest_id: str, *, run_id: str, step_id: str, status: str,
         body: dict[str, Any], scope: Scope, **columns: str | None,
     ) -> str:
-        return await self.db.call(True, records.put_manifest, manifest_id, run_id=run_id,
-                                  step_id=step_id, status=status, body=body, scope=scope,
-                                  **columns)
+        def put(tx: Tx) -> str:  # the optional columns are not options of ``call``
+            return records.put_manifest(tx, manifest_id, run_id=run_id, step_id=step_id,
+                                        status=status, body=body, scope=scope, **columns)
+
+        return await self.db.call(True, put)
 
     async def get_manifest(self, manifest_id: str, *, principal: Principal) -> dict[str, Any]:
         return await self.db.call(False, records.get_manifest, manifest_id,

@@ -84,3 +84,46 @@ def test_postgres_tests_fail_in_ci_without_url(monkeypatch: pytest.MonkeyPatch) 
         postgres_url()
     monkeypatch.setenv("PRESSROOM_TEST_POSTGRES_URL", "postgresql+asyncpg://x@h/db")
     assert postgres_url() == "postgresql+asyncpg://x@h/db"
+
+
+async def test_sqlite_busy_writer_waits_on_a_thread_not_the_loop(
+    tmp_path: Path, alice: Principal, scope: Scope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Store operations start on the event loop with a zero busy timeout; while another
+    process holds the write lock, a put falls back to a thread that waits for the lock —
+    the loop keeps running meanwhile, and the put lands once the lock is free."""
+    import asyncio
+
+    from artifacts import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "CHECKPOINT_EVERY", 2)
+    path = tmp_path / "s.db"
+    store = await open_store(f"sqlite+aiosqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        await store.put(ArtifactKind.DOCUMENT, "d", b"v1", principal=alice, scope=scope,
+                        trust="trusted_state", parent_revision=None)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        put = asyncio.create_task(store.put(ArtifactKind.DOCUMENT, "d", b"v2", principal=alice,
+                                            scope=scope, trust="trusted_state",
+                                            parent_revision=1))
+        ticks = 0
+        for _ in range(20):  # the loop is not blocked by the waiting writer
+            await asyncio.sleep(0.01)
+            ticks += 1
+        assert ticks == 20 and not put.done()
+        head = await store.head(ArtifactKind.DOCUMENT, "d", principal=alice)
+        assert head is not None and head.revision == 1  # readers are not blocked either
+        other.execute("COMMIT")
+        rec = await put
+        assert rec.revision == 2
+        _, body = await store.get(ArtifactKind.DOCUMENT, "d", principal=alice)
+        assert body == b"v2"
+        # the second commit made on the loop hands a WAL checkpoint to a thread
+        await store.put(ArtifactKind.DOCUMENT, "d", b"v3", principal=alice, scope=scope,
+                        trust="trusted_state", parent_revision=2)
+        runner = store.db.runner
+        assert isinstance(runner, SqliteRunner) and runner._checkpoint is not None
+    finally:
+        other.close()
+        await store.close()  # waits for the WAL checkpoint the second commit started
