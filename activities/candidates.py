@@ -20,6 +20,7 @@ from typing import Any
 
 from activities.checkpoint import render_checkpoint
 from activities.contracts import ArtifactRef, AssembleContextInput
+from activities.parsed import PARSED
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
@@ -98,32 +99,31 @@ class _Loader:
         if ref is None:
             return None
         rec, body = await self.get(ref)
-        text = body.decode("utf-8")
         if rec.media_type == "application/json" and ref.kind == "job_spec":
-            text = render_job_spec(JobSpec.model_validate_json(body))
+            text = PARSED.get("job_spec_text", rec.content_hash,
+                              lambda: render_job_spec(JobSpec.model_validate_json(body)))
+        else:
+            text = body.decode("utf-8")
         self.add(item_id=item_id, source_type=source_type, trust=trust, role=role,
                  content=text, revision=str(ref.revision), ref=ref, observed_at=rec.created_at,
                  producer=rec.writer, required=required, key=f"{ref.kind}:{ref.artifact_id}")
         return {"record": rec, "body": body}
 
     async def evidence(self) -> None:
-        st = self.inp.state
+        # Parsed once per verified revision (see ``activities.parsed``); read every time.
+        st, scope = self.inp.state, self.scope
         if st.evidence_pack is not None:
-            _rec, body = await self.get(st.evidence_pack)
-            for raw in json.loads(body)["records"]:
-                raw = {k: v for k, v in raw.items() if k != "citation"}
-                self.out.items.append(to_context_item(EvidenceRecord.model_validate(raw),
-                                                      self.scope))
+            rec, body = await self.get(st.evidence_pack)
+            self.out.items.extend(PARSED.get("evidence_items", rec.content_hash,
+                                             lambda: _evidence_items(body, scope), scope))
         if st.source_records is not None:
-            _rec, body = await self.get(st.source_records)
-            for acq in json.loads(body)["acquisitions"]:
-                self.out.acquisitions.append(SourceAcquisition.model_validate(acq["acquisition"]))
+            rec, body = await self.get(st.source_records)
+            self.out.acquisitions.extend(PARSED.get("acquisitions", rec.content_hash,
+                                                    lambda: _acquisitions(body)))
         if st.tool_records is not None:
-            _rec, body = await self.get(st.tool_records)
-            tools = json.loads(body)
-            self.out.tool_history = ToolHistory(
-                calls=[ToolCall.model_validate(c) for c in tools["calls"]],
-                results=[ToolResult.model_validate(r) for r in tools["results"]])
+            rec, body = await self.get(st.tool_records)
+            self.out.tool_history = PARSED.get("tool_history", rec.content_hash,
+                                               lambda: _tool_history(body))
 
     async def checkpoint(self) -> None:
         cp = await self.store.latest_checkpoint(self.spec.job_id,
@@ -168,6 +168,24 @@ class _Loader:
                      ref=ArtifactRef(kind="workspace_file", artifact_id=art_id,
                                      revision=rec.revision, content_hash=rec.content_hash),
                      key=f"workspace:{rel}")
+
+
+def _evidence_items(body: bytes, scope: ScopeRef) -> tuple[ContextItem, ...]:
+    return tuple(
+        to_context_item(EvidenceRecord.model_validate(
+            {k: v for k, v in raw.items() if k != "citation"}), scope)
+        for raw in json.loads(body)["records"])
+
+
+def _acquisitions(body: bytes) -> tuple[SourceAcquisition, ...]:
+    return tuple(SourceAcquisition.model_validate(acq["acquisition"])
+                 for acq in json.loads(body)["acquisitions"])
+
+
+def _tool_history(body: bytes) -> ToolHistory:
+    tools = json.loads(body)
+    return ToolHistory(calls=[ToolCall.model_validate(c) for c in tools["calls"]],
+                       results=[ToolResult.model_validate(r) for r in tools["results"]])
 
 
 async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput) -> CandidateSet:

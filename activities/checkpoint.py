@@ -10,21 +10,50 @@ revision, next steps, artifact / checkpoint refs. The next step re-admits it as
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from activities.contracts import CheckpointInput, CheckpointResult, StepState
+from activities.parsed import PARSED
 from activities.runtime import ActivityRuntime, principal_of, scope_of
 
 STAGES = ("plan", "research", "draft", "review", "revise", "publish")
 MAX_CLAIMS = 60
 
 
-async def _load_json(store: Any, spec: Any, ref: Any) -> Any:
+async def _derived(store: Any, spec: Any, ref: Any, what: str,
+                   derive: Callable[[Any], Any]) -> Any:
+    """``derive(parsed JSON)`` of a held revision, or ``None`` without one.
+
+    The revision is read (and verified) every time; what is derived from its bytes is
+    kept by their content hash (``activities.parsed``) as JSON text, so each checkpoint
+    gets fresh objects without decoding the whole evidence pack again."""
     if ref is None:
         return None
-    _rec, body = await store.get(ref.kind, ref.artifact_id, principal=principal_of(spec),
-                                 revision=ref.revision)
-    return json.loads(body)
+    rec, body = await store.get(ref.kind, ref.artifact_id, principal=principal_of(spec),
+                                revision=ref.revision)
+    text = PARSED.get(what, rec.content_hash, lambda: json.dumps(derive(json.loads(body))))
+    return json.loads(text)
+
+
+def _claims(pack: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"item_id": r["item_id"], "topics": r.get("topics", []),
+         "source_ref": r.get("citation") or r["item_id"], "revision": r.get("revision")}
+        for r in pack.get("records", [])[:MAX_CLAIMS]
+    ]
+
+
+def _negative(records: dict[str, Any]) -> list[dict[str, Any]]:
+    negative = []
+    for acq in records.get("acquisitions", []):
+        if acq.get("outcome") != "retrieved":
+            negative.append({"source": acq["source_name"], "outcome": acq["outcome"],
+                             "reason": acq.get("reason"), "searched": acq.get("searched")})
+        for topic in acq.get("missing_topics", []):
+            negative.append({"source": acq["source_name"], "topic": topic,
+                             "finding": "no evidence found yet", "searched": acq.get("searched")})
+    return negative
 
 
 def _refs(state: StepState) -> list[dict[str, Any]]:
@@ -40,21 +69,9 @@ def _refs(state: StepState) -> list[dict[str, Any]]:
 async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[str, Any]:
     store = await rt.store()
     spec, state = await rt.spec_of(inp.job), inp.state
-    pack = await _load_json(store, spec, state.evidence_pack) or {}
-    records = await _load_json(store, spec, state.source_records) or {}
-    claims = [
-        {"item_id": r["item_id"], "topics": r.get("topics", []),
-         "source_ref": r.get("citation") or r["item_id"], "revision": r.get("revision")}
-        for r in pack.get("records", [])[:MAX_CLAIMS]
-    ]
-    negative = []
-    for acq in records.get("acquisitions", []):
-        if acq.get("outcome") != "retrieved":
-            negative.append({"source": acq["source_name"], "outcome": acq["outcome"],
-                             "reason": acq.get("reason"), "searched": acq.get("searched")})
-        for topic in acq.get("missing_topics", []):
-            negative.append({"source": acq["source_name"], "topic": topic,
-                             "finding": "no evidence found yet", "searched": acq.get("searched")})
+    claims = await _derived(store, spec, state.evidence_pack, "checkpoint_claims", _claims)
+    negative = await _derived(store, spec, state.source_records, "checkpoint_negative",
+                              _negative)
     idx = STAGES.index(inp.stage) if inp.stage in STAGES else 0
     blocked = [o for o in inp.open_items if o.startswith("blocked:")]
     return {
@@ -69,8 +86,8 @@ async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[st
         "in_progress": [] if blocked or inp.status != "running" else [inp.stage],
         "blocked": blocked,
         "status": inp.status,
-        "confirmed_claims": claims,
-        "conflicts_and_negative_findings": negative,
+        "confirmed_claims": claims or [],
+        "conflicts_and_negative_findings": negative or [],
         "open_items": inp.open_items,
         "draft_revision": state.draft.revision if state.draft else None,
         "next_steps": inp.next_steps,
