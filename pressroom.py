@@ -6,6 +6,7 @@ engine or the artifact store, and turns their typed errors into one clear line.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -327,5 +328,33 @@ def eval_context(
     raise typer.Exit(code)
 
 
+def main() -> None:
+    """The console script: ``app()``, then an exit that skips interpreter teardown once a
+    Temporal client was used.
+
+    The SDK's Rust core keeps threads that may still release Python objects while a
+    short-lived process finalizes, which aborts it ("PyGILState_Release: thread state
+    must be current", temporalio/sdk-python#300) — seen here on ``pressroom status`` of
+    an unknown job under load. Every command has finished its work, closed its stores and
+    printed by then, so the streams are flushed and the process leaves with its code.
+    """
+    import os
+
+    try:
+        app()
+        code = 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:  # sys.exit("message"): Python prints it and exits 1
+            print(exc.code, file=sys.stderr)
+            code = 1
+    if "temporalio.bridge.client" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    app()
+    main()

@@ -9,6 +9,9 @@ comes back as ``ReviewRejected`` with the validator's reason and nothing recorde
 
 from __future__ import annotations
 
+import asyncio
+import os
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -24,7 +27,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
+from workflows.errors import JobError, JobExists, JobNotFound, JobNotWaiting, ReviewRejected
 from workflows.job_spec import JobSpec
 from workflows.models import (
     JobResult,
@@ -39,6 +42,17 @@ from workflows.temporal_config import WORKFLOW_TYPE
 
 Decision = Literal["approve", "request_changes", "reject"]
 QUERY_TIMEOUT = timedelta(seconds=10)
+
+
+def _worker_grace() -> float:
+    """Seconds to wait for a worker to (re)appear on a job's queue before saying none is
+    there (``PRESSROOM_WORKER_GRACE_SECONDS``, default 10)."""
+    raw = os.environ.get("PRESSROOM_WORKER_GRACE_SECONDS", "10")
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        raise JobError(f"PRESSROOM_WORKER_GRACE_SECONDS must be a number of seconds, "
+                       f"got {raw!r}") from None
 
 
 @dataclass
@@ -105,9 +119,10 @@ async def view_job(client: Client, job_id: str) -> JobView:
     view = JobView(job_id=job_id, execution=status.name, started=desc.start_time)
     if status == WorkflowExecutionStatus.RUNNING:
         # A query (and a review Update) waits for a worker; without one it would hang the
-        # CLI instead of saying why. Poller lists lag a crashed worker by minutes, hence
-        # also the deadline on the query itself.
-        if not await has_pollers(client, desc.task_queue):
+        # CLI instead of saying why. A worker re-polls a few seconds after a server
+        # restart, hence the grace period; poller lists lag a crashed worker by minutes,
+        # hence also the deadline on the query itself.
+        if not await _await_pollers(client, desc.task_queue):
             view.no_worker = desc.task_queue
             return view
         try:
@@ -187,6 +202,15 @@ async def cancel_job(client: Client, job_id: str) -> None:
     if view.execution != "RUNNING":
         raise JobNotWaiting(f"job {job_id!r} already ended ({view.summary})")
     await client.get_workflow_handle(job_id).cancel()
+
+
+async def _await_pollers(client: Client, task_queue: str) -> bool:
+    deadline = time.monotonic() + _worker_grace()
+    while not await has_pollers(client, task_queue):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.25)
+    return True
 
 
 async def has_pollers(client: Client, task_queue: str) -> bool:

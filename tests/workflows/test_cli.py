@@ -94,12 +94,17 @@ async def test_cli_run_review_status_explain(
     assert rc == 0, err
     assert "no worker is polling task queue" in out
     # ... and status / approve say that nothing answers, instead of hanging on the query
-    rc, out, err = await pressroom(home, address, "status", spec.job_id + "-b")
-    assert rc == 0, err
-    assert "no worker answers on task queue" in out and task_queue + "-idle" in out
-    rc, _out, err = await pressroom(home, address, "approve", spec.job_id + "-b", "--as",
-                                    "alice", "--yes")
-    _one_line_error(rc, err, "no worker answers")
+    # (after the grace period a restarted server gives its workers to re-poll)
+    os.environ["PRESSROOM_WORKER_GRACE_SECONDS"] = "1"
+    try:
+        rc, out, err = await pressroom(home, address, "status", spec.job_id + "-b")
+        assert rc == 0, err
+        assert "no worker answers on task queue" in out and task_queue + "-idle" in out
+        rc, _out, err = await pressroom(home, address, "approve", spec.job_id + "-b", "--as",
+                                        "alice", "--yes")
+        _one_line_error(rc, err, "no worker answers")
+    finally:
+        del os.environ["PRESSROOM_WORKER_GRACE_SECONDS"]
     rc, _out, err = await pressroom(home, address, "status", "no-such-job")
     _one_line_error(rc, err, "no job 'no-such-job'")
     rc, _out, err = await pressroom(home, "127.0.0.1:1", "status", spec.job_id)
