@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -113,13 +114,24 @@ def _freeze_startup_objects() -> None:
 
 
 def principal_of(spec: JobSpec, principal_id: str | None = None) -> Any:
-    return artifacts.Principal(principal_id=principal_id or spec.principal.principal_id,
-                               tenant=spec.scope.tenant, project=spec.scope.project)
+    return _principal(principal_id or spec.principal.principal_id, spec.scope.tenant,
+                      spec.scope.project)
 
 
 def scope_of(spec: JobSpec) -> Any:
-    return artifacts.Scope(tenant=spec.scope.tenant, project=spec.scope.project,
-                           task=spec.scope.task)
+    return _scope(spec.scope.tenant, spec.scope.project, spec.scope.task)
+
+
+# Principals and scopes are frozen value objects whose every field is validated on
+# construction; a job asks for the same few dozens of times, so each is built once.
+@functools.lru_cache(maxsize=1024)
+def _principal(principal_id: str, tenant: str, project: str) -> Any:
+    return artifacts.Principal(principal_id=principal_id, tenant=tenant, project=project)
+
+
+@functools.lru_cache(maxsize=1024)
+def _scope(tenant: str, project: str, task: str) -> Any:
+    return artifacts.Scope(tenant=tenant, project=project, task=task)
 
 
 def ref_of(rec: Any) -> ArtifactRef:
