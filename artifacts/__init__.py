@@ -2,8 +2,9 @@
 
 SQLite (one file under ``$PRESSROOM_HOME``) by default, PostgreSQL by URL, one code
 path. Start with ``store = await open_store()``; see ``artifacts.errors`` for the error
-hierarchy and ``artifacts.revisions`` / ``artifacts.records`` for the session-level
-functions the ``ArtifactStore`` facade wraps.
+hierarchy, ``artifacts.revisions`` / ``artifacts.records`` for the functions the
+``ArtifactStore`` facade runs inside one transaction each, and ``artifacts.runner`` for
+how a transaction reaches the database.
 """
 
 from artifacts.errors import (

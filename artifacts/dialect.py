@@ -62,7 +62,8 @@ class DialectSettings:
 
 
 class SqliteSettings(DialectSettings):
-    """aiosqlite: one file, WAL, foreign keys, busy timeout, BEGIN IMMEDIATE for writes."""
+    """One file, WAL, foreign keys, busy timeout, BEGIN IMMEDIATE for writes (the store's
+    own connections: ``runner.SqliteRunner``; aiosqlite serves migrations and admin SQL)."""
 
     name = "sqlite"
     drivername = "sqlite+aiosqlite"

@@ -1,4 +1,4 @@
-"""Sealed JSON records on the caller's session: manifests, checkpoints, publish receipts.
+"""Sealed JSON records inside one transaction: manifests, checkpoints, publish receipts.
 
 Each body is stored with the hash of its canonical JSON and re-hashed on every read,
 like artifact bodies. Writes are insert-once: repeating a write with the same content is
