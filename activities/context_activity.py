@@ -4,8 +4,10 @@ Every step re-admits everything: the job spec, the held revisions of the plan, e
 draft and review, the latest checkpoint, the tool history and the job's workspace files
 (such as ``plan.md``). Nothing keeps a pass from an earlier step. The engine's verdict —
 ``Ready`` or ``ContextAssemblyBlocked`` — is sealed into the store as a manifest; a ready
-manifest also carries the serialized request, so the draft activity calls the model on
-exactly those bytes. Only a small ``ContextRef`` goes back to the workflow.
+manifest also carries the serialized request — once, as the canonical JSON its hash seals;
+the draft activity verifies that hash and decodes the payload from those very bytes, so
+the model gets exactly what was sealed. Only a small ``ContextRef`` goes back to the
+workflow.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
         body["serialized_request"] = {
             "adapter": ser.adapter, "adapter_version": ser.adapter_version,
             "serialization_policy_version": ser.serialization_policy_version,
-            "payload": ser.payload, "canonical_json": ser.canonical_json, "hash": ser.hash,
+            "canonical_json": ser.canonical_json, "hash": ser.hash,
         }
         input_hash = ser.hash
     status = "blocked" if blocked else "ready"

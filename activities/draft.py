@@ -9,6 +9,7 @@ usage back to the manifest next to the engine's estimate.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -45,7 +46,9 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, 
     if digest != serialized["hash"]:
         raise ApplicationError(f"serialized request of manifest {manifest_id} does not match "
                                "its sealed hash", type="IntegrityError", non_retryable=True)
-    loaded: dict[str, Any] = serialized
+    # The payload sent is decoded from the verified bytes, never taken from a second copy
+    # (manifests written before this kept one beside them; it is ignored).
+    loaded: dict[str, Any] = {**serialized, "payload": json.loads(canonical)}
     return loaded
 
 

@@ -53,9 +53,17 @@ def store_url(tmp_path: Path) -> str:
     return f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
 
 
-@pytest.fixture
-def runtime(store_url: str) -> ActivityRuntime:
-    return ActivityRuntime(store_url)
+@pytest_asyncio.fixture(loop_scope="session")
+async def runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
+    # closed at teardown too: a test may reopen the store after its worker closed it
+    # (to read what the job wrote), and a store left to the garbage collector closes its
+    # pooled aiosqlite connection from whatever thread collects it — once a workflow
+    # thread, whose event loop cannot take the callback
+    rt = ActivityRuntime(store_url)
+    try:
+        yield rt
+    finally:
+        await rt.close()
 
 
 @pytest.fixture

@@ -191,7 +191,8 @@ async def test_instructions_in_plan_md_and_web_page_never_publish(
         web = [v for k, v in zones.items() if k.startswith("blog:")]
         assert web and all(z == ("data", "untrusted_external_data") for z in web)
         assert [k for k, (z, _t) in zones.items() if z == "control"] == ["pressroom:control-policy"]
-        payload = manifest["serialized_request"]["payload"]
+        payload = json.loads(manifest["serialized_request"]["canonical_json"])
+        assert "payload" not in manifest["serialized_request"]  # stored once, as sealed
         system = " ".join(str(m.get("content")) for m in payload["messages"]
                           if m.get("role") == "system")
         assert INJECTION not in system
