@@ -51,6 +51,7 @@ INSTRUCTION_FLAG = "instruction_like_text"
 
 
 _MESSAGES = ItemMemo()
+_FILLED = ItemMemo()
 
 
 def _trusted(item: ContextItem, zone: Literal[Zone.TASK, Zone.STATE]) -> RenderedMessage:
@@ -75,6 +76,7 @@ def _data(p: Pipeline, item: ContextItem, flags: tuple[str, ...], derived: bool
 
 def clear_memo() -> None:
     _MESSAGES.clear()
+    _FILLED.clear()
 
 
 class Finisher:
@@ -246,7 +248,12 @@ class Finisher:
             # entry was costed as that entry, which is not the excerpt's size
             tokens = costed.get((t.output_item_id or "", t.output_digest or ""))
             if t.type == "excerpt" and t.token_estimate_after is None and tokens is not None:
-                t = t.model_copy(update={"token_estimate_after": tokens})
+                # memoized: a warm assembly reuses the filled record (and so its JSON)
+                filled: TransformEntry | None = _FILLED.get(t, tokens)
+                if filled is None:
+                    filled = t.model_copy(update={"token_estimate_after": tokens})
+                    _FILLED.put(t, tokens, filled)
+                t = filled
             out.append(t)
         return out
 
