@@ -72,6 +72,7 @@ async def draft(rt: ActivityRuntime, inp: DraftInput) -> DraftResult:
         metadata={"manifest_id": ctx.manifest_id, "model": result.model, "round": inp.round},
     )
     if result.input_tokens is not None:
-        await store.record_usage(ctx.manifest_id, result.input_tokens)
+        await store.record_usage(ctx.manifest_id, result.input_tokens,
+                                 principal=principal_of(spec))
     return DraftResult(draft=ref_of(rec), summary=summarize(text),
                        input_tokens=result.input_tokens, output_tokens=result.output_tokens)

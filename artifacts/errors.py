@@ -11,9 +11,10 @@ Hierarchy (every error the store raises on purpose is a ``StoreError``)::
     │                           nothing visible in the principal's tenant/project raises it
     │                           whether the id exists in another scope or nowhere, with the
     │                           same message, so guessing ids learns nothing (use ``head()``,
-    │                           which returns ``None``, to ask "does it exist yet?")
+    │                           which returns ``None``, to ask "does it exist yet?");
+    │                           ``record_usage`` on a manifest it cannot see likewise
     ├── ArtifactNotFound        a revision that does not exist of an artifact the principal
-    │                           sees; ``record_usage`` on an unknown manifest
+    │                           sees
     ├── InvalidArtifact         bad input: unknown kind, bad id, bad scope shape, non-bytes body
     ├── DatabaseUnavailable     the database cannot be reached (names host / file)
     └── SchemaNotReady          the database schema is not at the shipped migration head

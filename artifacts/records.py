@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from artifacts.errors import (
-    ArtifactNotFound,
     IntegrityError,
     InvalidArtifact,
     ScopeDenied,
@@ -179,23 +178,27 @@ def get_manifest(tx: Tx, manifest_id: str, *, principal: Principal) -> dict[str,
     return body
 
 
-def record_usage(tx: Tx, manifest_id: str, actual_input_tokens: int) -> None:
-    """Write back the provider's input-token count once (the same value again is a no-op)."""
+def record_usage(tx: Tx, manifest_id: str, actual_input_tokens: int, *,
+                 principal: Principal) -> None:
+    """Write back the provider's input-token count once (the same value again is a no-op),
+    on a manifest of the principal's tenant and project — like reading it."""
     check_identifier(manifest_id, "manifest_id")
+    principal = check_principal(principal)
     if (isinstance(actual_input_tokens, bool) or not isinstance(actual_input_tokens, int)
             or actual_input_tokens < 0):
         raise InvalidArtifact(
             f"actual_input_tokens must be a non-negative int, got {actual_input_tokens!r}"
         )
     tx.require_write()
-    if tx.run("UPDATE manifests SET actual_input_tokens = :n "
-              "WHERE manifest_id = :id AND actual_input_tokens IS NULL",
-              {"n": actual_input_tokens, "id": manifest_id}):
+    scoped = {"id": manifest_id, "tenant": principal.tenant, "project": principal.project}
+    if tx.run("UPDATE manifests SET actual_input_tokens = :n WHERE manifest_id = :id "
+              "AND tenant = :tenant AND project = :project AND actual_input_tokens IS NULL",
+              {"n": actual_input_tokens, **scoped}):
         return
-    found = tx.one("SELECT actual_input_tokens FROM manifests WHERE manifest_id = :id",
-                   {"id": manifest_id})
-    if found is None:
-        raise ArtifactNotFound(f"no manifest {manifest_id!r} to record usage on")
+    found = tx.one("SELECT actual_input_tokens FROM manifests WHERE manifest_id = :id "
+                   "AND tenant = :tenant AND project = :project", scoped)
+    if found is None:  # unknown, or another tenant's: the same answer either way
+        raise ScopeDenied(_not_visible(principal, "manifest", manifest_id))
     if found[0] != actual_input_tokens:
         raise SealedConflict("manifest", manifest_id,
                              f"actual_input_tokens already recorded as {found[0]}, "

@@ -110,7 +110,7 @@ async def _records(store: ArtifactStore) -> str:
         raise AssertionError("the same receipt key returned two receipts")
     await store.put_manifest("selfcheck-manifest", run_id="run", step_id="step",
                              status="ready", body={"budget": {}}, scope=SCOPE)
-    await store.record_usage("selfcheck-manifest", 42)
+    await store.record_usage("selfcheck-manifest", 42, principal=OWNER)
     manifest = await store.get_manifest("selfcheck-manifest", principal=OWNER)
     if manifest["budget"].get("actual_input_tokens") != 42:
         raise AssertionError("usage write-back not visible on the manifest")

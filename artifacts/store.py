@@ -124,8 +124,10 @@ class ArtifactStore:
         return await self.db.call(False, records.get_manifest, manifest_id,
                                   principal=principal)
 
-    async def record_usage(self, manifest_id: str, actual_input_tokens: int) -> None:
-        await self.db.call(True, records.record_usage, manifest_id, actual_input_tokens)
+    async def record_usage(self, manifest_id: str, actual_input_tokens: int, *,
+                           principal: Principal) -> None:
+        await self.db.call(True, records.record_usage, manifest_id, actual_input_tokens,
+                           principal=principal)
 
     async def put_checkpoint(
         self, checkpoint_id: str, *, run_id: str, step_id: str, body: dict[str, Any],

@@ -165,7 +165,8 @@ async def test_bad_json_record_bodies(store: ArtifactStore, scope: Scope) -> Non
         await store.put_checkpoint("c", run_id="r", step_id="s", body={"b": b"bytes"},
                                    scope=scope)
     with pytest.raises(InvalidArtifact, match="actual_input_tokens must be a non-negative"):
-        await store.record_usage("m", -1)
+        await store.record_usage("m", -1, principal=Principal(principal_id="p", tenant="t",
+                                                              project="q"))
 
 
 async def test_unreachable_postgres_names_host() -> None:

@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from artifacts import (
-    ArtifactNotFound,
     ArtifactStore,
     Principal,
     Scope,
+    ScopeDenied,
     SealedConflict,
     json_hash,
 )
@@ -44,15 +44,19 @@ async def test_manifest_seal_and_usage(
                                  status="ready", body=changed, scope=scope)
     assert await store.get_manifest("assembly-1", principal=alice) == MANIFEST
 
-    await store.record_usage("assembly-1", 812)
-    await store.record_usage("assembly-1", 812)
+    await store.record_usage("assembly-1", 812, principal=alice)
+    await store.record_usage("assembly-1", 812, principal=alice)
     with pytest.raises(SealedConflict, match="already recorded as 812"):
-        await store.record_usage("assembly-1", 900)
+        await store.record_usage("assembly-1", 900, principal=alice)
     got = await store.get_manifest("assembly-1", principal=alice)
     assert got["budget"]["actual_input_tokens"] == 812
     assert got["included"] == MANIFEST["included"]
-    with pytest.raises(ArtifactNotFound, match="no manifest 'missing'"):
-        await store.record_usage("missing", 1)
+    # unknown, or another tenant's: refused alike, and nothing is written
+    with pytest.raises(ScopeDenied, match="manifest 'missing'"):
+        await store.record_usage("missing", 1, principal=alice)
+    mallory = Principal(principal_id="mallory", tenant="evil", project=alice.project)
+    with pytest.raises(ScopeDenied, match="manifest 'assembly-1'"):
+        await store.record_usage("assembly-1", 999, principal=mallory)
 
     async with store.db.read() as s:
         from sqlalchemy import select
