@@ -121,6 +121,22 @@ def freshness_state(item: ContextItem, as_of: datetime, policy: ContextPolicy) -
     return computed, why
 
 
+def freshness_key(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
+    Freshness, str
+]:
+    """What of ``as_of`` a gate outcome depends on: the freshness state, plus its
+    explanation unless the state is ``valid`` (a valid item's outcome never mentions it).
+
+    Freshness is the only gate that reads the clock, so outcomes memoized under this key
+    serve every later step of a job over the same items (each step has its own ``as_of``).
+    """
+    if item.valid_until is None and item.freshness is None \
+            and item.source_type not in policy.freshness.max_age:
+        return Freshness.VALID, ""  # this source type does not age: no clock involved
+    state, why = freshness_state(item, as_of, policy)
+    return state, "" if state is Freshness.VALID else why
+
+
 def _computed_freshness(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
     Freshness, str
 ]:

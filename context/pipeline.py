@@ -14,7 +14,7 @@ from context import memo
 from context.adapters import SerializedRequest
 from context.blockstore import BlockStore
 from context.budget import Allocation, Unit, allocate, cost_text, usable_budget
-from context.gates import GateOutcome, GateRunner
+from context.gates import GateOutcome, GateRunner, freshness_key
 from context.items import ContextItem
 from context.loading import load_mode_for
 from context.manifest import (
@@ -216,13 +216,15 @@ class Pipeline:
 
     def gates(self) -> None:
         r = self.req
-        ctx = "|".join((self.policy.digest, r.as_of.isoformat(), r.principal.clearance.value,
+        # no as_of here: what an outcome takes from the clock is its freshness_key
+        ctx = "|".join((self.policy.digest, r.principal.clearance.value,
                         str(r.principal.scope), str(r.scope)))
         revs = r.required_revisions
         items = [self.step_item(), *sorted(r.candidates, key=lambda i: i.item_id)]
         for item in items:
             repo = item.source_ref.repo
-            key = (ctx, revs.get(item.key), revs.get(f"repo:{repo}") if repo else None)
+            key = (ctx, freshness_key(item, r.as_of, self.policy), revs.get(item.key),
+                   revs.get(f"repo:{repo}") if repo else None)
             cached: _GateMemo | None = memo.GATES.get(item, key)
             if cached is None:
                 cached = self._gate(item)

@@ -255,3 +255,21 @@ def test_trust_is_capped_by_source_type() -> None:
     m = _run(boosted)
     inc = {i.item_id: i for i in m.included}
     assert inc["memo"].trust == "untrusted_external_data"
+
+
+def test_memoized_gate_outcomes_follow_the_clock() -> None:
+    """The same item objects at later steps (a later as_of each) reuse their gate outcomes
+    only while their freshness holds: ageing into refresh or expiry is seen every time."""
+    page = web("page", RELEVANT, observed_at=AS_OF - timedelta(days=6))
+    doc = item("doc", RELEVANT, valid_until=AS_OF + timedelta(hours=1))
+    pinned = code("pinned", "def f():\n    return 429  # rate limit")
+    req = request([page, doc, pinned])
+    first = assemble(req).manifest
+    assert {"page", "doc", "pinned"} <= {i.item_id for i in first.included}
+    later = assemble(req.model_copy(update={"as_of": AS_OF + timedelta(days=1, hours=2)}))
+    m = later.manifest
+    assert _excluded(m, "doc").reason == "expired"
+    assert _excluded(m, "page").hard_gate == "freshness"  # 7 d + 2 h old: refresh_required
+    assert "pinned" in {i.item_id for i in m.included}
+    again = assemble(req).manifest  # and back at the first clock, the first answers
+    assert [e.item_id for e in again.included] == [e.item_id for e in first.included]
