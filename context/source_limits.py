@@ -47,8 +47,14 @@ class LimitApplied:
 
 
 def _mentions(line: str, terms: tuple[str, ...]) -> bool:
-    low = line.casefold()
-    return any(t in low for t in terms)
+    return _any_term(terms, line.casefold())
+
+
+def _any_term(terms: tuple[str, ...], low: str) -> bool:
+    for t in terms:
+        if t in low:
+            return True
+    return False
 
 
 def _derive(item: ContextItem, content: str, ref: SourceRef, kind: str) -> ContextItem:
@@ -161,10 +167,19 @@ def _failure_matches(text: str) -> Iterator[re.Match[str]]:
 def relevant_sections(
     item: ContextItem, limit: SourceLimit, terms: tuple[str, ...]
 ) -> LimitApplied | None:
-    sections = [s for s in _SECTION_SPLIT.split(item.content) if s.strip()]
+    raw = _SECTION_SPLIT.split(item.content)
+    sections = [s for s in raw if s.strip()]
     if len(sections) <= limit.max_sections:
         return None
-    picked = [i for i, s in enumerate(sections) if _mentions(s, terms)][: limit.max_sections]
+    # Fold the page once and split it the same way: folding never creates or removes
+    # whitespace, newlines or '#', so the folded sections align with the original ones.
+    folded = _SECTION_SPLIT.split(item.content.casefold())
+    if len(folded) == len(raw):
+        lows = [f for f, s in zip(folded, raw, strict=True) if s.strip()]
+        hits = [i for i, low in enumerate(lows) if _any_term(terms, low)]
+    else:  # not expected; the per-section definition stays the reference
+        hits = [i for i, s in enumerate(sections) if _mentions(s, terms)]
+    picked = hits[: limit.max_sections]
     if not picked:
         return None
     body = "\n\n".join(sections[i] for i in picked)

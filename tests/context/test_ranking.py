@@ -13,10 +13,12 @@ from context.ranking import RankInfo, coverage_first, supersede
 from context.render import MISSING_EVIDENCE_HEADING, parse_data_blocks
 from context.source_limits import (
     _FAILURE,
+    _SECTION_SPLIT,
     _failure_matches,
     _mentions,
     excerpt_code,
     failures_of_log,
+    relevant_sections,
 )
 from context.vocabulary import LoadMode, SourceType
 from tests.context.builders import AS_OF, code, item, request, topic, web
@@ -250,3 +252,27 @@ def test_failure_scan_finds_what_the_case_insensitive_regex_finds(words: list[st
     text = " ".join(words)
     assert [(m.start(), m.end()) for m in _failure_matches(text)] == \
         [(m.start(), m.end()) for m in _FAILURE.finditer(text)]
+
+
+_PAGE_PARTS = ["Retry", "ß", "STRASSE", "İ", "cache", "\n\n", "\n", "\n# Head\n", "  \n  \n",
+               "x", "backoff", "\t", "ﬁle", "Ǆ"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PAGE_PARTS), max_size=60),
+       st.integers(min_value=1, max_value=4),
+       st.lists(st.sampled_from(["retry", "strasse", "i̇", "cache", "file", "ǆ"]), max_size=3))
+def test_page_sections_match_the_per_section_definition(
+    parts: list[str], max_sections: int, terms: list[str]
+) -> None:
+    """Folding the whole page once picks the sections folding each section would."""
+    text = " ".join(parts)
+    limited = relevant_sections(web("p", text), SourceLimit(
+        mode="relevant_sections_plus_hash", max_sections=max_sections), tuple(terms))
+    sections = [s for s in _SECTION_SPLIT.split(text) if s.strip()]
+    picked = [s for s in sections if _mentions(s, tuple(terms))][:max_sections]
+    if len(sections) <= max_sections or not picked:
+        assert limited is None
+        return
+    assert limited is not None
+    assert limited.item.content.rsplit("\n\n", 1)[0] == "\n\n".join(picked)
