@@ -198,13 +198,14 @@ class _Allocator:
             assert self.costing is not None
             self.costing.cost(todo)
 
-    def _priced(self, lst: list[Unit], i: int, room: int) -> bool:
-        """Cost ``lst[i]`` exactly unless a lower bound proves it cannot fit (then False)."""
+    def _priced(self, lst: list[Unit], i: int, room: int, *, cap: bool = True) -> bool:
+        """Cost ``lst[i]`` exactly unless a lower bound proves it cannot fit (then False);
+        ``cap=False`` asks about ``room`` alone, not the evidence budget."""
         assert self.costing is not None
         u = lst[i]
         if not u.required:
             message, block = self.costing.floor(u, room)
-            cap_room = self._cap_room(u)
+            cap_room = self._cap_room(u) if cap else None
             if message > room:
                 u.floor, u.bound = message, f"at least {message} tokens, {room} left"
                 return False
@@ -256,8 +257,10 @@ class _Allocator:
         for i, u in enumerate(lst):
             if need >= pu.minimum:
                 break
-            if u.cost is None and not self._priced(lst, i, self.usable):
-                need += u.floor or 0  # above all of usable, so above the minimum too
+            # a claim is about demand, not the evidence budget: only a bound above all
+            # of usable (hence above the minimum) may stand in for a cost here
+            if u.cost is None and not self._priced(lst, i, self.usable, cap=False):
+                need += u.floor or 0
                 continue
             need += u.exact
         return max(pu.used, min(pu.minimum, need))
