@@ -9,6 +9,8 @@ instead of deadlocking on a read-to-write lock upgrade ("database is locked").
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from typing import Any, ClassVar
 
 from sqlalchemy import event, text
@@ -127,6 +129,39 @@ class SqliteSettings(DialectSettings):
             raise DatabaseUnavailable(
                 f"cannot create the directory {parent} for SQLite file {database}: {exc}"
             ) from None
+        _ensure_wal(database, self.busy_timeout_ms / 1000)
+
+
+def _ensure_wal(database: str, timeout_s: float) -> None:
+    """Put the file in WAL mode once, before any pooled connection opens.
+
+    WAL is a property of the file and persists, so later connections' ``journal_mode=WAL``
+    is a no-op. Switching needs the file to itself, and SQLite answers "database is
+    locked" at once — without its busy handler — when two connections of a fresh file try
+    together (several workers or tasks opening the store for the first time), so the
+    switch is retried here until the busy timeout.
+    """
+    deadline = time.monotonic() + timeout_s
+    try:
+        conn = sqlite3.connect(database, timeout=timeout_s, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DatabaseUnavailable(f"cannot open SQLite file {database}: {exc}") from None
+    try:
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise DatabaseUnavailable(
+                        f"cannot put SQLite file {database} in WAL mode: {exc}") from None
+                time.sleep(0.02)
+                continue
+            if str(mode).lower() != "wal":
+                raise DatabaseUnavailable(
+                    f"SQLite file {database} cannot use WAL (journal_mode stays {mode!r})")
+            return
+    finally:
+        conn.close()
 
 
 class PostgresSettings(DialectSettings):
