@@ -150,10 +150,10 @@ def _ensure_wal(database: str, timeout_s: float) -> None:
         while True:
             try:
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            except sqlite3.OperationalError as exc:
+            except sqlite3.Error as exc:  # e.g. "file is not a database": named, not raw
                 if "locked" not in str(exc) or time.monotonic() >= deadline:
                     raise DatabaseUnavailable(
-                        f"cannot put SQLite file {database} in WAL mode: {exc}") from None
+                        f"cannot use SQLite file {database}: {exc}") from None
                 time.sleep(0.02)
                 continue
             if str(mode).lower() != "wal":
