@@ -19,7 +19,7 @@ from context._blocks import data_block
 from context.budget import Unit
 from context.floors import prefix_floor
 from context.items import ContextItem
-from context.layout import block_cost
+from context.layout import BlockCost, block_cost
 from context.records import Admitted
 from context.shaping import LimitMemo, shape_item
 from context.vocabulary import Zone
@@ -92,9 +92,13 @@ class BlockStore:
         for (u, a, flags), n in zip(todo, counts, strict=True):
             cost = block_cost(counter, n)
             memo.LIMITS.put(a.item, flags, cost)
-            u.cost = a.tokens = cost.message_tokens
-            u.block_tokens = a.block_tokens = cost.block_tokens
-            self.costed[a.item.item_id, a.item.content_hash] = cost.block_tokens
+            self.record(a, cost)
+            u.cost, u.block_tokens = a.tokens, a.block_tokens
+
+    def record(self, a: Admitted, cost: BlockCost) -> None:
+        """``a``'s exact block cost, just counted or memoized from an earlier assembly."""
+        a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
+        self.costed[a.item.item_id, a.item.content_hash] = cost.block_tokens
 
     def floor(self, unit: Unit, room: int) -> tuple[int, int]:
         frame = self.frame()

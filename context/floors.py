@@ -26,7 +26,7 @@ the real tokenizer.
 
 from __future__ import annotations
 
-__all__ = ["prefix_floor", "token_floor", "words"]
+__all__ = ["prefix_floor", "words"]
 
 _SPLIT_ONLY_IN_PYTHON = "\x1c\x1d\x1e\x1f"
 _AS_LETTER = str.maketrans(dict.fromkeys(_SPLIT_ONLY_IN_PYTHON, "x"))
@@ -57,8 +57,3 @@ def prefix_floor(text: str, room: int) -> tuple[int, bool]:
         if found > room:
             return found, False
     return words(text), True
-
-
-def token_floor(text: str, room: int) -> int:
-    """The bound of :func:`prefix_floor` alone."""
-    return prefix_floor(text, room)[0]

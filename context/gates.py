@@ -130,9 +130,6 @@ def freshness_key(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> 
     Freshness is the only gate that reads the clock, so outcomes memoized under this key
     serve every later step of a job over the same items (each step has its own ``as_of``).
     """
-    if item.valid_until is None and item.freshness is None \
-            and item.source_type not in policy.freshness.max_age:
-        return Freshness.VALID, ""  # this source type does not age: no clock involved
     state, why = freshness_state(item, as_of, policy)
     return state, "" if state is Freshness.VALID else why
 

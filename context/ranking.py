@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from context._scan import contains_any
 from context.items import ContextItem
 from context.memo import ItemMemo
 from context.request import TopicSpec
@@ -98,10 +99,8 @@ def covered_topics(
                 continue
             if hay is None:
                 hay = _haystack(item, cache)
-            for term in terms:  # a loop, not any(): no generator frame per item and topic
-                if term in hay:
-                    hits.append(i)
-                    break
+            if contains_any(terms, hay):
+                hits.append(i)
         found = tuple(hits)
         _COVER.put(item, term_sets, found)
     return tuple(topics[i].name for i in found)

@@ -21,6 +21,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from context._scan import contains_any
+
 _MEMO_ENTRIES = 60_000
 
 # (kind, pattern, prefilter): the regex only runs when the prefilter — substrings, or a
@@ -90,18 +92,9 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
 )
 
 
-# Plain loops, not any()/all() over generators: these run ~10 times per candidate text,
-# and the generator frames cost as much as the substring searches on small texts.
-def _any_in(words: tuple[str, ...], text: str) -> bool:
-    for w in words:
-        if w in text:
-            return True
-    return False
-
-
 def _every_group_in(groups: tuple[tuple[str, ...], ...], text: str) -> bool:
-    for g in groups:
-        if not _any_in(g, text):
+    for g in groups:  # a loop, not all(): see context._scan
+        if not contains_any(g, text):
             return False
     return True
 
@@ -145,7 +138,7 @@ class Detector:
             if isinstance(pre, re.Pattern):
                 if pre.search(text) is None:
                     continue
-            elif pre and not _any_in(pre, text):
+            elif pre and not contains_any(pre, text):
                 continue
             redacted, n = pattern.subn(f"[REDACTED:{kind}]", redacted)
             if n:

@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from context._scan import contains_any
 from context.items import ContextItem, LineageNode, SourceRef, sha256_text
 from context.policy import SourceLimit
 from context.vocabulary import Completeness
@@ -47,14 +48,7 @@ class LimitApplied:
 
 
 def _mentions(line: str, terms: tuple[str, ...]) -> bool:
-    return _any_term(terms, line.casefold())
-
-
-def _any_term(terms: tuple[str, ...], low: str) -> bool:
-    for t in terms:
-        if t in low:
-            return True
-    return False
+    return contains_any(terms, line.casefold())
 
 
 def _derive(item: ContextItem, content: str, ref: SourceRef, kind: str) -> ContextItem:
@@ -176,7 +170,7 @@ def relevant_sections(
     folded = _SECTION_SPLIT.split(item.content.casefold())
     if len(folded) == len(raw):
         lows = [f for f, s in zip(folded, raw, strict=True) if s.strip()]
-        hits = [i for i, low in enumerate(lows) if _any_term(terms, low)]
+        hits = [i for i, low in enumerate(lows) if contains_any(terms, low)]
     else:  # not expected; the per-section definition stays the reference
         hits = [i for i, s in enumerate(sections) if _mentions(s, terms)]
     picked = hits[: limit.max_sections]

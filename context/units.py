@@ -87,8 +87,7 @@ def build_units(p: Pipeline) -> list[Unit]:
         else:
             cost: BlockCost | None = memo.LIMITS.get(a.item, flags)
             if cost is not None:
-                a.tokens, a.block_tokens = cost.message_tokens, cost.block_tokens
-                p.blocks.costed[a.item.item_id, a.item.content_hash] = cost.block_tokens
+                p.blocks.record(a, cost)
             else:
                 lazy.add(a.item.item_id)
         by_part.setdefault(a.partition, []).append(a)

@@ -7,7 +7,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context.floors import token_floor, words
+from context.floors import prefix_floor, words
 from context.tokens import _ENCODING, _tokens
 
 # Unicode White_Space: what the tokenizer pattern's \s matches (25 code points)
@@ -66,13 +66,13 @@ def test_words_never_exceed_tokens(pieces: list[str], noise: str) -> None:
 def test_floor_is_a_lower_bound_also_inside_a_data_block(pieces: list[str], room: int) -> None:
     text = "".join(pieces)
     block = f'<<<DATA id="x" sha256="0">>>\n{text}\n<<<END DATA sha256="0">>>'
-    floor = token_floor(text, room)
+    floor, _whole = prefix_floor(text, room)
     assert floor <= _tokens(text)
     assert floor <= _tokens(block)
 
 
 def test_floor_reads_a_prefix_when_that_settles_it() -> None:
     text = "alpha beta " * 50_000
-    assert token_floor(text, 10) > 10
-    assert token_floor(text, 10) < words(text)  # only the prefix was split
-    assert token_floor(text, 10**9) == words(text) == 100_000
+    bound, whole = prefix_floor(text, 10)
+    assert 10 < bound < words(text) and not whole  # only the prefix was split
+    assert prefix_floor(text, 10**9) == (words(text), True) == (100_000, True)
