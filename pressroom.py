@@ -90,6 +90,9 @@ def worker(
     tls_key: str | None = typer.Option(None, help="Client private key (PEM) for mTLS."),
     tls_ca: str | None = typer.Option(None, help="Server root CA (PEM)."),
     store_url: str | None = typer.Option(None, help="Artifact store URL (default SQLite)."),
+    helper_processes: int | None = typer.Option(
+        None, min=0, help="Processes running context assembly (default: "
+                          "$PRESSROOM_HELPER_PROCESSES, else 1 on a multi-core machine)."),
 ) -> None:
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C)."""
     from worker import run_worker
@@ -98,7 +101,8 @@ def worker(
     console.print(f"pressroom worker → {address or address_from_env()}, "
                   f"queue {_queue(task_queue)!r}")
     _job_cmd(run_worker(address, namespace, task_queue=_queue(task_queue), store_url=store_url,
-                        tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca))
+                        tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
+                        helper_processes=helper_processes))
 
 
 @app.command()

@@ -2,8 +2,12 @@
 
 ``python worker.py`` (or ``pressroom worker``) joins the cluster named by the environment
 (``PRESSROOM_TEMPORAL_ADDRESS``, ``PRESSROOM_TEMPORAL_NAMESPACE``, ``PRESSROOM_TASK_QUEUE``,
-``PRESSROOM_STORE_URL``) or by flags, and runs until SIGINT/SIGTERM. Crash tests start it
-as a separate process and SIGKILL it.
+``PRESSROOM_STORE_URL``, ``PRESSROOM_HELPER_PROCESSES``) or by flags, and runs until
+SIGINT/SIGTERM. Crash tests start it as a separate process and SIGKILL it.
+
+Context assembly runs in helper processes (``activities.offload``): one by default on a
+machine with more than one core, none on a single core (a helper there only adds
+hand-offs); ``--helper-processes 0`` keeps it in the worker process.
 """
 
 from __future__ import annotations
@@ -78,14 +82,36 @@ def build_worker(client: Client, runtime: ActivityRuntime, *, task_queue: str | 
     )
 
 
+HELPERS_ENV = "PRESSROOM_HELPER_PROCESSES"
+
+
+def default_helper_processes() -> int:
+    """``$PRESSROOM_HELPER_PROCESSES``, else 1 with two or more cores, else 0."""
+    raw = os.environ.get(HELPERS_ENV, "").strip()
+    if not raw:
+        return 1 if (os.cpu_count() or 1) >= 2 else 0
+    try:
+        value = int(raw)
+    except ValueError:
+        raise JobError(f"{HELPERS_ENV} must be a whole number, got {raw!r}") from None
+    if value < 0:
+        raise JobError(f"{HELPERS_ENV} must be 0 or more, got {value}")
+    return value
+
+
 async def run_worker(address: str | None = None, namespace: str | None = None, *,
                      task_queue: str | None = None, store_url: str | None = None,
                      tls_cert: str | None = None, tls_key: str | None = None,
                      tls_ca: str | None = None, ready: asyncio.Event | None = None,
-                     stop: asyncio.Event | None = None) -> None:
+                     stop: asyncio.Event | None = None,
+                     helper_processes: int | None = None) -> None:
     """Run a worker until ``stop`` is set or SIGINT/SIGTERM arrives."""
+    helpers = default_helper_processes() if helper_processes is None else helper_processes
+    if helpers < 0:
+        raise JobError(f"helper processes must be 0 or more, got {helpers}")
     client = await connect(address, namespace, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
-    runtime = ActivityRuntime(store_url or os.environ.get("PRESSROOM_STORE_URL") or None)
+    runtime = ActivityRuntime(store_url or os.environ.get("PRESSROOM_STORE_URL") or None,
+                              helper_processes=helpers)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -108,11 +134,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--namespace", default=None)
     parser.add_argument("--task-queue", default=None)
     parser.add_argument("--store-url", default=None)
+    parser.add_argument("--helper-processes", type=int, default=None,
+                        help="processes that run context assembly (default: "
+                             f"${HELPERS_ENV}, else 1 on a multi-core machine)")
     args = parser.parse_args(argv)
     print(f"pressroom worker: {args.address or address_from_env()} "
           f"queue={args.task_queue or task_queue_from_env()}", flush=True)
     asyncio.run(run_worker(args.address, args.namespace, task_queue=args.task_queue,
-                           store_url=args.store_url))
+                           store_url=args.store_url, helper_processes=args.helper_processes))
 
 
 if __name__ == "__main__":

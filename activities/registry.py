@@ -47,6 +47,8 @@ def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
         async with heartbeating():
+            if rt.helpers is not None:
+                return await rt.helpers.run("assemble_context", inp, ContextRef)
             return await context_activity.assemble_context(rt, inp)
 
     @activity.defn(name="write_plan")

@@ -32,6 +32,7 @@ from temporalio import activity
 
 import artifacts
 from activities.contracts import ArtifactRef, JobRef
+from activities.offload import HelperPool
 from activities.store_access import WorkerStore
 from artifacts.errors import RevisionConflict
 from workflows.job_spec import JobSpec
@@ -46,8 +47,12 @@ class ActivityRuntime:
     """Per-worker shared state: the artifact store, opened on first use."""
 
     def __init__(self, store_url: str | None = None, *,
-                 spec_cache_size: int = SPEC_CACHE_SIZE) -> None:
+                 spec_cache_size: int = SPEC_CACHE_SIZE, helper_processes: int = 0) -> None:
         self.store_url = store_url
+        # CPU-bound bodies (``offload.OFFLOADABLE``) run in this many helper processes;
+        # 0 runs them here. Started with the worker, see ``activities.offload``.
+        self.helpers: HelperPool | None = (
+            HelperPool(store_url, helper_processes) if helper_processes else None)
         self._store: Any = None
         self._lock = asyncio.Lock()
         self._specs: OrderedDict[tuple[str, ...], JobSpec] = OrderedDict()
@@ -92,6 +97,9 @@ class ActivityRuntime:
             if self._store is not None:
                 await self._store.close()
                 self._store = None
+            if self.helpers is not None:
+                await asyncio.to_thread(self.helpers.close)
+                self.helpers = None
 
 
 _frozen = False

@@ -56,7 +56,7 @@ from activities.contracts import (
     StoreJobSpecInput,
 )
 from activities.runtime import ActivityRuntime
-from worker import build_worker
+from worker import build_worker, default_helper_processes
 from workflows import client as jobs
 from workflows.embedded import EXAMPLE_JOB, _build_fixtures
 from workflows.job_spec import JobSpec, load_job_spec
@@ -232,7 +232,8 @@ async def with_worker_processes(client: Client, base: JobSpec, home: Path, n_job
 
 
 async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = None,
-               worker_processes: int = 0) -> dict[str, Any]:
+               worker_processes: int = 0, helper_processes: int | None = None) -> dict[str, Any]:
+    helpers = default_helper_processes() if helper_processes is None else helper_processes
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["PRESSROOM_HOME"] = str(home)
@@ -253,7 +254,8 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         finally:
             os.dup2(saved, 1)
             os.close(saved)
-        runtime = ActivityRuntime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}")
+        runtime = ActivityRuntime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
+                                  helper_processes=helpers)
         real_q, noop_q = f"bench-real-{uuid.uuid4().hex[:6]}", f"bench-noop-{uuid.uuid4().hex[:6]}"
         try:
             async with build_worker(env.client, runtime, task_queue=real_q,
@@ -282,6 +284,7 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         "benchmark": "durable_jobs",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "max_concurrent_activities": max_activities,
+        "helper_processes": helpers,
         "store": "postgresql" if store_url and store_url.startswith("postgres") else "sqlite",
         "job": "examples/job.yaml (2 git repos, 1 doc folder, 1 web page, plan.md), extractive",
         "one_job": {"wall_s": round(one["wall_s"], 3), "stages_s": stage_times(one["history"]),
@@ -306,9 +309,13 @@ if __name__ == "__main__":
                         help="max concurrent activities of the Pressroom worker")
     parser.add_argument("--worker-processes", type=int, default=0,
                         help="also run the concurrent jobs on N separate worker processes")
+    parser.add_argument("--helper-processes", type=int, default=None,
+                        help="context-assembly helper processes of the Pressroom worker "
+                             "(default: what `pressroom worker` uses on this machine)")
     parser.add_argument("--store-url", default=None,
                         help="artifact store URL (default: SQLite in a temp dir); a "
                              "PostgreSQL database must be migrated and empty")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main(5 if args.quick else args.jobs, args.max_activities,
-                                      args.store_url, args.worker_processes)), indent=2))
+                                      args.store_url, args.worker_processes,
+                                      args.helper_processes)), indent=2))

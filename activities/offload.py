@@ -1,0 +1,159 @@
+"""Helper processes that run whole CPU-bound activity bodies off the worker's GIL.
+
+Why this exists: a worker is one Python process, and its workflow activations, payload
+conversion, heartbeats and every activity body share one interpreter lock. Context
+assembly is pure CPU (admission, ranking, token counting, sealing a manifest of a few
+hundred entries): measured at ≈ 80 ms of a job's ≈ 125 ms of activity CPU on the bundled
+example job. Run in a thread it still holds the worker's lock; run here it uses another
+core while the worker keeps serving Temporal.
+
+What crosses the process boundary is only the activity's input and its small result, as
+the JSON of their pydantic models (the same contract Temporal itself carries). The helper
+opens its own ``ActivityRuntime`` on the same store URL and loads the step's candidates
+itself, so no request, evidence or manifest is ever pickled — shipping those to a helper
+(the engine alone in a process pool) was measured and cost about what it saved.
+
+Choices, and why:
+
+* ``spawn`` start method: forking a process that runs Temporal's Rust threads and an
+  asyncio loop is unsafe; a spawned helper imports the activity modules fresh.
+* A helper dies with its worker: on Linux it asks for ``SIGKILL`` when its parent exits
+  (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread exits when the parent's pid
+  changes. A SIGKILLed worker (the crash tests) therefore leaves no helper running an
+  orphaned activity.
+* Failures keep their meaning: an exception in a helper comes back as the
+  ``ApplicationError`` Temporal would have reported in-process (same ``type`` name,
+  message and ``non_retryable`` flag), because arbitrary exception classes do not
+  survive pickling reliably.
+* Helpers are started and imported at pool creation (a warm-up call), not by the first
+  job's first step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from temporalio.exceptions import ApplicationError
+
+R = TypeVar("R", bound=BaseModel)
+
+#: Activity bodies a helper may run, by activity name; an allow-list, so nothing else
+#: (and nothing with a crash-test pause point) ever runs in a helper.
+OFFLOADABLE = frozenset({"assemble_context"})
+_PR_SET_PDEATHSIG = 1
+
+_runtime: Any = None
+_runner: asyncio.Runner | None = None
+
+
+def _die_with_parent(parent: int) -> None:
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pressroom-parent-watch", daemon=True).start()
+
+
+def _init_helper(store_url: str | None, parent: int) -> None:
+    """Runs once in each helper process."""
+    global _runtime, _runner
+    _die_with_parent(parent)
+    from activities.runtime import ActivityRuntime
+
+    _runtime = ActivityRuntime(store_url)
+    _runner = asyncio.Runner()
+
+
+def _body(name: str) -> tuple[Callable[[Any, Any], Awaitable[BaseModel]], type[BaseModel]]:
+    if name == "assemble_context":
+        from activities.context_activity import assemble_context
+        from activities.contracts import AssembleContextInput
+
+        return assemble_context, AssembleContextInput
+    raise ValueError(f"activity {name!r} cannot run in a helper process")
+
+
+def _warm() -> None:
+    """Import what a call needs, so the first step does not pay for it."""
+    _body("assemble_context")
+
+
+def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
+    """Runs in a helper: one activity body; returns (ok, result JSON | error fields)."""
+    assert _runner is not None
+    try:
+        fn, input_type = _body(name)
+        result = _runner.run(fn(_runtime, input_type.model_validate_json(payload)))
+        return True, result.model_dump_json()
+    except Exception as exc:  # re-raised in the worker as the same failure (docstring)
+        return False, {
+            "type": exc.type if isinstance(exc, ApplicationError) and exc.type
+            else type(exc).__name__,
+            "message": str(exc) or type(exc).__name__,
+            "non_retryable": bool(getattr(exc, "non_retryable", False)),
+        }
+
+
+class HelperPool:
+    """``processes`` helper processes running allow-listed activity bodies."""
+
+    def __init__(self, store_url: str | None, processes: int) -> None:
+        if processes < 1:
+            raise ValueError(f"helper processes must be at least 1, got {processes}")
+        self.processes, self._store_url = processes, store_url
+        self._pool = self._start()
+
+    def _start(self) -> ProcessPoolExecutor:
+        pool = ProcessPoolExecutor(
+            max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_helper, initargs=(self._store_url, os.getpid()))
+        # Start every helper now; each imports the activity modules while the worker
+        # connects, instead of during the first job's first step.
+        for _ in range(self.processes):
+            pool.submit(_warm)
+        return pool
+
+    async def run(self, name: str, inp: BaseModel, result_type: type[R]) -> R:
+        if name not in OFFLOADABLE:
+            raise ValueError(f"activity {name!r} cannot run in a helper process")
+        loop, pool = asyncio.get_running_loop(), self._pool
+        try:
+            ok, out = await loop.run_in_executor(pool, _call, name, inp.model_dump_json())
+        except BrokenProcessPool as exc:
+            # A helper died (killed, out of memory). Temporal's worker treats a broken
+            # executor as fatal for the whole worker; here it is one failed attempt, retried
+            # on a fresh pool, like any activity whose process went away.
+            if self._pool is pool:
+                self._pool = self._start()
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise ApplicationError(f"helper process for {name} died: {exc}",
+                                   type="HelperProcessDied") from None
+        if ok:
+            assert isinstance(out, str)
+            return result_type.model_validate_json(out)
+        assert isinstance(out, dict)
+        raise ApplicationError(out["message"], type=out["type"],
+                               non_retryable=out["non_retryable"])
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+__all__ = ["OFFLOADABLE", "HelperPool"]

@@ -1,0 +1,197 @@
+"""Context assembly in helper processes (``activities.offload``): a job through a helper,
+failures keeping their type across the process boundary, a dead helper costing one retried
+attempt (not the worker), and helpers dying with a SIGKILLed worker.
+
+Real dev server, real spawned helper processes, real SQLite store; the extractive provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from temporalio.exceptions import ApplicationError
+
+from activities import context_activity
+from activities.contracts import ArtifactRef, AssembleContextInput, ContextRef, JobRef, StepState
+from activities.offload import HelperPool
+from activities.runtime import ActivityRuntime, principal_of
+from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
+from workflows import client as jobs
+from workflows.job_spec import JobSpec
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid``."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def helper_runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
+    rt = ActivityRuntime(store_url, helper_processes=1)
+    try:
+        yield rt
+    finally:
+        await rt.close()
+
+
+async def test_job_assembles_in_a_helper_and_publishes(
+        client: Any, helper_runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_here(*_: Any) -> Any:
+        raise AssertionError("context assembly ran in the worker process")
+
+    # Only this process is patched: the job can publish only if every step assembled in
+    # the helper.
+    monkeypatch.setattr(context_activity, "assemble_context", not_here)
+    spec = make_spec()
+    async with running_worker(client, helper_runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        await wait_status(handle, {"awaiting_review"})
+        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        result = await handle.result()
+    assert result.status == "published"
+    assert len(published_files(spec)) == 1
+    rt = ActivityRuntime(helper_runtime.store_url)
+    try:
+        store = await rt.store()
+        manifests = [await store.get_manifest(m, principal=principal_of(spec))
+                     for m in result.manifest_ids]
+    finally:
+        await rt.close()
+    # written by the helper, read and verified (seal re-hashed) by this process's store
+    assert [m["stage"] for m in manifests] == ["plan", "research", "draft", "publish"]
+    assert all(m["status"] == "ready" and m["serialized_request"]["hash"] for m in manifests)
+
+
+def _bad_input(spec: JobSpec) -> AssembleContextInput:
+    """A step naming a job spec revision that was never stored."""
+    ref = ArtifactRef(kind="job_spec", artifact_id=f"{spec.job_id}.spec", revision=7,
+                      content_hash="sha256:" + "0" * 64)
+    job = JobRef(job_id=spec.job_id, spec=ref, principal_id=spec.principal.principal_id,
+                 tenant=spec.scope.tenant, project=spec.scope.project)
+    return AssembleContextInput(job=job, step_id="s-1", stage="plan",
+                                as_of="2026-01-01T00:00:00+00:00", state=StepState(job_spec=ref))
+
+
+async def test_a_failure_in_a_helper_keeps_its_type(
+        store_url: str, make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    inp = _bad_input(spec)
+    here = ActivityRuntime(store_url)
+    try:
+        with pytest.raises(Exception) as local:
+            await context_activity.assemble_context(here, inp)
+    finally:
+        await here.close()
+    pool = HelperPool(store_url, 1)
+    try:
+        with pytest.raises(ApplicationError) as remote:
+            await pool.run("assemble_context", inp, ContextRef)
+    finally:
+        await asyncio.to_thread(pool.close)
+    assert remote.value.type == type(local.value).__name__
+    assert str(local.value) in remote.value.message
+    assert remote.value.non_retryable == bool(getattr(local.value, "non_retryable", False))
+
+
+async def test_only_allow_listed_activities_run_in_a_helper(store_url: str) -> None:
+    pool = HelperPool(store_url, 1)
+    try:
+        with pytest.raises(ValueError, match="cannot run in a helper"):
+            await pool.run("publish", ContextRef(manifest_id="m", step_id="s", stage="plan",
+                                                 status="ready"), ContextRef)
+    finally:
+        await asyncio.to_thread(pool.close)
+    with pytest.raises(ValueError, match="at least 1"):
+        HelperPool(store_url, 0)
+
+
+async def test_a_killed_helper_fails_one_attempt_then_a_fresh_one_serves(
+        store_url: str, make_spec: Callable[..., JobSpec]) -> None:
+    inp = _bad_input(make_spec())
+    pool = HelperPool(store_url, 1)
+    try:
+        with pytest.raises(ApplicationError):  # the helper is up and answering
+            await pool.run("assemble_context", inp, ContextRef)
+        [helper] = {p for p in _children(os.getpid()) if "spawn_main" in _cmdline(p)}
+        os.kill(helper, signal.SIGKILL)
+        with pytest.raises(ApplicationError) as died:
+            await pool.run("assemble_context", inp, ContextRef)
+        assert died.value.type == "HelperProcessDied" and not died.value.non_retryable
+        with pytest.raises(ApplicationError) as again:  # a fresh helper answers
+            await pool.run("assemble_context", inp, ContextRef)
+        assert again.value.type != "HelperProcessDied"
+    finally:
+        await asyncio.to_thread(pool.close)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
+    """A worker process holding a pool is SIGKILLed: its helpers exit too (no orphan keeps
+    running an activity the server already handed to another worker)."""
+    script = tmp_path / "holder.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "from activities.offload import HelperPool\n"
+        "if __name__ == '__main__':\n"
+        f"    pool = HelperPool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 2)\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        deadline = time.monotonic() + 60
+        helpers: set[int] = set()
+        while time.monotonic() < deadline:
+            helpers = {p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)}
+            if len(helpers) == 2:
+                break
+            await asyncio.sleep(0.1)
+        assert len(helpers) == 2, helpers
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in helpers):
+            await asyncio.sleep(0.1)
+        assert not any(_alive(p) for p in helpers)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
