@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import logging
 import multiprocessing
 import os
 import signal
@@ -54,6 +55,7 @@ R = TypeVar("R", bound=BaseModel)
 OFFLOADABLE = frozenset({"assemble_context"})
 _PR_SET_PDEATHSIG = 1
 
+_log = logging.getLogger(__name__)
 _runtime: Any = None
 _runner: asyncio.Runner | None = None
 
@@ -141,6 +143,7 @@ class HelperPool:
             # executor as fatal for the whole worker; here it is one failed attempt, retried
             # on a fresh pool, like any activity whose process went away.
             if self._pool is pool:
+                _log.error("a %s helper process died (%s); starting a fresh pool", name, exc)
                 self._pool = self._start()
                 pool.shutdown(wait=False, cancel_futures=True)
             raise ApplicationError(f"helper process for {name} died: {exc}",
