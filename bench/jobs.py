@@ -10,7 +10,9 @@ Measures, with the offline extractive provider over the bundled example job
 * the same workflow shape with every activity (context assembly, store, research, draft,
   publish) replaced by a no-op that returns a fixed reference — bare Temporal — in the same
   process and server, and the ratio of the two walls (target <= 1.5x);
-* history bytes per job.
+* history bytes per job;
+* CPU seconds of each concurrent run, split between this process (client and worker), the
+  dev server and the worker's context-assembly helper processes (Linux ``/proc``).
 
 Run: ``.venv/bin/python bench/jobs.py [--jobs 50] [--quick]``.
 """
@@ -199,15 +201,39 @@ def make_specs(base: JobSpec, n: int, home: Path, tag: str) -> list[JobSpec]:
             for i in range(n)]
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU used so far by this process, the dev server and the worker's helper processes
+    (Linux ``/proc``; children of this process, told apart by their command line)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"bench_process": time.process_time(), "dev_server": 0.0, "helpers": 0.0}
+    me = str(os.getpid())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if fields[1] != me:
+                continue
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        role = "dev_server" if b"start-dev" in cmd else "helpers" if b"spawn_main" in cmd \
+            else None
+        if role:
+            out[role] += (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 async def many(client: Client, specs: list[JobSpec], queue: str) -> dict[str, Any]:
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     runs = await asyncio.gather(*(run_one(client, s, queue, with_history=False) for s in specs))
     wall = time.perf_counter() - t0
+    cpu1 = cpu_seconds()
     walls = sorted(r["wall_s"] for r in runs)
     return {"jobs": len(specs), "wall_s": round(wall, 3),
             "jobs_per_s": round(len(specs) / wall, 2),
             "job_wall_p50_s": round(walls[len(walls) // 2], 3),
-            "job_wall_max_s": round(walls[-1], 3)}
+            "job_wall_max_s": round(walls[-1], 3),
+            "cpu_s": {k: round(cpu1[k] - cpu0[k], 2) for k in cpu0}}
 
 
 async def with_worker_processes(client: Client, base: JobSpec, home: Path, n_jobs: int,
