@@ -33,23 +33,26 @@ DEMO_REVIEWER = "demo-reviewer"
 
 
 async def _serve(server: DevServer, task_queue: str, store_url: str | None,
-                 stop: asyncio.Event, ready: asyncio.Event) -> None:
+                 stop: asyncio.Event, ready: asyncio.Event,
+                 helper_processes: int | None) -> None:
     from worker import run_worker  # the worker module sits at the top level of the repo
 
     await run_worker(server.address, task_queue=task_queue, store_url=store_url, ready=ready,
-                     stop=stop)
+                     stop=stop, helper_processes=helper_processes)
 
 
 @contextlib.asynccontextmanager
 async def embedded(console: Console, *, db: Path, port: int, headless: bool,
-                   task_queue: str, store_url: str | None = None) -> Any:
+                   task_queue: str, store_url: str | None = None,
+                   helper_processes: int | None = None) -> Any:
     server = DevServer(db, port=port, headless=headless)
     server.start()
     stop, ready = asyncio.Event(), asyncio.Event()
     worker_task: asyncio.Task[None] | None = None
     try:
         client = await server.wait_ready()
-        worker_task = asyncio.create_task(_serve(server, task_queue, store_url, stop, ready))
+        worker_task = asyncio.create_task(_serve(server, task_queue, store_url, stop, ready,
+                                                 helper_processes))
         await asyncio.wait({worker_task, asyncio.create_task(ready.wait())},
                            return_when=asyncio.FIRST_COMPLETED)
         if worker_task.done():
@@ -108,8 +111,10 @@ async def run_demo(console: Console, *, interactive: bool | None = None) -> int:
     port = 7233 if port_free(7233) and port_free(8233) else free_port()
     task_queue = f"pressroom-demo-{spec.job_id}"
     tty = sys.stdin.isatty() if interactive is None else interactive
+    # One job: a context-assembly helper process would only add its start-up (≈ 1.3 s of
+    # imports before the first step) and run nothing concurrently.
     async with embedded(console, db=home / "demo-temporal.db", port=port, headless=port != 7233,
-                        task_queue=task_queue) as (_server, client):
+                        task_queue=task_queue, helper_processes=0) as (_server, client):
         await jobs.start_job(client, spec, task_queue=task_queue)
         console.print(f"job [bold]{spec.job_id}[/bold]: {spec.question}")
         view = await follow(console, client, spec.job_id)
