@@ -134,14 +134,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--namespace", default=None)
     parser.add_argument("--task-queue", default=None)
     parser.add_argument("--store-url", default=None)
-    parser.add_argument("--helper-processes", type=int, default=None,
+    parser.add_argument("--helper-processes", type=_count, default=None,
                         help="processes that run context assembly (default: "
                              f"${HELPERS_ENV}, else 1 on a multi-core machine)")
     args = parser.parse_args(argv)
     print(f"pressroom worker: {args.address or address_from_env()} "
           f"queue={args.task_queue or task_queue_from_env()}", flush=True)
-    asyncio.run(run_worker(args.address, args.namespace, task_queue=args.task_queue,
-                           store_url=args.store_url, helper_processes=args.helper_processes))
+    try:
+        asyncio.run(run_worker(args.address, args.namespace, task_queue=args.task_queue,
+                               store_url=args.store_url,
+                               helper_processes=args.helper_processes))
+    except JobError as exc:  # one clear line, like the pressroom CLI
+        parser.exit(2, f"pressroom worker: {exc}\n")
+
+
+def _count(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {raw!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 if __name__ == "__main__":

@@ -195,3 +195,4 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
