@@ -5,9 +5,10 @@
 ``PRESSROOM_STORE_URL``, ``PRESSROOM_HELPER_PROCESSES``) or by flags, and runs until
 SIGINT/SIGTERM. Crash tests start it as a separate process and SIGKILL it.
 
-Context assembly runs in helper processes (``activities.offload``): one by default on a
-machine with more than one core, none on a single core (a helper there only adds
-hand-offs); ``--helper-processes 0`` keeps it in the worker process.
+Context assembly (and a draft by a CPU-bound provider such as ``extractive``) runs in
+helper processes (``activities.offload``): one by default on a machine with more than one
+core, none on a single core (a helper there only adds hand-offs); ``--helper-processes 0``
+keeps them in the worker process.
 """
 
 from __future__ import annotations

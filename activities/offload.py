@@ -4,8 +4,9 @@ Why this exists: a worker is one Python process, and its workflow activations, p
 conversion, heartbeats and every activity body share one interpreter lock. Context
 assembly is pure CPU (admission, ranking, token counting, sealing a manifest of a few
 hundred entries): measured at ≈ 80 ms of a job's ≈ 125 ms of activity CPU on the bundled
-example job. Run in a thread it still holds the worker's lock; run here it uses another
-core while the worker keeps serving Temporal.
+example job; a draft by the offline extractive provider is another ≈ 15 ms. Run in a
+thread they still hold the worker's lock; run here they use another core while the worker
+keeps serving Temporal.
 
 What crosses the process boundary is only the activity's input and its small result, as
 the JSON of their pydantic models (the same contract Temporal itself carries). The helper
@@ -19,8 +20,9 @@ Choices, and why:
   asyncio loop is unsafe; a spawned helper imports the activity modules fresh.
 * A helper dies with its worker: on Linux it asks for ``SIGKILL`` when its parent exits
   (``PR_SET_PDEATHSIG``), and everywhere a watchdog thread exits when the parent's pid
-  changes. A SIGKILLed worker (the crash tests) therefore leaves no helper running an
-  orphaned activity.
+  changes. A SIGKILLed worker (the crash tests, one of them paused inside a helper's
+  draft) therefore leaves no helper running an orphaned activity; the server retries it
+  on another worker.
 * Failures keep their meaning: an exception in a helper comes back as the
   ``ApplicationError`` Temporal would have reported in-process (same ``type`` name,
   message and ``non_retryable`` flag), because arbitrary exception classes do not
@@ -50,9 +52,10 @@ from temporalio.exceptions import ApplicationError
 
 R = TypeVar("R", bound=BaseModel)
 
-#: Activity bodies a helper may run, by activity name; an allow-list, so nothing else
-#: (and nothing with a crash-test pause point) ever runs in a helper.
-OFFLOADABLE = frozenset({"assemble_context"})
+#: Activity bodies a helper may run, by activity name; an allow-list. ``draft`` only goes
+#: to a helper with a CPU-bound provider (the registry decides): a helper runs one call at
+#: a time, and a remote model's seconds of waiting would hold it.
+OFFLOADABLE = frozenset({"assemble_context", "draft"})
 _PR_SET_PDEATHSIG = 1
 
 _log = logging.getLogger(__name__)
@@ -89,12 +92,18 @@ def _body(name: str) -> tuple[Callable[[Any, Any], Awaitable[BaseModel]], type[B
         from activities.contracts import AssembleContextInput
 
         return assemble_context, AssembleContextInput
+    if name == "draft":
+        from activities.contracts import DraftInput
+        from activities.draft import draft
+
+        return draft, DraftInput
     raise ValueError(f"activity {name!r} cannot run in a helper process")
 
 
 def _warm() -> None:
     """Import what a call needs, so the first step does not pay for it."""
-    _body("assemble_context")
+    for name in sorted(OFFLOADABLE):
+        _body(name)
 
 
 def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:

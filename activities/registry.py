@@ -30,10 +30,17 @@ from activities.contracts import (
     ResearchResult,
     StoreJobSpecInput,
 )
+from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
 
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
                   "record_review", "write_checkpoint", "publish")
+
+
+async def _cpu_bound_model(rt: ActivityRuntime, inp: DraftInput) -> bool:
+    """Whether the job's provider computes here (see ``activities.offload.OFFLOADABLE``)."""
+    spec = await rt.spec_of(inp.job)
+    return bool(getattr(PROVIDERS.get(spec.model.provider), "cpu_bound", False))
 
 
 def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
@@ -64,6 +71,8 @@ def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
     @activity.defn(name="draft")
     async def draft_article(inp: DraftInput) -> DraftResult:
         async with heartbeating():
+            if rt.helpers is not None and await _cpu_bound_model(rt, inp):
+                return await rt.helpers.run("draft", inp, DraftResult)
             return await draft.draft(rt, inp)
 
     @activity.defn(name="record_review")

@@ -278,6 +278,9 @@ class ExtractiveProvider:
     """Deterministic, offline; see the module docstring."""
 
     name = NAME
+    #: Composing runs here, on this machine's CPU: a worker may run it in a helper process
+    #: (``activities.offload``). Remote providers wait on the network and stay in the worker.
+    cpu_bound = True
 
     def __init__(self, model: str = MODEL) -> None:
         self.model = model

@@ -27,6 +27,14 @@ from workflows.job_spec import JobSpec
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 async def _wait_for(path: Path, timeout: float = 60.0) -> None:
     for _ in range(int(timeout / 0.1)):
         if path.exists():
@@ -56,8 +64,16 @@ async def test_sigkill_worker_and_resume(
         await _wait_for(markers / f"{point}.reached")
         if point == "publish_after_write":
             assert [f.name for f in published_files(spec)] == [f"{spec.job_id}.md"]
+        # the paused process: the worker itself, or its helper process for a draft with
+        # the (CPU-bound) extractive provider (activities.offload)
+        paused = int((markers / f"{point}.reached").read_text(encoding="utf-8"))
         first.send_signal(signal.SIGKILL)
         assert first.wait(10) == -signal.SIGKILL
+        for _ in range(100):  # a helper dies with its worker: nothing paused lingers
+            if not _alive(paused):
+                break
+            await asyncio.sleep(0.1)
+        assert not _alive(paused), f"process {paused} outlived its killed worker"
         second = start_worker_process({}, address, task_queue, store_url, log)
         if point != "publish_after_write":
             await wait_status(handle, {"awaiting_review"}, timeout=180)

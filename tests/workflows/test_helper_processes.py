@@ -22,6 +22,7 @@ import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 
 from activities import context_activity
+from activities import draft as draft_module
 from activities.contracts import ArtifactRef, AssembleContextInput, ContextRef, JobRef, StepState
 from activities.offload import HelperPool
 from activities.runtime import ActivityRuntime, principal_of
@@ -69,11 +70,12 @@ async def test_job_assembles_in_a_helper_and_publishes(
         client: Any, helper_runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
     def not_here(*_: Any) -> Any:
-        raise AssertionError("context assembly ran in the worker process")
+        raise AssertionError("a CPU-bound activity body ran in the worker process")
 
-    # Only this process is patched: the job can publish only if every step assembled in
-    # the helper.
+    # Only this process is patched: the job can publish only if every step assembled, and
+    # the extractive provider drafted, in the helper.
     monkeypatch.setattr(context_activity, "assemble_context", not_here)
+    monkeypatch.setattr(draft_module, "draft", not_here)
     spec = make_spec()
     async with running_worker(client, helper_runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
@@ -129,7 +131,7 @@ async def test_only_allow_listed_activities_run_in_a_helper(store_url: str) -> N
     pool = HelperPool(store_url, 1)
     try:
         with pytest.raises(ValueError, match="cannot run in a helper"):
-            await pool.run("publish", ContextRef(manifest_id="m", step_id="s", stage="plan",
+            await pool.run("research", ContextRef(manifest_id="m", step_id="s", stage="plan",
                                                  status="ready"), ContextRef)
     finally:
         await asyncio.to_thread(pool.close)
@@ -196,3 +198,12 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
 
+
+
+async def test_only_a_cpu_bound_provider_drafts_in_a_helper() -> None:
+    """A remote model's draft waits seconds on the network; in a helper, which runs one
+    call at a time, it would hold every other job's assembly."""
+    from activities.providers import PROVIDERS
+
+    assert {name for name, cls in PROVIDERS.items() if getattr(cls, "cpu_bound", False)} \
+        == {"extractive"}
