@@ -83,8 +83,9 @@ def reset_caches() -> None:
     hashes) only ever save work; clearing them changes no result. The token count cache
     belongs to the ``TokenCounter`` passed in (or the shared default one).
     """
-    from context import finish, manifest, memo, ranking, records, security
+    from context import _canonical, finish, manifest, memo, ranking, records, security
 
+    _canonical.clear_memo()
     memo.clear_all()
     ranking.clear_memo()
     security.clear_memos()

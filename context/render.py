@@ -57,6 +57,7 @@ from context._blocks import (
     tool_result_frame,
     unescape_content,
 )
+from context._canonical import canonical_json_large
 from context.items import ContextItem, sha256_text
 from context.tokens import canonical_json
 from context.toolpairs import ToolDefinition, ToolPair
@@ -149,7 +150,7 @@ class AssemblyInput(_Frozen):
         return self
 
     def canonical_json(self) -> str:
-        return canonical_json(self.model_dump(mode="json"))
+        return canonical_json_large(self.model_dump(mode="json"))
 
     def digest(self) -> str:
         return sha256_text(self.canonical_json())

@@ -20,10 +20,11 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from context._canonical import canonical_json_large
 from context.errors import ContextError
 from context.items import sha256_text
 from context.render import AssemblyInput
-from context.tokens import TokenCounter, canonical_json
+from context.tokens import TokenCounter
 
 __all__ = [
     "Adapter",
@@ -84,7 +85,7 @@ def finish(adapter: Adapter, payload: dict[str, Any], id_map: dict[str, str]) ->
     """Validate ``payload`` and seal it into a :class:`SerializedRequest`."""
     adapter.validate(payload)
     try:
-        text = canonical_json(payload)
+        text = canonical_json_large(payload)
     except (TypeError, ValueError) as exc:
         raise SerializationError(adapter.name, "canonical_json", str(exc)) from exc
     return SerializedRequest(
