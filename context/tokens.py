@@ -39,6 +39,11 @@ two halves, one encoded by a pool thread (``COUNT_THREADS = 2``), see the commen
 
 The cache maps ``sha256(text)`` to the count, bounded LRU (default 200,000 entries, ~40 MB
 worst case of keys); the key is a digest so the cache never pins large texts in memory.
+Hashing is most of a cache hit, and a warm assembly asks again for the very text objects
+it rendered before, so the digests of recently counted texts are kept beside it, keyed by
+the text (equality-checked; first in, first out, at most ``KEY_MEMO_CHARS`` characters of
+text pinned): a hit there skips the hash and is otherwise the same lookup — same count,
+same LRU order and eviction, same hit and miss tallies.
 The counter is thread-safe: activities run ``assemble`` in worker threads (several at once
 sharing the default counter), so every read-modify-write of the LRU order happens under a
 lock; the tokenizer itself runs outside it.
@@ -78,6 +83,7 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 DEFAULT_CACHE_ENTRIES = 200_000
+KEY_MEMO_CHARS = 4 * 1024 * 1024
 
 
 class TokenizerUnavailable(ContextError):
@@ -166,6 +172,8 @@ class TokenCounter:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._max = max_entries
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._keys: OrderedDict[str, bytes] = OrderedDict()  # text -> digest (docstring)
+        self._key_chars = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -176,6 +184,8 @@ class TokenCounter:
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._keys.clear()
+            self._key_chars = 0
             self.hits = 0
             self.misses = 0
 
@@ -196,13 +206,25 @@ class TokenCounter:
             if len(self._cache) > self._max:
                 self._cache.popitem(last=False)
 
+    def _key_of(self, text: str) -> bytes:
+        key = self._keys.get(text)
+        if key is None:
+            key = _key(text)
+            with self._lock:
+                if text not in self._keys and len(text) <= KEY_MEMO_CHARS:
+                    self._keys[text] = key
+                    self._key_chars += len(text)
+                    while self._key_chars > KEY_MEMO_CHARS:
+                        self._key_chars -= len(self._keys.popitem(last=False)[0])
+        return key
+
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` (special-token text is counted as ordinary text)."""
         if not isinstance(text, str):
             raise TypeError(f"count_text needs str, got {type(text).__name__}")
         if not text:
             return 0
-        key = _key(text)
+        key = self._key_of(text)
         found = self._lookup(key)
         if found is not None:
             return found
@@ -215,7 +237,7 @@ class TokenCounter:
         for t in texts:
             if not isinstance(t, str):
                 raise TypeError(f"count_batch needs str items, got {type(t).__name__}")
-        keys = [_key(t) if t else b"" for t in texts]
+        keys = [self._key_of(t) if t else b"" for t in texts]
         out: list[int] = [0] * len(texts)
         todo: dict[bytes, list[int]] = {}
         for i, (key, text) in enumerate(zip(keys, texts, strict=True)):

@@ -6,6 +6,7 @@ import random
 import sys
 import threading
 
+import pytest
 import tiktoken
 
 from context.tokens import (
@@ -201,3 +202,43 @@ def test_count_batch_rejects_non_text() -> None:
 
     with pytest.raises(TypeError):
         TokenCounter().count_batch(["ok", 3])  # type: ignore[list-item]
+
+
+def test_recent_texts_skip_hashing_but_count_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key memo saves the sha256 of a text asked for again; counts, LRU eviction and
+    the hit/miss tallies are those of the digest cache alone."""
+    import context.tokens as tokens
+
+    a, b, c = "alpha " * 10, "beta " * 10, "gamma " * 10
+    want_a = TokenCounter().count_text(a)
+    hashed: list[str] = []
+    real_key = tokens._key
+
+    def counting_key(text: str) -> bytes:
+        hashed.append(text)
+        return real_key(text)
+
+    monkeypatch.setattr(tokens, "_key", counting_key)
+    counter = TokenCounter(max_entries=2)
+    assert counter.count_batch([a, b]) == [counter.count_text(a), counter.count_text(b)]
+    assert hashed == [a, b]  # hashed once each, then from the memo
+    counter.count_text(c)  # evicts a's count from the digest cache (2 entries)
+    assert counter.count_text(a) == want_a
+    assert (counter.hits, counter.misses) == (2, 4)  # a was counted again: a miss
+    assert hashed == [a, b, c]
+
+
+def test_the_key_memo_is_bounded_by_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    import context.tokens as tokens
+
+    monkeypatch.setattr(tokens, "KEY_MEMO_CHARS", 100)
+    counter = TokenCounter()
+    texts = [f"{i:02d}" + "z" * 38 for i in range(10)]  # 40 characters each
+    counts = [counter.count_text(t) for t in texts]
+    assert counter._key_chars <= 100 and len(counter._keys) == 2
+    assert list(counter._keys) == texts[-2:]
+    assert [counter.count_text(t) for t in texts] == counts
+    counter.count_text("y" * 101)  # longer than the memo: counted, not memoized
+    assert "y" * 101 not in counter._keys
+    counter.clear()
+    assert not counter._keys and counter._key_chars == 0
