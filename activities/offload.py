@@ -79,6 +79,10 @@ def _die_with_parent(parent: int) -> None:
 def _init_helper(store_url: str | None, parent: int) -> None:
     """Runs once in each helper process."""
     global _runtime, _runner
+    # Ctrl-C in a terminal signals the whole process group: the worker shuts down
+    # gracefully and closes its helpers itself; a helper must not die mid-call (or print
+    # a KeyboardInterrupt traceback) on its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
     from activities.runtime import ActivityRuntime
 

@@ -200,6 +200,41 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
 
 
 
+async def test_ctrl_c_leaves_helpers_to_their_worker(tmp_path: Path) -> None:
+    """Ctrl-C signals the whole process group; the worker closes its helpers itself, and
+    no helper dies on its own or prints a KeyboardInterrupt traceback."""
+    script = tmp_path / "holder.py"
+    script.write_text(
+        "import signal, sys, time\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "from activities.offload import HelperPool\n"
+        "if __name__ == '__main__':\n"
+        f"    pool = HelperPool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 1)\n"
+        "    def stop(*_):\n"
+        "        pool.close()\n"
+        "        print('closed', flush=True)\n"
+        "        sys.exit(0)\n"
+        "    signal.signal(signal.SIGINT, stop)\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                "spawn_main" in _cmdline(p) for p in _children(proc.pid)):
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # let the helper finish importing
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and b"closed" in out
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err, err.decode()[-2000:]
+
+
 async def test_only_a_cpu_bound_provider_drafts_in_a_helper() -> None:
     """A remote model's draft waits seconds on the network; in a helper, which runs one
     call at a time, it would hold every other job's assembly."""
