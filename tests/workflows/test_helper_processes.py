@@ -1,6 +1,8 @@
-"""Context assembly in helper processes (``activities.offload``): a job through a helper,
-failures keeping their type across the process boundary, a dead helper costing one retried
-attempt (not the worker), and helpers dying with a SIGKILLed worker.
+"""CPU-bound activity bodies in helper processes (``activities.offload``): a job whose
+assemblies and extractive draft all run in a helper, failures keeping their type across the
+process boundary, a dead helper costing one retried attempt (not the worker), helpers
+dying with a SIGKILLed worker and leaving Ctrl-C to their worker, and only CPU-bound
+providers drafting there.
 
 Real dev server, real spawned helper processes, real SQLite store; the extractive provider.
 """
