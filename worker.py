@@ -86,18 +86,26 @@ def build_worker(client: Client, runtime: ActivityRuntime, *, task_queue: str | 
 HELPERS_ENV = "PRESSROOM_HELPER_PROCESSES"
 
 
+def _helper_count(raw: str) -> int:
+    """A helper count as typed; ``ValueError`` naming what is wrong."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"not a whole number: {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"must be 0 or more, got {value}")
+    return value
+
+
 def default_helper_processes() -> int:
     """``$PRESSROOM_HELPER_PROCESSES``, else 1 with two or more cores, else 0."""
     raw = os.environ.get(HELPERS_ENV, "").strip()
     if not raw:
         return 1 if (os.cpu_count() or 1) >= 2 else 0
     try:
-        value = int(raw)
-    except ValueError:
-        raise JobError(f"{HELPERS_ENV} must be a whole number, got {raw!r}") from None
-    if value < 0:
-        raise JobError(f"{HELPERS_ENV} must be 0 or more, got {value}")
-    return value
+        return _helper_count(raw)
+    except ValueError as exc:
+        raise JobError(f"{HELPERS_ENV}: {exc}") from None
 
 
 async def run_worker(address: str | None = None, namespace: str | None = None, *,
@@ -151,12 +159,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _count(raw: str) -> int:
     try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {raw!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+        return _helper_count(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import importlib
 import logging
 import multiprocessing
 import os
@@ -52,10 +53,16 @@ from temporalio.exceptions import ApplicationError
 
 R = TypeVar("R", bound=BaseModel)
 
-#: Activity bodies a helper may run, by activity name; an allow-list. ``draft`` only goes
-#: to a helper with a CPU-bound provider (the registry decides): a helper runs one call at
-#: a time, and a remote model's seconds of waiting would hold it.
-OFFLOADABLE = frozenset({"assemble_context", "draft"})
+#: Activity bodies a helper may run: activity name -> (module, function, input model); an
+#: allow-list. ``draft`` only goes to a helper with a CPU-bound provider (the registry
+#: decides): a helper runs one call at a time, and a remote model's seconds of waiting
+#: would hold it.
+_BODIES = {
+    "assemble_context": ("activities.context_activity", "assemble_context",
+                         "AssembleContextInput"),
+    "draft": ("activities.draft", "draft", "DraftInput"),
+}
+OFFLOADABLE = frozenset(_BODIES)
 _PR_SET_PDEATHSIG = 1
 
 _log = logging.getLogger(__name__)
@@ -91,22 +98,17 @@ def _init_helper(store_url: str | None, parent: int) -> None:
 
 
 def _body(name: str) -> tuple[Callable[[Any, Any], Awaitable[BaseModel]], type[BaseModel]]:
-    if name == "assemble_context":
-        from activities.context_activity import assemble_context
-        from activities.contracts import AssembleContextInput
-
-        return assemble_context, AssembleContextInput
-    if name == "draft":
-        from activities.contracts import DraftInput
-        from activities.draft import draft
-
-        return draft, DraftInput
-    raise ValueError(f"activity {name!r} cannot run in a helper process")
+    if name not in _BODIES:
+        raise ValueError(f"activity {name!r} cannot run in a helper process")
+    module, function, input_model = _BODIES[name]
+    contracts = importlib.import_module("activities.contracts")
+    return (getattr(importlib.import_module(module), function),
+            getattr(contracts, input_model))
 
 
 def _warm() -> None:
     """Import what a call needs, so the first step does not pay for it."""
-    for name in sorted(OFFLOADABLE):
+    for name in _BODIES:
         _body(name)
 
 

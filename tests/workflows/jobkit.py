@@ -102,3 +102,34 @@ async def history_bytes(handle: WorkflowHandle[Any, Any]) -> int:
 def published_files(spec: JobSpec) -> list[Path]:
     dest = Path(spec.destination)
     return sorted(dest.iterdir()) if dest.exists() else []
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name (state first), if it exists."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (not zombie) process."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def children(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid``."""
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        fields = _stat(int(entry))
+        if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

@@ -20,19 +20,17 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import ActivityRuntime, principal_of
-from tests.workflows.jobkit import published_files, start_job, start_worker_process, wait_status
+from tests.workflows.jobkit import (
+    alive,
+    published_files,
+    start_job,
+    start_worker_process,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.job_spec import JobSpec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 async def _wait_for(path: Path, timeout: float = 60.0) -> None:
@@ -70,10 +68,10 @@ async def test_sigkill_worker_and_resume(
         first.send_signal(signal.SIGKILL)
         assert first.wait(10) == -signal.SIGKILL
         for _ in range(100):  # a helper dies with its worker: nothing paused lingers
-            if not _alive(paused):
+            if not alive(paused):
                 break
             await asyncio.sleep(0.1)
-        assert not _alive(paused), f"process {paused} outlived its killed worker"
+        assert not alive(paused), f"process {paused} outlived its killed worker"
         second = start_worker_process({}, address, task_queue, store_url, log)
         if point != "publish_after_write":
             await wait_status(handle, {"awaiting_review"}, timeout=180)

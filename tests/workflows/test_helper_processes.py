@@ -28,35 +28,19 @@ from activities import draft as draft_module
 from activities.contracts import ArtifactRef, AssembleContextInput, ContextRef, JobRef, StepState
 from activities.offload import HelperPool
 from activities.runtime import ActivityRuntime, principal_of
-from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
+from tests.workflows.jobkit import (
+    alive,
+    children,
+    cmdline,
+    published_files,
+    running_worker,
+    start_job,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.job_spec import JobSpec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
-
-
-def _children(pid: int) -> set[int]:
-    """Live processes whose parent is ``pid``."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.add(int(entry))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -148,7 +132,7 @@ async def test_a_killed_helper_fails_one_attempt_then_a_fresh_one_serves(
     try:
         with pytest.raises(ApplicationError):  # the helper is up and answering
             await pool.run("assemble_context", inp, ContextRef)
-        [helper] = {p for p in _children(os.getpid()) if "spawn_main" in _cmdline(p)}
+        [helper] = {p for p in children(os.getpid()) if "spawn_main" in cmdline(p)}
         os.kill(helper, signal.SIGKILL)
         with pytest.raises(ApplicationError) as died:
             await pool.run("assemble_context", inp, ContextRef)
@@ -158,13 +142,6 @@ async def test_a_killed_helper_fails_one_attempt_then_a_fresh_one_serves(
         assert again.value.type != "HelperProcessDied"
     finally:
         await asyncio.to_thread(pool.close)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
@@ -185,7 +162,7 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         helpers: set[int] = set()
         while time.monotonic() < deadline:
-            helpers = {p for p in _children(proc.pid) if "spawn_main" in _cmdline(p)}
+            helpers = {p for p in children(proc.pid) if "spawn_main" in cmdline(p)}
             if len(helpers) == 2:
                 break
             await asyncio.sleep(0.1)
@@ -193,9 +170,9 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(_alive(p) for p in helpers):
+        while time.monotonic() < deadline and any(alive(p) for p in helpers):
             await asyncio.sleep(0.1)
-        assert not any(_alive(p) for p in helpers)
+        assert not any(alive(p) for p in helpers)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -225,7 +202,7 @@ async def test_ctrl_c_leaves_helpers_to_their_worker(tmp_path: Path) -> None:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not any(
-                "spawn_main" in _cmdline(p) for p in _children(proc.pid)):
+                "spawn_main" in cmdline(p) for p in children(proc.pid)):
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # let the helper finish importing
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
