@@ -117,6 +117,7 @@ def assemble(
             f"{type(exc).__name__}: {exc}"
         ) from exc
     finally:
+        pipeline.release()
         if was_enabled:
             gc.enable()
     if outcome.blocked_reason is not None:

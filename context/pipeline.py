@@ -128,6 +128,16 @@ class Pipeline:
             required_revisions=request.required_revisions,
         )
 
+    def release(self) -> None:
+        """Drop the stage helpers, which point back at the pipeline.
+
+        Without this the pipeline and everything it built (≈10,000 objects at 1,000
+        candidates: entries, units, sets) form one reference cycle that only the cyclic
+        collector frees; its passes over them cost up to a fifth of a cold assembly. Once
+        released, reference counting frees them as ``assemble`` returns.
+        """
+        self.tools = self.blocks = None  # type: ignore[assignment]
+
     # -- bookkeeping ---------------------------------------------------------------
     def stage(self, name: str, detail: str) -> None:
         self.stages.append(StageEntry(stage=name, status="done", detail=detail))
