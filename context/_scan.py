@@ -1,5 +1,7 @@
-"""The one substring test behind every per-candidate term scan (detectors, coverage,
-relevance, source limits).
+"""The substring test behind the line-by-line term scans of source limits.
+
+Whole texts are scanned for all their terms at once (``context._needles``); a line of a
+web page is too short for that to pay, so it asks ``in`` for each term.
 
 A plain loop, not ``any()`` over a generator: these run several times per candidate text
 on the cold path, and a generator frame per call costs as much as the search itself on

@@ -27,8 +27,9 @@ from context.manifest import (
     TransformEntry,
 )
 from context.ranking import (
-    Haystacks,
+    TermScan,
     covered_topics,
+    decision_terms,
     evidence_topics,
     supersede,
     topic_terms,
@@ -118,7 +119,10 @@ class Pipeline:
         self.missing: list[str] = []
         self.estimated_used: int | None = None
         self.evidence_block_tokens = 0
-        self.haystacks: Haystacks = {}  # folded texts, shared by coverage and relevance
+        self.term_scan = TermScan(  # coverage and relevance: one scan per item for both
+            [t for ts in topic_terms(request.required_topics) for t in ts]
+            + list(decision_terms(request.question, request.decision))
+        )
         self.runner = GateRunner(
             policy=self.policy,
             as_of=request.as_of,
@@ -295,7 +299,7 @@ class Pipeline:
         term_sets = topic_terms(topics)
         for item in winners:
             a = self.admitted[item.item_id]
-            a.covered = covered_topics(a.item, topics, term_sets, self.haystacks)
+            a.covered = covered_topics(a.item, topics, term_sets, self.term_scan)
             placed = a.item.intended_role in exempt or a.load_mode is LoadMode.RESIDENT
             if placed:
                 a.admission_reason = a.admission_reason or "resident_by_policy"

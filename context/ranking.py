@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from context._scan import contains_any
+from context._needles import find, find_in
 from context.items import ContextItem
 from context.memo import ItemMemo
 from context.request import TopicSpec
@@ -57,21 +57,43 @@ def decision_terms(question: str, decision: str) -> tuple[str, ...]:
     return tuple(sorted(set(words)))
 
 
-Haystacks = dict[int, tuple[ContextItem, str]]
+class TermScan:
+    """One assembly's scan of each item's searchable text for every topic and decision term.
+
+    Coverage (ranking) and relevance (ordering) ask about the same folded text; one scan
+    per item finds all their terms at once (``context._needles``), and nothing is kept past
+    the assembly — the folded copy of a text is as large as the text.
+    """
+
+    def __init__(self, needles: Sequence[str]) -> None:
+        self.needles = tuple(sorted(set(needles)))
+        self._known = frozenset(self.needles)
+        self._found: dict[int, tuple[ContextItem, frozenset[str]]] = {}
+
+    def covers(self, terms: Sequence[str]) -> bool:
+        return self._known.issuperset(terms)
+
+    def found(self, item: ContextItem) -> frozenset[str]:
+        """The needles that occur, case-insensitively, in the item's searchable text."""
+        hit = self._found.get(id(item))
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        present = find(self.needles, _folded(item))
+        self._found[id(item)] = (item, present)
+        return present
+
+    def clear(self) -> None:
+        self._found.clear()
 
 
-def _haystack(item: ContextItem, cache: Haystacks | None = None) -> str:
-    """The item's searchable text, case-folded; ``cache`` (one assembly's) lets coverage
-    and relevance fold the same item once — the fold copies the whole content."""
-    if cache is not None:
-        found = cache.get(id(item))
-        if found is not None and found[0] is item:
-            return found[1]
-    parts = [item.content, item.summary or "", item.claim or ""]
-    hay = "\n".join(parts).casefold()
-    if cache is not None:
-        cache[id(item)] = (item, hay)
-    return hay
+def _folded(item: ContextItem) -> str:
+    return "\n".join((item.content, item.summary or "", item.claim or "")).casefold()
+
+
+def _present(item: ContextItem, terms: Sequence[str], scan: TermScan | None) -> frozenset[str]:
+    if scan is not None and scan.covers(terms):
+        return scan.found(item)
+    return find_in(terms, _folded(item))
 
 
 def topic_terms(topics: Sequence[TopicSpec]) -> tuple[tuple[str, ...], ...]:
@@ -82,7 +104,7 @@ def covered_topics(
     item: ContextItem,
     topics: Sequence[TopicSpec],
     term_sets: tuple[tuple[str, ...], ...] | None = None,
-    cache: Haystacks | None = None,
+    scan: TermScan | None = None,
 ) -> tuple[str, ...]:
     """Names of the required topics ``item`` covers (memoized per item and topic set)."""
     if not topics:
@@ -91,32 +113,34 @@ def covered_topics(
     found: tuple[int, ...] | None = _COVER.get(item, term_sets)
     if found is None:
         declared = {t.casefold() for t in item.topics}
-        hay: str | None = None
+        present: frozenset[str] | None = None
         hits: list[int] = []
         for i, terms in enumerate(term_sets):
             if terms and terms[0] in declared:
                 hits.append(i)
                 continue
-            if hay is None:
-                hay = _haystack(item, cache)
-            if contains_any(terms, hay):
-                hits.append(i)
+            if present is None:
+                present = _present(item, [t for ts in term_sets for t in ts], scan)
+            for t in terms:
+                if t in present:
+                    hits.append(i)
+                    break
         found = tuple(hits)
         _COVER.put(item, term_sets, found)
     return tuple(topics[i].name for i in found)
 
 
 def decision_relevance(item: ContextItem, terms: tuple[str, ...],
-                       cache: Haystacks | None = None) -> int:
+                       scan: TermScan | None = None) -> int:
     """Distinct decision terms found in the item (memoized per item and term set)."""
     if not terms:
         return 0
     found: int | None = _RELEVANCE.get(item, terms)
     if found is None:
-        hay = _haystack(item, cache)
+        present = _present(item, terms, scan)
         found = 0
         for t in terms:
-            if t in hay:
+            if t in present:
                 found += 1
         _RELEVANCE.put(item, terms, found)
     return found

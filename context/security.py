@@ -21,20 +21,21 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from context._scan import contains_any
+from context._needles import find
 
 _MEMO_ENTRIES = 60_000
 
-# (kind, pattern, prefilter): the regex only runs when the prefilter — substrings, or a
-# regex with a literal prefix that ``re`` can search for quickly — finds something.
-# Python's ``re`` cannot skip ahead on an alternation, so scanning megabytes with every
-# pattern would cost several times the tokenizer; the prefilters make a clean text cheap.
-_SECRET_PATTERNS: tuple[tuple[str, str, tuple[str, ...] | str], ...] = (
+# (kind, pattern, prefilter): the regex only runs when one of the prefilter's substrings
+# occurs. Python's ``re`` cannot skip ahead on an alternation, so scanning megabytes with
+# every pattern would cost several times the tokenizer; the prefilters — all found in one
+# pass per text (``context._needles``) — make a clean text cheap.
+_SECRET_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("private_key",
      r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
      ("PRIVATE KEY-----",)),
     ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
-    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", r"gh[pousr]_"),
+    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     ("slack_token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b", ("xox",)),
     ("api_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", ("sk-",)),
 )
@@ -71,7 +72,6 @@ def _redact_spans(text: str, spans: list[tuple[int, int]], kind: str) -> str:
     return "".join(out)
 
 
-_CJK_LITERALS = ("忽略", "无视", "跳过", "直接发布")
 _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     (r"(?i)\b(?:ignore|disregard|forget)\b.{0,20}\b(?:previous|prior|above|all|earlier)\b"
      r".{0,20}\b(?:instructions?|rules?|prompts?|guidelines?)\b",
@@ -92,9 +92,12 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
 )
 
 
-def _every_group_in(groups: tuple[tuple[str, ...], ...], text: str) -> bool:
-    for g in groups:  # a loop, not all(): see context._scan
-        if not contains_any(g, text):
+def _every_group_in(groups: tuple[tuple[str, ...], ...], found: frozenset[str]) -> bool:
+    for g in groups:  # plain loops, not all()/any(): no generator frame per pattern
+        for word in g:
+            if word in found:
+                break
+        else:
             return False
     return True
 
@@ -109,14 +112,16 @@ class Detector:
     """Compiled detectors for one policy (built-ins plus the policy's extra patterns)."""
 
     def __init__(self, extra_secret: Iterable[str] = (), extra_instruction: Iterable[str] = ()):
-        secrets: list[tuple[str, re.Pattern[str], tuple[str, ...] | re.Pattern[str]]] = []
-        for kind, p, pre in _SECRET_PATTERNS:
-            secrets.append((kind, re.compile(p), re.compile(pre) if isinstance(pre, str) else pre))
+        secrets = [(kind, re.compile(p), pre) for kind, p, pre in _SECRET_PATTERNS]
         secrets += [(f"policy_pattern_{i}", re.compile(p), ()) for i, p in enumerate(extra_secret)]
         self._secrets = tuple(secrets)
+        self._secret_words = tuple(sorted({w for _, _, pre in secrets for w in pre}))
         instructions = [(re.compile(p), groups) for p, groups in _INSTRUCTION_PATTERNS]
         instructions += [(re.compile(p), ()) for p in extra_instruction]
         self._instructions = tuple(instructions)
+        self._instruction_words = tuple(sorted(
+            {w for _, groups in instructions for g in groups for w in g}
+        ))
         self._memo: OrderedDict[str, tuple[SecretScan | None, tuple[str, ...]]] = OrderedDict()
 
     def assess(self, content_hash: str, text: str) -> tuple[SecretScan | None, tuple[str, ...]]:
@@ -134,11 +139,9 @@ class Detector:
         """Kinds of secret material found and the text with each match redacted."""
         kinds: list[str] = []
         redacted = text
+        found = find(self._secret_words, text)
         for kind, pattern, pre in self._secrets:
-            if isinstance(pre, re.Pattern):
-                if pre.search(text) is None:
-                    continue
-            elif pre and not contains_any(pre, text):
+            if pre and not _every_group_in((pre,), found):
                 continue
             redacted, n = pattern.subn(f"[REDACTED:{kind}]", redacted)
             if n:
@@ -152,12 +155,10 @@ class Detector:
     def instruction_matches(self, text: str) -> tuple[str, ...]:
         """Instruction-like phrases found in ``text`` (first match per pattern, in order)."""
         found: list[str] = []
-        ascii_only = text.isascii()
-        folded = text.lower() if ascii_only else text.casefold()
+        folded = text.lower() if text.isascii() else text.casefold()
+        present = find(self._instruction_words, folded)
         for pattern, groups in self._instructions:
-            if ascii_only and groups and groups[0][0] in _CJK_LITERALS:
-                continue  # a pure-ASCII text cannot contain the CJK phrases
-            if groups and not _every_group_in(groups, folded):
+            if groups and not _every_group_in(groups, present):
                 continue
             m = pattern.search(text)
             if m:

@@ -42,7 +42,7 @@ def rank_info(p: Pipeline, a: Admitted, terms: tuple[str, ...]) -> RankInfo:
     return RankInfo(
         required=a.item.required,
         covered=a.covered,
-        relevance=decision_relevance(a.item, terms, p.haystacks),
+        relevance=decision_relevance(a.item, terms, p.term_scan),
         stage_match=not stages or p.req.stage in stages,
         authority=a.item.authority,
         size=len(a.item.content),
@@ -108,6 +108,6 @@ def build_units(p: Pipeline) -> list[Unit]:
             a = p.admitted[iid]
             units.append(Unit(iid, part, None if iid in lazy else a.tokens, rank,
                               a.block_tokens, a.item.required))
-    p.haystacks.clear()  # folded copies of every text: not needed past ranking
+    p.term_scan.clear()  # found terms per item: not needed past ranking
     units += p.tools.units(c)
     return units
