@@ -53,18 +53,22 @@ _MAX_BYTES = 2**31  # hyperscan's block mode takes a 32-bit length
 class _Compiled:
     """One needle set compiled for hyperscan, with a scratch space per thread."""
 
-    def __init__(self, hs: ModuleType, needles: tuple[str, ...]) -> None:
+    def __init__(self, hs: ModuleType, needles: tuple[str, ...], caseless: bool) -> None:
         self.hs = hs
         self.needles = needles
-        self.ids = [i for i, n in enumerate(needles) if n]
+        # Caseless sets only ever scan ASCII texts, standing for their lower-cased form: a
+        # needle with an upper-case letter or a non-ASCII character cannot occur in that.
+        self.ids = [i for i, n in enumerate(needles)
+                    if n and (not caseless or (n.isascii() and n == n.lower()))]
         self.always = frozenset(n for n in needles if not n)
         db = hs.Database()
+        flags = hs.HS_FLAG_SINGLEMATCH | (hs.HS_FLAG_CASELESS if caseless else 0)
         if self.ids:
             db.compile(
                 expressions=[_literal(needles[i]) for i in self.ids],
                 ids=self.ids,
                 elements=len(self.ids),
-                flags=hs.HS_FLAG_SINGLEMATCH,
+                flags=flags,
             )
         self.db = db
         self._local = threading.local()
@@ -90,26 +94,27 @@ def _literal(needle: str) -> bytes:
     return b"".join(b"\\x%02x" % byte for byte in needle.encode("utf-8"))
 
 
-_SETS: dict[tuple[str, ...], _Compiled | None] = {}
+_SETS: dict[tuple[tuple[str, ...], bool], _Compiled | None] = {}
 _SETS_LOCK = threading.Lock()
 
 
-def _compiled(needles: tuple[str, ...]) -> _Compiled | None:
-    found = _SETS.get(needles, False)
+def _compiled(needles: tuple[str, ...], caseless: bool = False) -> _Compiled | None:
+    key = (needles, caseless)
+    found = _SETS.get(key, False)
     if found is not False:
         return found  # type: ignore[return-value]
     with _SETS_LOCK:
-        if needles in _SETS:
-            return _SETS[needles]
+        if key in _SETS:
+            return _SETS[key]
         compiled: _Compiled | None = None
         if hyperscan is not None:
             try:
-                compiled = _Compiled(hyperscan, needles)
+                compiled = _Compiled(hyperscan, needles, caseless)
             except (hyperscan.HyperscanError, UnicodeEncodeError):
                 compiled = None  # an unsupported CPU or an unencodable needle: use ``in``
         if len(_SETS) >= _MAX_SETS:
             _SETS.pop(next(iter(_SETS)))
-        _SETS[needles] = compiled
+        _SETS[key] = compiled
         return compiled
 
 
@@ -130,6 +135,21 @@ def find(needles: tuple[str, ...], text: str) -> frozenset[str]:
     except UnicodeEncodeError:  # a lone surrogate: no UTF-8 form, so no byte scan
         return find_in(needles, text)
     return compiled.find(data)
+
+
+def find_casefolded(needles: tuple[str, ...], text: str) -> frozenset[str]:
+    """``find(needles, text.casefold())`` — case-insensitive presence, as every term scan
+    of the engine asks it — without first copying an ASCII text into its folded form: for
+    ASCII, ``casefold`` is ``lower``, and hyperscan's caseless literals match exactly the
+    lower-case ASCII needles that occur in the lower-cased text."""
+    if not text.isascii():
+        return find(needles, text.casefold())
+    if len(text) < SHORT_TEXT or len(text) > _MAX_BYTES:
+        return find_in(needles, text.lower())
+    compiled = _compiled(needles, caseless=True)
+    if compiled is None:
+        return find_in(needles, text.lower())
+    return compiled.find(text.encode("ascii"))
 
 
 def accelerated() -> bool:

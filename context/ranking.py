@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from context._needles import find, find_in
+from context._needles import find_casefolded, find_in
 from context.items import ContextItem
 from context.memo import ItemMemo
 from context.request import TopicSpec
@@ -60,9 +60,9 @@ def decision_terms(question: str, decision: str) -> tuple[str, ...]:
 class TermScan:
     """One assembly's scan of each item's searchable text for every topic and decision term.
 
-    Coverage (ranking) and relevance (ordering) ask about the same folded text; one scan
-    per item finds all their terms at once (``context._needles``), and nothing is kept past
-    the assembly — the folded copy of a text is as large as the text.
+    Coverage (ranking) and relevance (ordering) ask about the same text, case-insensitively;
+    one scan per item finds all their terms at once (``context._needles``). What it found
+    is kept for this assembly only.
     """
 
     def __init__(self, needles: Sequence[str]) -> None:
@@ -78,7 +78,7 @@ class TermScan:
         hit = self._found.get(id(item))
         if hit is not None and hit[0] is item:
             return hit[1]
-        present = find(self.needles, _folded(item))
+        present = find_casefolded(self.needles, _searchable(item))
         self._found[id(item)] = (item, present)
         return present
 
@@ -86,14 +86,14 @@ class TermScan:
         self._found.clear()
 
 
-def _folded(item: ContextItem) -> str:
-    return "\n".join((item.content, item.summary or "", item.claim or "")).casefold()
+def _searchable(item: ContextItem) -> str:
+    return "\n".join((item.content, item.summary or "", item.claim or ""))
 
 
 def _present(item: ContextItem, terms: Sequence[str], scan: TermScan | None) -> frozenset[str]:
     if scan is not None and scan.covers(terms):
         return scan.found(item)
-    return find_in(terms, _folded(item))
+    return find_in(terms, _searchable(item).casefold())
 
 
 def topic_terms(topics: Sequence[TopicSpec]) -> tuple[tuple[str, ...], ...]:

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from context._needles import find
+from context._needles import find, find_casefolded
 
 _MEMO_ENTRIES = 60_000
 
@@ -155,8 +155,7 @@ class Detector:
     def instruction_matches(self, text: str) -> tuple[str, ...]:
         """Instruction-like phrases found in ``text`` (first match per pattern, in order)."""
         found: list[str] = []
-        folded = text.lower() if text.isascii() else text.casefold()
-        present = find(self._instruction_words, folded)
+        present = find_casefolded(self._instruction_words, text)
         for pattern, groups in self._instructions:
             if groups and not _every_group_in(groups, present):
                 continue

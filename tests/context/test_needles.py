@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context import _needles
-from context._needles import SHORT_TEXT, find, find_in
+from context._needles import SHORT_TEXT, find, find_casefolded, find_in
 from context.security import Detector
 
 ALPHABET = st.sampled_from([*"abAB xyz\n\t.*+?()[]\\^$|{}", "\x00", "ß", "İ", "ﬁ", "忽", "略", "跳",
@@ -42,6 +42,22 @@ def test_find_equals_in_for_any_text(parts: list[str], extra: list[str], pad: in
     needles = tuple(dict.fromkeys([*parts, *extra, core, core[1:], core.swapcase(), ""]))
     assert find(needles, text) == find_in(needles, text)
     assert find(needles, text[:SHORT_TEXT - 1]) == find_in(needles, text[:SHORT_TEXT - 1])
+
+
+ASCII_CHUNK = st.text(alphabet=st.sampled_from([*"aAbBzZ \n.*\\^$|", "\x00"]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.one_of(ASCII_CHUNK, CHUNK), min_size=1, max_size=12),
+       extra=st.lists(st.one_of(ASCII_CHUNK, CHUNK), max_size=6))
+def test_find_casefolded_equals_in_on_the_casefolded_text(parts: list[str],
+                                                           extra: list[str]) -> None:
+    core = "".join(parts)
+    for text in (core, "Q" * SHORT_TEXT + core + "q" * SHORT_TEXT):
+        needles = tuple(dict.fromkeys(
+            [*parts, *extra, core.lower(), core.upper(), core.swapcase(), ""]
+        ))
+        assert find_casefolded(needles, text) == find_in(needles, text.casefold()), text
 
 
 def test_fallback_without_hyperscan_gives_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
