@@ -67,10 +67,10 @@ class BlockStore:
         for a in admitted:
             if a.zone not in (Zone.DATA, Zone.DERIVED):
                 continue
-            cached: LimitMemo | None = memo.LIMITS.get(a.item, (self._limit_ctx, a.load_mode))
+            cached: LimitMemo | None = memo.SHAPES.get(a.item, (self._limit_ctx, a.load_mode))
             if cached is None:
                 cached = shape_item(policy, self.p.counter, a.item, a.load_mode, terms)
-                memo.LIMITS.put(a.item, (self._limit_ctx, a.load_mode), cached)
+                memo.SHAPES.put(a.item, (self._limit_ctx, a.load_mode), cached)
             out[a.item.item_id] = cached
         return out
 
@@ -91,7 +91,7 @@ class BlockStore:
         counts = counter.count_batch([self.block(a.item, flags) for _, a, flags in todo])
         for (u, a, flags), n in zip(todo, counts, strict=True):
             cost = block_cost(counter, n)
-            memo.LIMITS.put(a.item, flags, cost)
+            memo.COSTS.put(a.item, flags, cost)
             self.record(a, cost)
             u.cost, u.block_tokens = a.tokens, a.block_tokens
 
@@ -106,10 +106,10 @@ class BlockStore:
         need = max(0, room - frame)
         # memoized per item: a bound that counted the whole text, or one already above
         # this room, holds for any later assembly too (warm runs skip the split)
-        known: tuple[int, bool] | None = memo.LIMITS.get(item, "floor")
+        known: tuple[int, bool] | None = memo.FLOORS.get(item, None)
         if known is None or not (known[1] or known[0] > need):
             known = prefix_floor(item.content, need)
-            memo.LIMITS.put(item, "floor", known)
+            memo.FLOORS.put(item, None, known)
         return frame + known[0], known[0]
 
     def likely(self, unit: Unit) -> int:

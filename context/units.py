@@ -85,7 +85,7 @@ def build_units(p: Pipeline) -> list[Unit]:
         elif a.zone in (Zone.TASK, Zone.STATE):
             a.tokens = trusted_cost(c, a.item, a.zone)
         else:
-            cost: BlockCost | None = memo.LIMITS.get(a.item, flags)
+            cost: BlockCost | None = memo.COSTS.get(a.item, flags)
             if cost is not None:
                 p.blocks.record(a, cost)
             else:
