@@ -341,11 +341,15 @@ def main() -> None:
         targets["warm_10000_over_1000"] = round(ratio, 2)
         targets["warm_10000_le_12x"] = ratio <= 12
     targets["cold_le_1_3x_tiktoken"] = all(r["cold_vs_tiktoken"] <= 1.3 for r in results)
+    targets["cold_le_1_3x_tiktoken_by_size"] = {
+        r["candidates"]: r["cold_vs_tiktoken"] <= 1.3 for r in results
+    }
+    from context._needles import status
     from context.tokens import COUNT_THREADS
 
     print(json.dumps({
-        "machine": {"python": sys.version.split()[0], "cores": 2,
-                    "engine_count_threads": COUNT_THREADS,
+        "machine": {"python": sys.version.split()[0], "cores": os.cpu_count(),
+                    "engine_count_threads": COUNT_THREADS, "term_scanner": status(),
                     "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
         "results": results, "targets": targets,
     }, indent=2))
