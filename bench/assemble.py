@@ -10,7 +10,9 @@ log-uniformly so that 10,000 candidates hold about 5 M tokens of content; a tool
 of 24 calls over 12 turns whose results arrive shuffled. Model: 128k context.
 
 * **cold**: a fresh ``TokenCounter`` and cleared engine memos for every run, so every
-  candidate's content is tokenized (the realistic first assembly of a step);
+  candidate's content is tokenized (the realistic first assembly of a step); one untimed
+  assembly runs first, since a running worker has already paid the process's one-time
+  setup (the count pool's thread and encoding, compiled detectors and scanners);
 * **warm**: the same request again with the count cache and memos filled (a retry);
 * **warm_next_step**: the same candidates with ``as_of`` a minute later each time (the
   next step of a job: gate outcomes are memoized by freshness, not by the clock);
@@ -240,6 +242,10 @@ def bench_size(n: int, total_tokens: int, cold_runs: int, warm_runs: int) -> dic
     texts += [r.content for r in req.tool_history.results]
     content_tokens = sum(len(enc.encode(t, disallowed_special=())) for t in texts)
 
+    # One untimed assembly first: a running worker has already paid the process's one-time
+    # setup (the count pool's thread and its encoding, compiled detectors and scanners);
+    # no step's cold assembly does. reset_caches() then forgets everything per-item.
+    assemble(req, counter=TokenCounter())
     alone: list[float] = []
     cold: list[float] = []
     for _ in range(cold_runs):
@@ -306,7 +312,7 @@ def bench_size(n: int, total_tokens: int, cold_runs: int, warm_runs: int) -> dic
 def _runs(n: int, quick: bool) -> tuple[int, int]:
     if quick:
         return 1, 2
-    return (3, 15) if n >= 10_000 else (5, 30)
+    return (5, 15) if n >= 10_000 else (9, 30)
 
 
 def main() -> None:
