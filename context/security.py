@@ -72,24 +72,61 @@ def _redact_spans(text: str, spans: list[tuple[int, int]], kind: str) -> str:
     return "".join(out)
 
 
-_INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
+# (pattern, prefilter groups, leading words). The regex only runs when a word of every
+# group occurs in the folded text. Every match of these patterns *starts* with one of its
+# leading words, so the regex is tried only where one occurs (see ``_first_match``):
+# Python's ``re`` cannot skip ahead on a case-insensitive alternation, and searching a
+# page of prose — where "you", "now" and "review" pass any prefilter — visits every
+# character at several times the tokenizer's cost per pattern.
+_INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...]], ...] = (
     (r"(?i)\b(?:ignore|disregard|forget)\b.{0,20}\b(?:previous|prior|above|all|earlier)\b"
      r".{0,20}\b(?:instructions?|rules?|prompts?|guidelines?)\b",
-     (("ignore", "disregard", "forget"), ("instruction", "rule", "prompt", "guideline"))),
+     (("ignore", "disregard", "forget"), ("instruction", "rule", "prompt", "guideline")),
+     ("ignore", "disregard", "forget")),
     (r"(?i)\bskip\b.{0,20}\b(?:human\s+)?(?:approval|review|sign[- ]?off)\b",
-     (("skip",), ("approval", "review", "sign"))),
+     (("skip",), ("approval", "review", "sign")), ("skip",)),
     (r"(?i)\b(?:publish|deploy|merge|release)\b.{0,30}\bwithout\b.{0,20}"
      r"\b(?:approval|review)\b",
-     (("without",), ("approval", "review"))),
+     (("without",), ("approval", "review")), ("publish", "deploy", "merge", "release")),
     (r"(?i)\b(?:publish|deploy)\s+(?:it\s+|this\s+)?(?:now|immediately|directly)\b",
-     (("publish", "deploy"), ("now", "immediately", "directly"))),
-    (r"(?i)\byou\s+are\s+now\b", (("you",), ("now",))),
-    (r"(?i)\bnew\s+(?:system\s+)?instructions?\s*:", (("instruction",),)),
-    (r"(?i)\b(?:reveal|print|show)\b.{0,20}\bsystem\s+prompt\b", (("prompt",),)),
-    (r"(?:忽略|无视).{0,10}(?:指令|规则|批准|审批|提示)", (("忽略", "无视"),)),
-    (r"跳过.{0,6}(?:批准|审批|评审|审核)", (("跳过",),)),
-    (r"直接发布", (("直接发布",),)),
+     (("publish", "deploy"), ("now", "immediately", "directly")), ("publish", "deploy")),
+    (r"(?i)\byou\s+are\s+now\b", (("you",), ("now",)), ("you",)),
+    (r"(?i)\bnew\s+(?:system\s+)?instructions?\s*:", (("instruction",),), ("new",)),
+    (r"(?i)\b(?:reveal|print|show)\b.{0,20}\bsystem\s+prompt\b", (("prompt",),),
+     ("reveal", "print", "show")),
+    (r"(?:忽略|无视).{0,10}(?:指令|规则|批准|审批|提示)", (("忽略", "无视"),), ("忽略", "无视")),
+    (r"跳过.{0,6}(?:批准|审批|评审|审核)", (("跳过",),), ("跳过",)),
+    (r"直接发布", (("直接发布",),), ("直接发布",)),
 )
+# The only characters outside ASCII that ``re``'s IGNORECASE matches to an ASCII letter
+# (U+0130 dotted capital I, U+0131 dotless i, U+017F long s, U+212A Kelvin sign; found by
+# trying every code point, pinned by a test). In a text without them
+# ``lower()`` keeps every position, and a case-insensitive match of a lower-case ASCII word
+# starts exactly where that word occurs in the lower-cased text.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _first_match(pattern: re.Pattern[str], lead: tuple[str, ...], text: str,
+                 lowered: str | None) -> re.Match[str] | None:
+    """``pattern.search(text)``, trying only the positions where a leading word occurs."""
+    if not lead:
+        return pattern.search(text)
+    haystack = text
+    if pattern.flags & re.IGNORECASE:
+        if lowered is None:
+            return pattern.search(text)  # a character that folds to ASCII: no shortcut
+        haystack = lowered
+    starts: set[int] = set()
+    for word in lead:
+        at = haystack.find(word)
+        while at >= 0:
+            starts.add(at)
+            at = haystack.find(word, at + 1)
+    for at in sorted(starts):
+        m = pattern.match(text, at)  # ``\b`` still sees the character before ``at``
+        if m:
+            return m
+    return None
 
 
 def _every_group_in(groups: tuple[tuple[str, ...], ...], found: frozenset[str]) -> bool:
@@ -116,11 +153,12 @@ class Detector:
         secrets += [(f"policy_pattern_{i}", re.compile(p), ()) for i, p in enumerate(extra_secret)]
         self._secrets = tuple(secrets)
         self._secret_words = tuple(sorted({w for _, _, pre in secrets for w in pre}))
-        instructions = [(re.compile(p), groups) for p, groups in _INSTRUCTION_PATTERNS]
-        instructions += [(re.compile(p), ()) for p in extra_instruction]
+        instructions = [(re.compile(p), groups, lead)
+                        for p, groups, lead in _INSTRUCTION_PATTERNS]
+        instructions += [(re.compile(p), (), ()) for p in extra_instruction]
         self._instructions = tuple(instructions)
         self._instruction_words = tuple(sorted(
-            {w for _, groups in instructions for g in groups for w in g}
+            {w for _, groups, _ in instructions for g in groups for w in g}
         ))
         self._memo: OrderedDict[str, tuple[SecretScan | None, tuple[str, ...]]] = OrderedDict()
 
@@ -156,10 +194,16 @@ class Detector:
         """Instruction-like phrases found in ``text`` (first match per pattern, in order)."""
         found: list[str] = []
         present = find_casefolded(self._instruction_words, text)
-        for pattern, groups in self._instructions:
+        lowered: str | None = None
+        checked = False
+        for pattern, groups, lead in self._instructions:
             if groups and not _every_group_in(groups, present):
                 continue
-            m = pattern.search(text)
+            if lead and not checked:
+                checked = True
+                if not any(c in text for c in _FOLDS_TO_ASCII):
+                    lowered = text.lower()
+            m = _first_match(pattern, lead, text, lowered)
             if m:
                 found.append(m.group(0)[:80])
         return tuple(found)
