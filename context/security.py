@@ -74,7 +74,8 @@ def _redact_spans(text: str, spans: list[tuple[int, int]], kind: str) -> str:
 
 # (pattern, prefilter groups, leading words). The regex only runs when a word of every
 # group occurs in the folded text. Every match of these patterns *starts* with one of its
-# leading words, so the regex is tried only where one occurs (see ``_first_match``):
+# leading words (lower-case ASCII in a case-insensitive pattern; a test checks both), so
+# the regex is tried only where one occurs (see ``_first_match``):
 # Python's ``re`` cannot skip ahead on a case-insensitive alternation, and searching a
 # page of prose — where "you", "now" and "review" pass any prefilter — visits every
 # character at several times the tokenizer's cost per pattern.

@@ -35,7 +35,10 @@ def _leading(source: str) -> set[str]:
 def test_each_pattern_declares_its_leading_alternation() -> None:
     for source, _groups, lead in _INSTRUCTION_PATTERNS:
         assert set(lead) == _leading(source), source
-        assert all(w == w.lower() for w in lead)
+        if re.compile(source).flags & re.IGNORECASE:
+            # the shortcut finds these in the lower-cased text: sound for ASCII words only
+            # (IGNORECASE relates more than lower() does outside ASCII, e.g. Greek sigmas)
+            assert all(w.isascii() and w == w.lower() for w in lead), source
 
 
 WORDS = sorted({
