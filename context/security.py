@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from context._needles import find, find_casefolded
+from context._scan import occurrences
 
 _MEMO_ENTRIES = 60_000
 
@@ -117,13 +118,7 @@ def _first_match(pattern: re.Pattern[str], lead: tuple[str, ...], text: str,
         if lowered is None:
             return pattern.search(text)  # a character that folds to ASCII: no shortcut
         haystack = lowered
-    starts: set[int] = set()
-    for word in lead:
-        at = haystack.find(word)
-        while at >= 0:
-            starts.add(at)
-            at = haystack.find(word, at + 1)
-    for at in sorted(starts):
+    for at in occurrences(lead, haystack):
         m = pattern.match(text, at)  # ``\b`` still sees the character before ``at``
         if m:
             return m

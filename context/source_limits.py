@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from context._scan import contains_any
+from context._scan import contains_any, occurrences
 from context.items import ContextItem, LineageNode, SourceRef, sha256_text
 from context.policy import SourceLimit
 from context.vocabulary import Completeness
@@ -142,14 +142,8 @@ def _failure_matches(text: str) -> Iterator[re.Match[str]]:
         yield from _FAILURE.finditer(text)
         return
     low = text.lower()
-    starts: set[int] = set()
-    for stem in _FAILURE_STEMS:
-        at = low.find(stem)
-        while at >= 0:
-            starts.add(at)
-            at = low.find(stem, at + 1)
     end = 0
-    for at in sorted(starts):
+    for at in occurrences(_FAILURE_STEMS, low):
         if at < end:
             continue  # finditer never starts a match inside the previous one
         m = _FAILURE_LOWER.match(low, at)
