@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from collections import OrderedDict
 from typing import Any
+
+from context.memo import TextMemo
 
 _escape = json.encoder.encode_basestring
 #: Strings at least this long have their escaped form memoized; shorter ones cost less
@@ -30,9 +30,7 @@ _escape = json.encoder.encode_basestring
 LONG_CHARS = 256
 MAX_MEMO_CHARS = 32 * 1024 * 1024
 
-_memo: OrderedDict[str, str] = OrderedDict()
-_memo_chars = 0
-_lock = threading.Lock()
+_memo: TextMemo[str] = TextMemo(MAX_MEMO_CHARS)
 
 
 class _NotPlain(Exception):
@@ -43,18 +41,10 @@ def _escaped(s: str) -> str:
     if len(s) < LONG_CHARS:
         return _escape(s)
     found = _memo.get(s)
-    if found is not None:
-        return found
-    done = _escape(s)
-    global _memo_chars
-    with _lock:
-        if s not in _memo:
-            _memo[s] = done
-            _memo_chars += len(s) + len(done)
-            while _memo_chars > MAX_MEMO_CHARS and _memo:
-                old, old_done = _memo.popitem(last=False)
-                _memo_chars -= len(old) + len(old_done)
-    return done
+    if found is None:
+        found = _escape(s)
+        _memo.put(s, found, len(s) + len(found))
+    return found
 
 
 def _walk(value: Any, out: list[str]) -> None:
@@ -106,7 +96,4 @@ def canonical_json_large(value: Any) -> str:
 
 
 def clear_memo() -> None:
-    global _memo_chars
-    with _lock:
-        _memo.clear()
-        _memo_chars = 0
+    _memo.clear()

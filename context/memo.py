@@ -16,9 +16,12 @@ share it safely under the GIL.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Hashable, Iterator
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
 
 _MAX_ENTRIES = 60_000
 
@@ -66,3 +69,49 @@ ENTRIES = ItemMemo()
 def clear_all() -> None:
     for m in (GATES, SHAPES, COSTS, FLOORS, ENTRIES):
         m.clear()
+
+
+class TextMemo(Generic[V]):
+    """A value derived from a text, keyed by the text itself: first in, first out, bounded
+    by the characters it pins (``max_chars``), so large texts cannot pile up.
+
+    Lookups are single dict operations (safe beside other threads under the GIL); inserts
+    and evictions happen under a lock. A text whose charge is above the bound is not kept.
+    Used where a warm assembly asks again about the very strings it built before: their
+    escaped JSON (``context._canonical``) and their count-cache digests
+    (``context.tokens``).
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self._data: OrderedDict[str, tuple[V, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> V | None:
+        found = self._data.get(text)
+        return None if found is None else found[0]
+
+    def put(self, text: str, value: V, chars: int) -> None:
+        """Keep ``value`` for ``text``, charged ``chars`` against the bound."""
+        with self._lock:
+            if text in self._data or chars > self.max_chars:
+                return
+            self._data[text] = (value, chars)
+            self.chars += chars
+            while self.chars > self.max_chars:
+                self.chars -= self._data.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.chars = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._data))

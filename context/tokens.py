@@ -62,6 +62,7 @@ from typing import Any
 import tiktoken
 
 from context.errors import ContextError
+from context.memo import TextMemo
 
 __all__ = [
     "ENCODING_NAME",
@@ -184,8 +185,7 @@ class TokenCounter:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._max = max_entries
         self._cache: OrderedDict[bytes, int] = OrderedDict()
-        self._keys: OrderedDict[str, bytes] = OrderedDict()  # text -> digest (docstring)
-        self._key_chars = 0
+        self._keys: TextMemo[bytes] = TextMemo(KEY_MEMO_CHARS)  # text -> digest (docstring)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -197,7 +197,6 @@ class TokenCounter:
         with self._lock:
             self._cache.clear()
             self._keys.clear()
-            self._key_chars = 0
             self.hits = 0
             self.misses = 0
 
@@ -222,12 +221,7 @@ class TokenCounter:
         key = self._keys.get(text)
         if key is None:
             key = _key(text)
-            with self._lock:
-                if text not in self._keys and len(text) <= KEY_MEMO_CHARS:
-                    self._keys[text] = key
-                    self._key_chars += len(text)
-                    while self._key_chars > KEY_MEMO_CHARS:
-                        self._key_chars -= len(self._keys.popitem(last=False)[0])
+            self._keys.put(text, key, len(text))
         return key
 
     def count_text(self, text: str) -> int:

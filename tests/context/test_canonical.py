@@ -76,12 +76,12 @@ def test_a_cycle_is_refused_like_json() -> None:
 
 def test_the_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     _canonical.clear_memo()
-    monkeypatch.setattr(_canonical, "MAX_MEMO_CHARS", 10_000)
+    monkeypatch.setattr(_canonical._memo, "max_chars", 10_000)
     texts = [f"{i:04d}" + "y" * 1000 for i in range(50)]
     for t in texts:
         assert canonical_json_large([t]) == canonical_json([t])
     assert 0 < len(_canonical._memo) <= 5
-    assert _canonical._memo_chars <= 10_000
+    assert _canonical._memo.chars <= 10_000
     assert texts[-1] in _canonical._memo and texts[0] not in _canonical._memo
     _canonical.clear_memo()
-    assert not _canonical._memo and _canonical._memo_chars == 0
+    assert not len(_canonical._memo) and _canonical._memo.chars == 0

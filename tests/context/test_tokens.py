@@ -252,10 +252,10 @@ def test_the_key_memo_is_bounded_by_characters(monkeypatch: pytest.MonkeyPatch) 
     counter = TokenCounter()
     texts = [f"{i:02d}" + "z" * 38 for i in range(10)]  # 40 characters each
     counts = [counter.count_text(t) for t in texts]
-    assert counter._key_chars <= 100 and len(counter._keys) == 2
+    assert counter._keys.chars <= 100 and len(counter._keys) == 2
     assert list(counter._keys) == texts[-2:]
     assert [counter.count_text(t) for t in texts] == counts
     counter.count_text("y" * 101)  # longer than the memo: counted, not memoized
     assert "y" * 101 not in counter._keys
     counter.clear()
-    assert not counter._keys and counter._key_chars == 0
+    assert not len(counter._keys) and counter._keys.chars == 0
