@@ -24,7 +24,7 @@ from activities.parsed import PARSED
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
-from context.toolpairs import ToolCall, ToolHistory, ToolResult
+from context.tool_history import ToolCall, ToolHistory, ToolResult
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
 from workflows.job_spec import JobSpec
 

@@ -23,7 +23,7 @@ of 24 calls over 12 turns whose results arrive shuffled. Model: 128k context.
 * **stages**: one more cold run with a timer around each pipeline stage (and the
   two-thread batch counts inside them), to show where cold time goes;
 * **tokenized**: how many texts a cold run tokenized, and how many candidates the budget
-  evicted on a proven lower bound without tokenizing them (``context.floors``);
+  evicted on a proven lower bound without tokenizing them (``context.limits.floors``);
 * **peak memory**: ``tracemalloc`` peak of one cold and one warm assembly (separate runs,
   since tracing slows the timed ones), plus the process's max RSS.
 
@@ -199,7 +199,9 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 def stage_times(req: AssemblyRequest) -> dict[str, float]:
     """ms per pipeline stage of one cold assembly (timers wrapped around the methods)."""
-    from context import finish, pipeline, tokens
+    from context import tokens
+    from context.assembly import pipeline
+    from context.seal import finish
 
     acc: dict[str, float] = {}
     patched: list[tuple[object, str, Any]] = []
@@ -350,7 +352,7 @@ def main() -> None:
     targets["cold_le_1_3x_tiktoken_by_size"] = {
         r["candidates"]: r["cold_vs_tiktoken"] <= 1.3 for r in results
     }
-    from context._needles import status
+    from context.admission.needles import status
     from context.tokens import COUNT_THREADS
 
     print(json.dumps({

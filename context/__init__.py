@@ -9,8 +9,7 @@ custom policy; ``count_tokens`` counts text or a chat request with framing. Erro
 ``context.errors``.
 """
 
-from context.adapters import SerializationError, SerializedRequest
-from context.engine import ContextAssemblyBlocked, Ready, assemble, reset_caches
+from context.assembly.engine import ContextAssemblyBlocked, Ready, assemble, reset_caches
 from context.errors import (
     ContextError,
     InvariantViolation,
@@ -29,9 +28,10 @@ from context.items import (
 from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy, load_policy, policy_from_mapping
 from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
+from context.seal.adapters import SerializationError, SerializedRequest
 from context.tokens import ESTIMATOR, TokenCounter, count_tokens
-from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult
-from context.transforms import PreservationFailed, TransformRecord
+from context.tool_history import ToolCall, ToolDefinition, ToolHistory, ToolResult
+from context.tools.transforms import PreservationFailed, TransformRecord
 
 __all__ = [
     "ESTIMATOR",

@@ -78,7 +78,7 @@ class TextMemo(Generic[V]):
     Lookups are single dict operations (safe beside other threads under the GIL); inserts
     and evictions happen under a lock. A text whose charge is above the bound is not kept.
     Used where a warm assembly asks again about the very strings it built before: their
-    escaped JSON (``context._canonical``) and their count-cache digests
+    escaped JSON (``context.canonical``) and their count-cache digests
     (``context.tokens``).
     """
 

@@ -209,7 +209,7 @@ class TransformPolicy(_Strict):
     @field_validator("preserve")
     @classmethod
     def _known_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
-        from context.transforms import PRESERVE_KEYS
+        from context.tools.transforms import PRESERVE_KEYS
 
         unknown = sorted(set(keys) - set(PRESERVE_KEYS))
         if unknown:

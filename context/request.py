@@ -28,12 +28,12 @@ from pydantic import (
     model_validator,
 )
 
+from context.admission.gates import visible
 from context.errors import RequestError
-from context.gates import visible
 from context.items import ContextItem, ScopeRef, SourceAcquisition
 from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy
-from context.toolpairs import ToolDefinition, ToolHistory
+from context.tool_history import ToolDefinition, ToolHistory
 from context.vocabulary import SecurityClass
 
 AdapterName = Literal["openai_chat", "anthropic_messages"]

@@ -12,7 +12,7 @@ What counts as evidence: data blocks whose citation is a code excerpt, a documen
 or a web page excerpt (a ``#L<a>-L<b>`` locator, as ``activities.sources`` produces).
 Earlier drafts, workspace files such as ``plan.md``, checkpoints and tool results are
 data too, but they are not evidence and are never quoted as findings. Lines flagged as
-instruction-like (``context.security``) are never quoted; the source is named under open
+instruction-like (``context.admission.security``) are never quoted; the source is named under open
 items instead, as is every topic in the request's MISSING EVIDENCE section, every failed
 acquisition and every reviewer comment.
 """
@@ -26,9 +26,9 @@ from typing import Any
 
 from activities.providers.base import ProviderResult
 from activities.providers.payload import RequestView, read_request
-from context.adapters import get_adapter
-from context.render import MISSING_EVIDENCE_HEADING, DataBlockView
-from context.security import Detector
+from context.admission.security import Detector
+from context.seal.adapters import get_adapter
+from context.seal.render import MISSING_EVIDENCE_HEADING, DataBlockView
 from context.tokens import default_counter
 
 NAME = "extractive"

@@ -3,7 +3,7 @@
 The extractive provider works on exactly the bytes a remote model would receive, so it
 must read both adapter shapes: OpenAI Chat (``messages`` with string contents, ``tool``
 messages) and Anthropic Messages (top-level ``system``, content blocks, ``tool_result``
-blocks). Data blocks are parsed and hash-checked by ``context.render.parse_data_blocks``;
+blocks). Data blocks are parsed and hash-checked by ``context.seal.render.parse_data_blocks``;
 everything outside data blocks is trusted task/state text rendered by the engine.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from activities.providers.base import ProviderConfigError, ProviderInputError
-from context.render import DataBlockError, DataBlockView, parse_data_blocks
+from context.seal.render import DataBlockError, DataBlockView, parse_data_blocks
 
 ADAPTERS = ("openai_chat", "anthropic_messages")
 

@@ -4,7 +4,7 @@ Candidates are taken in the order the case lists them, with no gate of any kind 
 freshness, permission, scope, revision or relevance check), and packed until the first one
 that would overflow the evidence budget; that one and everything after it are left out
 (``budget_evicted``). Tokens are counted exactly as the engine counts evidence: the
-engine's tokenizer on each rendered evidence block (``context.render.data_block``), so the
+engine's tokenizer on each rendered evidence block (``context.seal.render.data_block``), so the
 two strategies are measured with the same ruler.
 
 The tool history is replayed verbatim in arrival order (one message per call or result),
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from context.policy import ContextPolicy
-from context.render import MISSING_EVIDENCE_HEADING, data_block
+from context.seal.render import MISSING_EVIDENCE_HEADING, data_block
 from context.tokens import count_tokens
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import source_to_item

@@ -27,10 +27,10 @@ import context
 from context.errors import ContextError
 from context.items import ContextItem, ScopeRef, SourceAcquisition
 from context.policy import ContextPolicy, policy_from_mapping
-from context.render import parse_data_blocks
 from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
+from context.seal.render import parse_data_blocks
 from context.tokens import count_tokens
-from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult
+from context.tool_history import ToolCall, ToolDefinition, ToolHistory, ToolResult
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.errors import DatasetError, StrategyError

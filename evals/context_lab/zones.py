@@ -1,6 +1,6 @@
 """Where the data blocks are in a model-visible text (for the trust-zone grader).
 
-The engine owns the block format (``context.render``: markers bound to the content hash;
+The engine owns the block format (``context.seal.render``: markers bound to the content hash;
 content is escaped so it never contains ``<<<``, hence the first ``<<<`` after a header
 is that block's end marker). The lab finds the spans from that documented shape and
 requires the engine's own verifying parser (``parse_data_blocks``, which re-hashes every
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from context.render import DataBlockError, parse_data_blocks
+from context.seal.render import DataBlockError, parse_data_blocks
 
 _HEADER = re.compile(r"^<<<DATA [^\n]*>>>\n", re.MULTILINE)
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from context.items import ContextItem, ScopeRef, SourceRef
-from context.render import AssemblyInput, assemble_messages
-from context.toolpairs import ToolCall, ToolDefinition, ToolHistory, ToolResult, pair_tool_history
+from context.seal.render import AssemblyInput, assemble_messages
+from context.tool_history import (
+    ToolCall,
+    ToolDefinition,
+    ToolHistory,
+    ToolResult,
+    pair_tool_history,
+)
 from context.vocabulary import Role, SourceType, ToolStatus, Trust
 
 SCOPE = ScopeRef(tenant="acme", project="pressroom", task="t1")

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from context.adapters import SerializationError, get_adapter
-from context.adapters.anthropic_messages import AnthropicMessagesAdapter
-from context.adapters.openai_chat import OpenAIChatAdapter
-from context.render import AssemblyInput, assemble_messages, parse_data_blocks
+from context.seal.adapters import SerializationError, get_adapter
+from context.seal.adapters.anthropic_messages import AnthropicMessagesAdapter
+from context.seal.adapters.openai_chat import OpenAIChatAdapter
+from context.seal.render import AssemblyInput, assemble_messages, parse_data_blocks
 from context.tokens import TokenCounter
-from context.toolpairs import ToolCall, ToolHistory, pair_tool_history
+from context.tool_history import ToolCall, ToolHistory, pair_tool_history
 from tests.context.helpers_support import (
     TOOLS,
     code_item,

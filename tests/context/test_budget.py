@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from context import ContextAssemblyBlocked, Ready, assemble, count_tokens, policy_from_mapping
-from context.budget import Unit, allocate, usable_budget
+from context.budget.allocation import Unit, allocate, usable_budget
 from context.policy import BudgetPolicy
-from context.render import parse_data_blocks
+from context.seal.render import parse_data_blocks
 from context.vocabulary import BlockedReason, Partition
 from tests.context.builders import POLICY, item, request
 
@@ -119,7 +119,7 @@ def test_exact_request_count_never_exceeds_usable() -> None:
     out = assemble(request(items_, policy=policy,
                            model=ModelSpec(provider="openai", name="m", context_limit=4000)))
     assert isinstance(out, Ready)
-    from context.adapters import get_adapter
+    from context.seal.adapters import get_adapter
 
     exact = get_adapter("openai_chat").count_tokens(out.serialized.payload)
     assert exact == out.manifest.budget.estimated_used

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context import Ready, assemble, count_tokens
-from context.budget import Unit, allocate
+from context.budget.allocation import Unit, allocate
 from context.policy import BudgetPolicy
-from context.render import parse_data_blocks
+from context.seal.render import parse_data_blocks
 from context.tokens import TokenCounter
 from context.vocabulary import BlockedReason, ExclusionReason, Partition
 from tests.context.builders import item, request
@@ -155,7 +155,7 @@ def test_evidence_budget_evicts_untokenized_on_the_block_bound() -> None:
 
 
 def test_excerpt_records_report_the_costed_block_or_nothing() -> None:
-    from context.layout import block_cost
+    from context.budget.costs import block_cost
     from tests.context.builders import code
 
     rnd = random.Random(5)

@@ -1,4 +1,4 @@
-"""``context._canonical.canonical_json_large`` is ``context.tokens.canonical_json``, byte
+"""``context.canonical.canonical_json_large`` is ``context.tokens.canonical_json``, byte
 for byte, error for error — with and without its memo of escaped long strings."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context import _canonical
-from context._canonical import canonical_json_large
+from context import canonical as _canonical
+from context.canonical import canonical_json_large
 from context.tokens import canonical_json
 
 # Long strings (past the memo threshold) with quotes, backslashes, control characters,

@@ -13,8 +13,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context._needles import SHORT_TEXT
-from context.security import _FOLDS_TO_ASCII, _INSTRUCTION_PATTERNS, Detector
+from context.admission.needles import SHORT_TEXT
+from context.admission.security import _FOLDS_TO_ASCII, _INSTRUCTION_PATTERNS, Detector
 
 
 def test_only_four_characters_outside_ascii_fold_to_an_ascii_letter() -> None:

@@ -15,7 +15,7 @@ from context import (
     policy_from_mapping,
 )
 from context.items import sha256_text
-from context.render import parse_data_blocks
+from context.seal.render import parse_data_blocks
 from context.vocabulary import (
     AcquisitionOutcome,
     BlockedReason,
@@ -256,9 +256,9 @@ def test_anthropic_adapter_end_to_end() -> None:
 
 def test_memoized_render_matches_the_standard_layout() -> None:
     """finish.render mirrors render.assemble_messages message for message."""
-    from context.finish import Finisher
-    from context.pipeline import Pipeline
-    from context.render import assemble_messages
+    from context.assembly.pipeline import Pipeline
+    from context.seal.finish import Finisher
+    from context.seal.render import assemble_messages
     from context.tokens import TokenCounter
     from context.vocabulary import Partition, Zone
     from tests.context.builders import state, web

@@ -1,4 +1,4 @@
-"""The word-count lower bound of ``context.floors`` against the real cl100k tokenizer."""
+"""The word-count lower bound of ``context.limits.floors`` against the real cl100k tokenizer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context.floors import prefix_floor, words
+from context.limits.floors import prefix_floor, words
 from context.tokens import _ENCODING, _tokens
 
 # Unicode White_Space: what the tokenizer pattern's \s matches (25 code points)

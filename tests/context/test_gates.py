@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from context import ContextAssemblyManifest, LineageNode, Ready, ScopeRef, assemble
-from context.gates import GateRunner, freshness_state
+from context.admission.gates import GateRunner, freshness_state
 from context.manifest import ExcludedEntry
-from context.render import parse_data_blocks
+from context.seal.render import parse_data_blocks
 from context.vocabulary import (
     GATE_ORDER,
     Freshness,

@@ -29,9 +29,9 @@ from context import (
     assemble,
     reset_caches,
 )
-from context.adapters import get_adapter
-from context.gates import GateRunner, effective_trust
-from context.render import DATA_INSTRUCTION
+from context.admission.gates import GateRunner, effective_trust
+from context.seal.adapters import get_adapter
+from context.seal.render import DATA_INSTRUCTION
 from context.vocabulary import (
     TRUST_RANK,
     BlockedReason,
@@ -329,14 +329,14 @@ def test_assembling_twice_gives_identical_hashes(req: AssemblyRequest) -> None:
     assert a.manifest.serialized_model_input_hash == b.manifest.serialized_model_input_hash
 
 
-# lazy costing (context.floors) decides exactly what costing every unit up front decides
+# lazy costing (context.limits.floors) decides exactly what costing every unit up front decides
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(requests())
 def test_lazy_costing_changes_no_decision(req: AssemblyRequest) -> None:
     from unittest import mock
 
-    from context.blockstore import BlockStore
+    from context.limits.block_store import BlockStore
 
     reset_caches()
     lazy = assemble(req)

@@ -1,4 +1,4 @@
-"""The one-pass term scanner (``context._needles``) answers exactly what ``in`` answers.
+"""The one-pass term scanner (``context.admission.needles``) answers exactly what ``in`` answers.
 
 The detectors, topic coverage and decision relevance rely on it for every candidate, so
 the hyperscan path must equal the reference on any text — non-ASCII, NUL bytes, regex
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context import _needles
-from context._needles import SHORT_TEXT, find, find_casefolded, find_in
-from context.security import Detector
+from context.admission import needles as _needles
+from context.admission.needles import SHORT_TEXT, find, find_casefolded, find_in
+from context.admission.security import Detector
 
 ALPHABET = st.sampled_from([*"abAB xyz\n\t.*+?()[]\\^$|{}", "\x00", "ß", "İ", "ﬁ", "忽", "略", "跳",
                             "😀", "é", "\u0301"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from context import Ready, SourceRef, ToolCall, ToolHistory, ToolResult, assemble
-from context.render import parse_data_blocks
+from context.seal.render import parse_data_blocks
 from context.vocabulary import Role, SourceType, ToolStatus, Trust
 from tests.context.builders import code, control, item, request, task, topic, web
 

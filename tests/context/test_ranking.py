@@ -8,10 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context import Ready, assemble
-from context.policy import SourceLimit
-from context.ranking import RankInfo, coverage_first, supersede
-from context.render import MISSING_EVIDENCE_HEADING, parse_data_blocks
-from context.source_limits import (
+from context.limits.source_limits import (
     _FAILURE,
     _SECTION_SPLIT,
     _failure_matches,
@@ -20,6 +17,9 @@ from context.source_limits import (
     failures_of_log,
     relevant_sections,
 )
+from context.policy import SourceLimit
+from context.ranking.relevance import RankInfo, coverage_first, supersede
+from context.seal.render import MISSING_EVIDENCE_HEADING, parse_data_blocks
 from context.vocabulary import LoadMode, SourceType
 from tests.context.builders import AS_OF, code, item, request, topic, web
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context.items import sha256_text
-from context.render import (
+from context.seal.render import (
     MISSING_EVIDENCE_HEADING,
     AssemblyInput,
     DataBlockError,
@@ -19,7 +19,7 @@ from context.render import (
     render_tool_pairs,
     unescape_content,
 )
-from context.toolpairs import pair_tool_history
+from context.tool_history import pair_tool_history
 from context.vocabulary import Zone
 from tests.context.helpers_support import code_item, history, item, sample_assembly, web_item
 
@@ -126,7 +126,7 @@ def test_tool_pairs_render_parallel_calls_in_one_turn() -> None:
 def test_trusted_text_cannot_fake_a_block() -> None:
     fake = data_block(web_item())
     a = sample_assembly()
-    from context.render import render_trusted  # local: only this test needs it
+    from context.seal.render import render_trusted  # local: only this test needs it
 
     msg = render_trusted(item("t", fake), Zone.TASK)
     assert parse_data_blocks(msg.content or "") == []
@@ -134,7 +134,7 @@ def test_trusted_text_cannot_fake_a_block() -> None:
 
 
 def test_frames_compose_the_blocks() -> None:
-    from context.render import data_block_frame, tool_result_block, tool_result_frame
+    from context.seal.render import data_block_frame, tool_result_block, tool_result_frame
 
     it = item("x", "a <<<< b")
     head, foot = data_block_frame(it, ["f"])

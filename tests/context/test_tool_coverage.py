@@ -13,8 +13,8 @@ import pytest
 
 from context import ContextAssemblyBlocked, Ready, assemble
 from context.items import sha256_text
-from context.tool_coverage import content_topics, evidence_text
-from context.toolpairs import ToolCall, ToolHistory, ToolResult
+from context.ranking.coverage import content_topics, evidence_text
+from context.tool_history import ToolCall, ToolHistory, ToolResult
 from context.vocabulary import BlockedReason, SourceType, ToolStatus, Trust
 from tests.context.builders import item, request, topic
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from context.errors import ToolHistoryError
 from context.items import sha256_text
-from context.toolpairs import (
+from context.tool_history import (
     CANONICALIZATION,
     ToolCall,
     ToolHistory,

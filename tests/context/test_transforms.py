@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from context.items import ContextItem, SourceRef
 from context.tokens import TokenCounter
-from context.toolpairs import ToolCall, ToolHistory, ToolPair, ToolResult, pair_tool_history
-from context.transforms import (
+from context.tool_history import ToolCall, ToolHistory, ToolPair, ToolResult, pair_tool_history
+from context.tools.transforms import (
     PRESERVE_KEYS,
     PreservationFailed,
     TransformError,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from context.policy import load_policy
-from context.render import data_block
+from context.seal.render import data_block
 from context.tokens import count_tokens
 from evals.context_lab.baseline import run_dump_all
 from evals.context_lab.dataset import LabCase, LabSource, load_cases, load_sources

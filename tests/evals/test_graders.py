@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from context.items import ContextItem, ScopeRef
-from context.render import data_block
+from context.seal.render import data_block
 from evals.context_lab import graders as g
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.packet import (

@@ -3,7 +3,7 @@
 The request is built from the example fixtures the way a job builds it: the sources are
 acquired for real (``activities.sources``), the job spec is rendered as task text by the
 runtime's own ``render_job_spec``, and the engine's renderer and provider adapters
-(``context.render``, ``context.adapters``) produce the payload. Nothing here is mocked.
+(``context.seal.render``, ``context.seal.adapters``) produce the payload. Nothing here is mocked.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from activities.sources import (
     acquire,
     to_context_item,
 )
-from context.adapters import get_adapter
 from context.items import ContextItem, ScopeRef
-from context.render import AssemblyInput, assemble_messages
-from context.toolpairs import ToolHistory, pair_tool_history
+from context.seal.adapters import get_adapter
+from context.seal.render import AssemblyInput, assemble_messages
+from context.tool_history import ToolHistory, pair_tool_history
 from context.vocabulary import Role, SourceType, Trust
 from examples.build_fixtures import build_fixtures
 from workflows.job_spec import load_job_spec

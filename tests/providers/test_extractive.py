@@ -12,8 +12,8 @@ import pytest
 
 from activities.providers import ProviderConfigError, ProviderInputError, get_provider
 from activities.providers.extractive import PREAMBLE, UNTRUSTED_NOTE
-from context.adapters import get_adapter
-from context.render import DataBlockView, parse_data_blocks
+from context.seal.adapters import get_adapter
+from context.seal.render import DataBlockView, parse_data_blocks
 from tests.providers.conftest import MISSING, BuiltRequest
 
 ADAPTERS = ("openai_chat", "anthropic_messages")
@@ -152,7 +152,7 @@ async def test_bad_requests_are_typed_errors(built: BuiltRequest) -> None:
 
 async def test_reviewer_comments_become_open_items(built: BuiltRequest) -> None:
     from context.items import ContextItem
-    from context.render import assemble_messages
+    from context.seal.render import assemble_messages
     from context.vocabulary import Role, SourceType, Trust
     from tests.providers.conftest import SCOPE
 
@@ -178,7 +178,7 @@ async def test_reviewer_comments_become_open_items(built: BuiltRequest) -> None:
         ],
         data=built.data_items,
     )
-    from context.adapters import get_adapter
+    from context.seal.adapters import get_adapter
 
     payload = get_adapter("openai_chat").serialize(assembly, "m", 1000).payload
     text = (await get_provider("extractive").complete(

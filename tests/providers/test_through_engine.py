@@ -13,9 +13,9 @@ import context
 from activities.candidates import render_job_spec
 from activities.providers import get_provider
 from context.items import ContextItem, ScopeRef
-from context.render import parse_data_blocks
 from context.request import ModelSpec, PrincipalContext, TopicSpec
-from context.toolpairs import ToolHistory
+from context.seal.render import parse_data_blocks
+from context.tool_history import ToolHistory
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
 from tests.providers.conftest import AS_OF, ROOT, SCOPE, BuiltRequest
 from workflows.job_spec import load_job_spec

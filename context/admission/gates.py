@@ -1,0 +1,371 @@
+"""The seven hard gates, run in ``GATE_ORDER`` on every candidate before any ranking.
+
+A gate either passes or fails; the first failure ends evaluation (later gates are recorded
+``not_evaluated``) and maps to the seed 000 §2 reason vocabulary:
+
+==========================  =====================================================
+gate                        failure reason
+==========================  =====================================================
+permission                  ``permission_denied`` (clearance < security class, or
+                            the principal's scope does not reach the item)
+scope                       ``hard_gate_rejected`` (tenant / project / task mismatch)
+required_revision           ``stale_revision`` (the task holds another revision)
+freshness                   ``expired`` | ``unverifiable`` | ``hard_gate_rejected``
+                            for ``refresh_required`` (with a refresh condition)
+integrity                   ``hard_gate_rejected`` (hash mismatch, incomplete code
+                            ref, broken lineage)
+trust_role_compatibility    ``hard_gate_rejected`` (role not allowed for the
+                            item's effective trust)
+security_policy_compliance  ``security_rejected`` (secret under ``deny``,
+                            cross-scope origin, instruction text under ``deny``)
+==========================  =====================================================
+
+Choices the seeds leave open:
+
+* Scope visibility: an item scoped to the whole project (``task=None``) is visible to
+  every task of that project; a task-scoped item only to that task. The principal's own
+  scope is checked by the permission gate with the same rule.
+* Required revision: ``required_revisions`` is keyed by canonical key; for repository
+  code the key ``repo:<name>`` pins the commit, compared with ``source_ref.commit``.
+  The revision a retrieval *claims* is never trusted over the one the task holds.
+* Freshness: an explicit ``valid_until`` decides alone (``as_of == valid_until`` is still
+  valid); otherwise the policy's per-source-type ages apply; a naive or future
+  ``observed_at`` is ``unverifiable``. A state the source itself claims is kept when it is
+  worse than the computed one.
+* Effective trust is ``lowest(claimed, policy ceiling for the source type)``.
+* Secrets are redacted (a new derived item, recorded as a transform) or denied per policy;
+  redaction happens inside the security gate so nothing later ever sees the secret.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from context.admission.security import detector_for
+from context.items import ContextItem, LineageNode, ScopeRef, sha256_text
+from context.policy import ContextPolicy
+from context.vocabulary import (
+    GATE_ORDER,
+    SECURITY_LEVEL,
+    ExclusionReason,
+    Freshness,
+    Gate,
+    GateResult,
+    SecurityClass,
+    SourceType,
+    Trust,
+    lowest_trust,
+)
+
+_FRESHNESS_RANK = {
+    Freshness.VALID: 0,
+    Freshness.REFRESH_REQUIRED: 1,
+    Freshness.UNVERIFIABLE: 2,
+    Freshness.EXPIRED: 3,
+}
+# Text from these trust labels is instruction by design; everything else is data and gets
+# scanned for instruction-like phrases.
+_AUTHORITATIVE = (Trust.CONTROL_AUTHORITY, Trust.TASK_AUTHORITY, Trust.TRUSTED_STATE)
+
+
+@dataclass
+class Redaction:
+    original: ContextItem
+    kinds: tuple[str, ...]
+
+
+@dataclass
+class GateOutcome:
+    """What the gates decided about one candidate (``item`` may be a redacted copy)."""
+
+    item: ContextItem
+    results: dict[Gate, GateResult]
+    effective_trust: Trust
+    freshness: Freshness | None = None
+    failed_gate: Gate | None = None
+    reason: ExclusionReason | None = None
+    detail: str = ""
+    refresh_condition: str | None = None
+    security_assessment: dict[str, str] = field(default_factory=dict)
+    instruction_flags: tuple[str, ...] = ()
+    redaction: Redaction | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.failed_gate is None
+
+
+def visible(viewer: ScopeRef, item: ScopeRef) -> bool:
+    """Project-wide items are visible to every task of the project; task items to that task."""
+    if viewer.tenant != item.tenant or viewer.project != item.project:
+        return False
+    return item.task is None or viewer.task is None or viewer.task == item.task
+
+
+def scope_matches(request: ScopeRef, item: ScopeRef) -> bool:
+    """Stricter than :func:`visible`: a project-level request sees only project-level items."""
+    if request.tenant != item.tenant or request.project != item.project:
+        return False
+    return item.task is None or item.task == request.task
+
+
+def freshness_state(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
+    Freshness, str
+]:
+    """Freshness of ``item`` at ``as_of`` and a short explanation."""
+    computed, why = _computed_freshness(item, as_of, policy)
+    claimed = item.freshness
+    if claimed is not None and _FRESHNESS_RANK[claimed] > _FRESHNESS_RANK[computed]:
+        return claimed, f"source claims {claimed.value}"
+    return computed, why
+
+
+def freshness_key(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
+    Freshness, str
+]:
+    """What of ``as_of`` a gate outcome depends on: the freshness state, plus its
+    explanation unless the state is ``valid`` (a valid item's outcome never mentions it).
+
+    Freshness is the only gate that reads the clock, so outcomes memoized under this key
+    serve every later step of a job over the same items (each step has its own ``as_of``).
+    """
+    state, why = freshness_state(item, as_of, policy)
+    return state, "" if state is Freshness.VALID else why
+
+
+def _computed_freshness(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
+    Freshness, str
+]:
+    if item.valid_until is not None:
+        if item.valid_until.tzinfo is None:
+            return Freshness.UNVERIFIABLE, "valid_until has no timezone"
+        if as_of > item.valid_until:
+            return Freshness.EXPIRED, f"valid_until {item.valid_until.isoformat()} < as_of"
+        return Freshness.VALID, f"valid until {item.valid_until.isoformat()}"
+    rule = policy.freshness.max_age.get(item.source_type)
+    if rule is None:
+        return Freshness.VALID, f"{item.source_type.value} does not age under this policy"
+    if item.observed_at is None:
+        return Freshness.UNVERIFIABLE, "no observed_at and no valid_until"
+    if item.observed_at.tzinfo is None:
+        return Freshness.UNVERIFIABLE, "observed_at has no timezone"
+    age = (as_of - item.observed_at).total_seconds()
+    if age < 0:
+        return Freshness.UNVERIFIABLE, "observed_at lies after as_of"
+    if age > rule.expire_after:
+        return Freshness.EXPIRED, f"age {int(age)}s > expire_after {rule.expire_after}s"
+    if age > rule.refresh_after:
+        return Freshness.REFRESH_REQUIRED, f"age {int(age)}s > refresh_after {rule.refresh_after}s"
+    return Freshness.VALID, f"age {int(age)}s within {rule.refresh_after}s"
+
+
+def effective_trust(item: ContextItem, policy: ContextPolicy) -> Trust:
+    return lowest_trust([item.trust, policy.trust.default_by_source[item.source_type]])
+
+
+def _lineage_ok(lineage: tuple[LineageNode, ...]) -> str | None:
+    seen: set[str] = set()
+    for node in lineage:
+        if node.node_id in seen:
+            return f"lineage node {node.node_id!r} appears twice"
+        missing = [i for i in node.input_node_ids if i not in seen]
+        if missing:
+            return f"lineage node {node.node_id!r} names unknown earlier inputs {missing}"
+        seen.add(node.node_id)
+    return None
+
+
+class GateRunner:
+    """Runs the gates for one request's principal, scope, revisions, clock and policy."""
+
+    def __init__(
+        self,
+        *,
+        policy: ContextPolicy,
+        as_of: datetime,
+        clearance: SecurityClass,
+        principal_scope: ScopeRef,
+        request_scope: ScopeRef,
+        required_revisions: dict[str, str],
+    ) -> None:
+        self.policy = policy
+        self.as_of = as_of
+        self.clearance = clearance
+        self.principal_scope = principal_scope
+        self.request_scope = request_scope
+        self.required_revisions = required_revisions
+        sec = policy.security
+        self.detector = detector_for(sec.extra_secret_patterns, sec.extra_instruction_patterns)
+
+    def run(self, item: ContextItem) -> GateOutcome:
+        out = GateOutcome(
+            item=item,
+            results=dict.fromkeys(GATE_ORDER, GateResult.NOT_EVALUATED),
+            effective_trust=effective_trust(item, self.policy),
+        )
+        checks = (
+            (Gate.PERMISSION, self._permission),
+            (Gate.SCOPE, self._scope),
+            (Gate.REQUIRED_REVISION, self._revision),
+            (Gate.FRESHNESS, self._freshness),
+            (Gate.INTEGRITY, self._integrity),
+            (Gate.TRUST_ROLE, self._trust_role),
+            (Gate.SECURITY, self._security),
+        )
+        for gate, check in checks:
+            failure = check(out)
+            if failure is not None:
+                out.results[gate] = GateResult.FAILED
+                out.failed_gate, (out.reason, out.detail) = gate, failure
+                if gate is not Gate.SECURITY:
+                    skipped = f"not_evaluated_after_{gate.value}_failure"
+                    out.security_assessment = {"status": skipped}
+                return out
+            out.results[gate] = GateResult.PASSED
+        return out
+
+    def _permission(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        item = out.item
+        if SECURITY_LEVEL[item.security_class] > SECURITY_LEVEL[self.clearance]:
+            return (
+                ExclusionReason.PERMISSION_DENIED,
+                f"security class {item.security_class.value} exceeds clearance "
+                f"{self.clearance.value}",
+            )
+        if not visible(self.principal_scope, item.scope):
+            return (
+                ExclusionReason.PERMISSION_DENIED,
+                f"principal scope {self.principal_scope} does not reach {item.scope}",
+            )
+        return None
+
+    def _scope(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        if not scope_matches(self.request_scope, out.item.scope):
+            return (
+                ExclusionReason.HARD_GATE_REJECTED,
+                f"item scope {out.item.scope} is outside request scope {self.request_scope}",
+            )
+        return None
+
+    def _revision(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        item = out.item
+        held = self.required_revisions.get(item.key)
+        if held is not None and item.revision != held:
+            out.refresh_condition = f"load_required_revision_{held}"
+            return (
+                ExclusionReason.STALE_REVISION,
+                f"{item.key}: item has revision {item.revision!r}, task holds {held!r}",
+            )
+        repo = item.source_ref.repo
+        if repo is not None and item.source_type is SourceType.REPOSITORY_SOURCE:
+            pinned = self.required_revisions.get(f"repo:{repo}")
+            if pinned is not None and item.source_ref.commit != pinned:
+                out.refresh_condition = f"load_{repo}_at_commit_{pinned}"
+                return (
+                    ExclusionReason.STALE_REVISION,
+                    f"repo {repo}: item is at commit {item.source_ref.commit!r}, task pins "
+                    f"{pinned!r}",
+                )
+        return None
+
+    def _freshness(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        state, why = freshness_state(out.item, self.as_of, self.policy)
+        out.freshness = state
+        rules = self.policy.freshness
+        if state is Freshness.EXPIRED:
+            out.refresh_condition = "refresh_source_or_drop"
+            return ExclusionReason.EXPIRED, why
+        if state is Freshness.UNVERIFIABLE and rules.on_unverifiable == "reject":
+            out.refresh_condition = "provide_observed_at_or_valid_until"
+            return ExclusionReason.UNVERIFIABLE, why
+        if state is Freshness.REFRESH_REQUIRED and rules.on_refresh_required == "reject":
+            out.refresh_condition = "fetch_authoritative_source_before_admission"
+            return ExclusionReason.HARD_GATE_REJECTED, f"refresh_required: {why}"
+        return None
+
+    def _integrity(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        item = out.item
+        actual = sha256_text(item.content)
+        if actual != item.content_hash:
+            return (
+                ExclusionReason.HARD_GATE_REJECTED,
+                f"content hash mismatch: claimed {item.content_hash}, content hashes to {actual}",
+            )
+        is_code = item.source_type is SourceType.REPOSITORY_SOURCE
+        if is_code and not item.source_ref.is_complete_code_ref:
+            return (
+                ExclusionReason.HARD_GATE_REJECTED,
+                "code evidence needs repo, commit, path and line range",
+            )
+        broken = _lineage_ok(item.source_lineage)
+        if broken:
+            return ExclusionReason.HARD_GATE_REJECTED, broken
+        return None
+
+    def _trust_role(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        allowed = self.policy.role_limits[out.effective_trust]
+        if out.item.intended_role not in allowed:
+            return (
+                ExclusionReason.HARD_GATE_REJECTED,
+                f"role {out.item.intended_role.value} not allowed for trust "
+                f"{out.effective_trust.value} (allowed: {[r.value for r in allowed]})",
+            )
+        return None
+
+    def _security(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
+        item, sec = out.item, self.policy.security
+        assessment = {
+            "cross_scope_check": "not_evaluated",
+            "secret_handling": "not_evaluated",
+            "external_instruction_isolation": "not_evaluated",
+        }
+        out.security_assessment = assessment
+        foreign = [str(s) for s in item.origin_scopes if not scope_matches(self.request_scope, s)]
+        if foreign:
+            assessment["cross_scope_check"] = "failed"
+            return ExclusionReason.SECURITY_REJECTED, f"derived from other scopes {foreign}"
+        assessment["cross_scope_check"] = "passed"
+        secrets, flags = self.detector.assess(item.content_hash, item.content)
+        if secrets is not None:
+            if sec.secret_material == "deny":
+                assessment["secret_handling"] = "failed"
+                return (
+                    ExclusionReason.SECURITY_REJECTED,
+                    f"secret material {list(secrets.kinds)} under policy deny",
+                )
+            assessment["secret_handling"] = "redacted"
+            out.redaction = Redaction(original=item, kinds=secrets.kinds)
+            out.item = redacted_copy(item, secrets.redacted)
+            flags = self.detector.instruction_matches(secrets.redacted)
+        else:
+            assessment["secret_handling"] = "passed"
+        if flags and out.effective_trust not in _AUTHORITATIVE:
+            out.instruction_flags = flags
+            if sec.external_instruction_text == "deny":
+                assessment["external_instruction_isolation"] = "failed"
+                return (
+                    ExclusionReason.SECURITY_REJECTED,
+                    f"instruction-like text in untrusted data under policy deny: {list(flags)}",
+                )
+            assessment["external_instruction_isolation"] = "flagged"
+        else:
+            assessment["external_instruction_isolation"] = "passed"
+        return None
+
+
+def redacted_copy(item: ContextItem, content: str) -> ContextItem:
+    """A derived item with secrets replaced; the lineage records the redaction step."""
+    new_hash = sha256_text(content)
+    base = item.source_lineage or (
+        LineageNode(node_id=item.item_id, type=item.source_type.value, digest=item.content_hash),
+    )
+    node = LineageNode(
+        node_id=f"{item.item_id}#redacted",
+        type="redact",
+        input_node_ids=(base[-1].node_id,),
+        digest=new_hash,
+    )
+    return item.model_copy(
+        update={"content": content, "content_hash": new_hash, "source_lineage": (*base, node)}
+    )

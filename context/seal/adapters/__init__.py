@@ -1,0 +1,36 @@
+"""Provider adapters: AssemblyInput → validated provider request (``SerializedRequest``).
+
+``get_adapter(name)`` returns the adapter for ``"openai_chat"`` or ``"anthropic_messages"``;
+each has ``name``, ``version``, ``serialization_policy_version``, ``serialize(assembly,
+model_name, max_tokens)``, ``validate(payload)`` and ``count_tokens(payload)``. A payload
+that breaks a provider rule raises ``SerializationError`` (``.rule`` names it).
+"""
+
+from __future__ import annotations
+
+from context.seal.adapters.anthropic_messages import AnthropicMessagesAdapter
+from context.seal.adapters.base import Adapter, SerializationError, SerializedRequest
+from context.seal.adapters.openai_chat import OpenAIChatAdapter
+
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "AnthropicMessagesAdapter",
+    "OpenAIChatAdapter",
+    "SerializationError",
+    "SerializedRequest",
+    "get_adapter",
+]
+
+ADAPTERS: dict[str, Adapter] = {
+    "openai_chat": OpenAIChatAdapter(),
+    "anthropic_messages": AnthropicMessagesAdapter(),
+}
+
+
+def get_adapter(name: str) -> Adapter:
+    """The adapter called ``name``; an unknown name is a ``ValueError`` listing the known."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        raise ValueError(f"unknown adapter {name!r}; known: {sorted(ADAPTERS)}") from None

@@ -1,0 +1,105 @@
+"""Prompt-cache identity of an assembly (seed 000 §6, §9; seed 002 §9).
+
+The stable prefix is the control zone (the system message built from control items) plus
+the tool definitions — the part a provider can reuse byte for byte. It is cache-eligible
+only when every control item comes from a source type the policy lists in
+``cache.stable_prefix_sources`` (default: ``system_policy``). Two values identify
+it:
+
+* ``prefix_hash``: sha256 over the canonical JSON of exactly those bytes' sources (the
+  control message text, the tool definitions, the adapter and model name — a provider
+  cache is per model and wire format);
+* ``prefix_identity``: sha256 over *why* the prefix is what it is — the ordered control
+  source ids and their content hashes, the tool definitions' digest, and the policy id,
+  revision and digest.
+
+Status against the previous manifest of the same run: ``bypassed`` when there is no
+previous manifest, it belongs to another run, this assembly is blocked (no call follows)
+or has no control prefix; ``miss`` when the policy revision (or digest) changed — always,
+even if the bytes happen to match — or when either value differs, or the previous
+attempt was blocked; otherwise ``hit``. A hit is an execution optimisation only: every
+item was still re-admitted through the gates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from context.items import ContextItem, sha256_text
+from context.manifest import CacheEntry, ContextAssemblyManifest, canonical
+from context.policy import ContextPolicy
+from context.seal.render import AssemblyInput
+from context.vocabulary import CacheStatus, Zone
+
+
+def prefix_values(
+    assembly: AssemblyInput,
+    control_items: Sequence[ContextItem],
+    policy: ContextPolicy,
+    adapter: str,
+    model_name: str,
+) -> tuple[str, str]:
+    control_text = [m.content or "" for m in assembly.messages if m.zone is Zone.CONTROL]
+    tools = [t.model_dump(mode="json") for t in assembly.tool_definitions]
+    wire = {"adapter": adapter, "model": model_name, "control": control_text, "tools": tools}
+    prefix_hash = sha256_text(canonical(wire))
+    identity = sha256_text(
+        canonical(
+            {
+                "source_ids": [i.item_id for i in control_items],
+                "content_hashes": [i.content_hash for i in control_items],
+                "tools_digest": sha256_text(canonical(tools)),
+                "policy": [policy.id, policy.revision, policy.digest],
+            }
+        )
+    )
+    return prefix_hash, identity
+
+
+def cache_entry(
+    *,
+    run_id: str,
+    policy: ContextPolicy,
+    previous: ContextAssemblyManifest | None,
+    prefix: tuple[str, str] | None,
+    blocked: bool,
+) -> CacheEntry:
+    prefix_hash, identity = prefix if prefix is not None else (None, None)
+    eligible = prefix is not None
+
+    def entry(status: CacheStatus, reason: str) -> CacheEntry:
+        return CacheEntry(
+            prefix_hash=prefix_hash,
+            prefix_identity=identity,
+            policy="eligible" if eligible else "ineligible",
+            status=status,
+            previous_assembly_id=previous.assembly_id if previous is not None else None,
+            reason=reason,
+        )
+
+    if blocked:
+        return entry(CacheStatus.BYPASSED, "assembly blocked: no model call follows")
+    if not eligible:
+        return entry(CacheStatus.BYPASSED, "no stable prefix (no control items, or control "
+                     "items from sources outside cache.stable_prefix_sources)")
+    if previous is None:
+        return entry(CacheStatus.BYPASSED, "no previous manifest of this run")
+    if previous.run_id != run_id:
+        return entry(CacheStatus.BYPASSED, f"previous manifest belongs to run {previous.run_id}")
+    if (previous.policy.id, previous.policy.revision, previous.policy.digest) != (
+        policy.id,
+        policy.revision,
+        policy.digest,
+    ):
+        return entry(
+            CacheStatus.MISS,
+            f"policy changed from {previous.policy.id}/{previous.policy.revision} to "
+            f"{policy.id}/{policy.revision}",
+        )
+    if previous.status == "blocked" or previous.cache.prefix_hash is None:
+        return entry(CacheStatus.MISS, "previous attempt made no model call")
+    if previous.cache.prefix_identity != identity:
+        return entry(CacheStatus.MISS, "stable prefix sources changed")
+    if previous.cache.prefix_hash != prefix_hash:
+        return entry(CacheStatus.MISS, "stable prefix bytes changed")
+    return entry(CacheStatus.HIT, "stable prefix identical to the previous assembly")
