@@ -200,7 +200,9 @@ def _ms(values: list[float]) -> dict[str, float]:
 def stage_times(req: AssemblyRequest) -> dict[str, float]:
     """ms per pipeline stage of one cold assembly (timers wrapped around the methods)."""
     from context import tokens
+    from context.admission import stage as admission_stage
     from context.assembly import pipeline
+    from context.budget import stage as budget_stage
     from context.seal import finish
 
     acc: dict[str, float] = {}
@@ -219,9 +221,11 @@ def stage_times(req: AssemblyRequest) -> dict[str, float]:
 
         setattr(owner, name, timed)
 
-    for stage in ("gates", "ranking", "source_limits", "budget"):
-        wrap(pipeline.Pipeline, stage, stage)
+    wrap(admission_stage.GateStage, "run", "gates")
+    wrap(pipeline, "rank", "ranking")
     wrap(pipeline.ToolStage, "run", "structure")
+    wrap(pipeline, "apply_source_limits", "source_limits")
+    wrap(budget_stage.BudgetStage, "run", "budget")
     wrap(finish.Finisher, "ready", "render_serialize_seal")
     wrap(finish, "seal", "of_which_seal_manifest")
     wrap(tokens.TokenCounter, "count_batch", "of_which_batch_token_counts")

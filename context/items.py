@@ -67,6 +67,21 @@ class ScopeRef(_Frozen):
         return cls(tenant=parts[0], project=parts[1], task=parts[2] if len(parts) == 3 else None)
 
 
+
+def visible(viewer: ScopeRef, item: ScopeRef) -> bool:
+    """Project-wide items are visible to every task of the project; task items to that task."""
+    if viewer.tenant != item.tenant or viewer.project != item.project:
+        return False
+    return item.task is None or viewer.task is None or viewer.task == item.task
+
+
+def scope_matches(request: ScopeRef, item: ScopeRef) -> bool:
+    """Stricter than :func:`visible`: a project-level request sees only project-level items."""
+    if request.tenant != item.tenant or request.project != item.project:
+        return False
+    return item.task is None or item.task == request.task
+
+
 class SourceRef(_Frozen):
     """Direct source of an item. Code evidence needs repo, commit, path and a line range."""
 

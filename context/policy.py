@@ -55,7 +55,7 @@ from pydantic import (
 )
 
 from context.errors import PolicyError
-from context.vocabulary import LoadMode, Partition, Role, SourceType, Trust
+from context.vocabulary import PRESERVE_KEYS, LoadMode, Partition, Role, SourceType, Trust
 
 POLICY_SCHEMA_VERSION = "context-policy/v1"
 POLICY_DIR = Path(__file__).parent / "policies"
@@ -209,8 +209,6 @@ class TransformPolicy(_Strict):
     @field_validator("preserve")
     @classmethod
     def _known_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
-        from context.tools.transforms import PRESERVE_KEYS
-
         unknown = sorted(set(keys) - set(PRESERVE_KEYS))
         if unknown:
             raise ValueError(f"unknown preservation keys {unknown}; known: {list(PRESERVE_KEYS)}")

@@ -28,9 +28,8 @@ from pydantic import (
     model_validator,
 )
 
-from context.admission.gates import visible
 from context.errors import RequestError
-from context.items import ContextItem, ScopeRef, SourceAcquisition
+from context.items import ContextItem, ScopeRef, SourceAcquisition, visible
 from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy
 from context.tool_history import ToolDefinition, ToolHistory

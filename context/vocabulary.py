@@ -238,3 +238,24 @@ class CacheStatus(StrEnum):
     HIT = "hit"
     MISS = "miss"
     BYPASSED = "bypassed"
+
+
+#: The facts a structured summary can be asked to preserve (``policy.transforms.preserve``);
+#: each becomes a checked preservation assertion of the transform (context.tools.transforms).
+PRESERVE_KEYS: tuple[str, ...] = (
+    "goal",
+    "constraints",
+    "current_stage",
+    "done_in_progress_blocked",
+    "open_items",
+    "source_refs",
+    "exact_values_and_errors",
+    "conflicts_and_negative_findings",
+    "unresolved_tool_calls",
+    "article_draft_revision",
+    "artifact_refs",
+)
+
+#: The label a data block shows when its text reads like an instruction (the matched text
+#: itself stays in the manifest's security flags, never in the rendered request).
+INSTRUCTION_FLAG = "instruction_like_text"

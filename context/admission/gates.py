@@ -39,11 +39,11 @@ Choices the seeds leave open:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from context.admission.security import detector_for
-from context.items import ContextItem, LineageNode, ScopeRef, sha256_text
+from context.admitted import GateOutcome, Redaction
+from context.items import ContextItem, LineageNode, ScopeRef, scope_matches, sha256_text, visible
 from context.policy import ContextPolicy
 from context.vocabulary import (
     GATE_ORDER,
@@ -67,47 +67,6 @@ _FRESHNESS_RANK = {
 # Text from these trust labels is instruction by design; everything else is data and gets
 # scanned for instruction-like phrases.
 _AUTHORITATIVE = (Trust.CONTROL_AUTHORITY, Trust.TASK_AUTHORITY, Trust.TRUSTED_STATE)
-
-
-@dataclass
-class Redaction:
-    original: ContextItem
-    kinds: tuple[str, ...]
-
-
-@dataclass
-class GateOutcome:
-    """What the gates decided about one candidate (``item`` may be a redacted copy)."""
-
-    item: ContextItem
-    results: dict[Gate, GateResult]
-    effective_trust: Trust
-    freshness: Freshness | None = None
-    failed_gate: Gate | None = None
-    reason: ExclusionReason | None = None
-    detail: str = ""
-    refresh_condition: str | None = None
-    security_assessment: dict[str, str] = field(default_factory=dict)
-    instruction_flags: tuple[str, ...] = ()
-    redaction: Redaction | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.failed_gate is None
-
-
-def visible(viewer: ScopeRef, item: ScopeRef) -> bool:
-    """Project-wide items are visible to every task of the project; task items to that task."""
-    if viewer.tenant != item.tenant or viewer.project != item.project:
-        return False
-    return item.task is None or viewer.task is None or viewer.task == item.task
-
-
-def scope_matches(request: ScopeRef, item: ScopeRef) -> bool:
-    """Stricter than :func:`visible`: a project-level request sees only project-level items."""
-    if request.tenant != item.tenant or request.project != item.project:
-        return False
-    return item.task is None or item.task == request.task
 
 
 def freshness_state(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[

@@ -83,11 +83,10 @@ def reset_caches() -> None:
     hashes) only ever save work; clearing them changes no result. The token count cache
     belongs to the ``TokenCounter`` passed in (or the shared default one).
     """
-    from context import canonical as _canonical
-    from context import canonical, manifest, memo
+    from context import canonical, manifest, manifest_entries, memo
     from context.admission import security
     from context.ranking import relevance
-    from context.seal import finish, manifest_entries
+    from context.seal import finish
 
     canonical.clear_memo()
     memo.clear_all()
@@ -121,7 +120,6 @@ def assemble(
             f"{type(exc).__name__}: {exc}"
         ) from exc
     finally:
-        pipeline.release()
         if was_enabled:
             gc.enable()
     if outcome.blocked_reason is not None:

@@ -14,9 +14,9 @@ partition.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from context import memo
+from context.admitted import Admitted
+from context.assembly.state import AssemblyState
 from context.budget.allocation import Unit
 from context.budget.costs import (
     BlockCost,
@@ -25,49 +25,54 @@ from context.budget.costs import (
     missing_notice_cost,
     trusted_cost,
 )
-from context.limits.block_store import flags_of
-from context.ranking.relevance import RankInfo, coverage_first, decision_relevance, decision_terms
-from context.seal.manifest_entries import Admitted
+from context.limits.block_store import BlockStore, flags_of
+from context.ranking.relevance import (
+    RankInfo,
+    TermScan,
+    coverage_first,
+    decision_relevance,
+    decision_terms,
+)
+from context.tools.stage import ToolStage
 from context.vocabulary import ExclusionReason, Partition, Zone
-
-if TYPE_CHECKING:
-    from context.assembly.pipeline import Pipeline
 
 FRAME_UNIT = "control:frame"
 MISSING_UNIT = "task:missing-evidence"
 
 
-def rank_info(p: Pipeline, a: Admitted, terms: tuple[str, ...]) -> RankInfo:
+def rank_info(state: AssemblyState, a: Admitted, terms: tuple[str, ...],
+              term_scan: TermScan) -> RankInfo:
     stages = a.item.stages
     return RankInfo(
         required=a.item.required,
         covered=a.covered,
-        relevance=decision_relevance(a.item, terms, p.term_scan),
-        stage_match=not stages or p.req.stage in stages,
+        relevance=decision_relevance(a.item, terms, term_scan),
+        stage_match=not stages or state.request.stage in stages,
         authority=a.item.authority,
         size=len(a.item.content),
         item_id=a.item.item_id,
     )
 
 
-def rank_cap(p: Pipeline, order: list[str]) -> list[str]:
+def rank_cap(state: AssemblyState, order: list[str]) -> list[str]:
     """Apply ``placement.max_evidence_items``: lower-ranked evidence loses the ranking."""
-    cap = p.policy.placement.max_evidence_items
+    cap = state.policy.placement.max_evidence_items
     if cap is None or len(order) <= cap:
         return order
     for rank, iid in enumerate(order[cap:], start=cap + 1):
-        a = p.admitted[iid]
+        a = state.admitted[iid]
         if a.item.required:
             continue  # a required item is never ranked out; the budget decides
-        p.exclude(a, ExclusionReason.RANKING_LOST, "ranking",
+        state.exclude(a, ExclusionReason.RANKING_LOST, "ranking",
                   f"rank {rank} of {len(order)}; the policy admits at most {cap} "
                   "evidence items per step")
-    return [iid for iid in order if iid in p.admitted]
+    return [iid for iid in order if iid in state.admitted]
 
 
-def build_units(p: Pipeline) -> list[Unit]:
+def build_units(state: AssemblyState, tools: ToolStage, blocks: BlockStore,
+                term_scan: TermScan) -> list[Unit]:
     """Cost the trusted items (data items lazily) and order each partition's units."""
-    c, req = p.counter, p.req
+    c, req = state.counter, state.request
     units: list[Unit] = [Unit(FRAME_UNIT, Partition.CONTROL,
                               control_frame_cost(c, req.tool_definitions), 0)]
     names = [t.name for t in req.required_topics]
@@ -78,7 +83,7 @@ def build_units(p: Pipeline) -> list[Unit]:
     terms = decision_terms(req.question, req.decision)
     by_part: dict[Partition, list[Admitted]] = {}
     lazy: set[str] = set()
-    for a in p.admitted.values():
+    for a in state.admitted.values():
         flags = flags_of(a)
         if a.zone is Zone.CONTROL:
             a.tokens = control_item_cost(c, a.item)
@@ -87,27 +92,27 @@ def build_units(p: Pipeline) -> list[Unit]:
         else:
             cost: BlockCost | None = memo.COSTS.get(a.item, flags)
             if cost is not None:
-                p.blocks.record(a, cost)
+                blocks.record(a, cost)
             else:
                 lazy.add(a.item.item_id)
         by_part.setdefault(a.partition, []).append(a)
     for part, members in by_part.items():
-        infos = {a.item.item_id: rank_info(p, a, terms) for a in members}
+        infos = {a.item.item_id: rank_info(state, a, terms, term_scan) for a in members}
         if part is Partition.DIRECT_EVIDENCE:
             order = [r.item_id for r in coverage_first(list(infos.values()), names)]
-            order = rank_cap(p, order)
+            order = rank_cap(state, order)
         elif part is Partition.CONTROL:
             order = [a.item.item_id for a in sorted(
                 members, key=lambda a: (-a.item.authority, a.item.item_id))]
         else:
             order = [r.item_id for r in sorted(infos.values(), key=RankInfo.sort_key)]
-        if p.step_item_id in order:
-            order.remove(p.step_item_id)
-            order.insert(0, p.step_item_id)
+        if state.step_item_id in order:
+            order.remove(state.step_item_id)
+            order.insert(0, state.step_item_id)
         for rank, iid in enumerate(order, start=2):
-            a = p.admitted[iid]
+            a = state.admitted[iid]
             units.append(Unit(iid, part, None if iid in lazy else a.tokens, rank,
                               a.block_tokens, a.item.required))
-    p.term_scan.clear()  # found terms per item: not needed past ranking
-    units += p.tools.units(c)
+    term_scan.clear()  # found terms per item: not needed past ranking
+    units += tools.units(c)
     return units

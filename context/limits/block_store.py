@@ -12,22 +12,17 @@ its block (``context.limits.floors``) that lets the allocator evict it without t
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from context import memo
+from context.admitted import Admitted
+from context.assembly.state import AssemblyState
 from context.budget.allocation import Unit
 from context.budget.costs import BlockCost, block_cost
 from context.items import ContextItem
 from context.limits.blocks import data_block
 from context.limits.floors import prefix_floor
 from context.limits.shaping import LimitMemo, shape_item
-from context.seal.manifest_entries import Admitted
-from context.vocabulary import Zone
-
-if TYPE_CHECKING:
-    from context.assembly.pipeline import Pipeline
-
-INSTRUCTION_FLAG = "instruction_like_text"
+from context.vocabulary import INSTRUCTION_FLAG, Zone
 
 
 def flags_of(a: Admitted) -> tuple[str, ...]:
@@ -36,12 +31,12 @@ def flags_of(a: Admitted) -> tuple[str, ...]:
 
 
 class BlockStore:
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.p = pipeline
+    def __init__(self, state: AssemblyState) -> None:
+        self.state = state
         self._blocks: dict[tuple[int, tuple[str, ...]], tuple[ContextItem, str]] = {}
-        topics = pipeline.req.required_topics
+        topics = state.request.required_topics
         self._terms = tuple(t for topic in topics for t in topic.match_terms)
-        self._limit_ctx = (pipeline.policy.digest, self._terms)
+        self._limit_ctx = (state.policy.digest, self._terms)
         self._frame: int | None = None
         # (item id, content hash) of each costed block's item -> the block's tokens (what
         # an excerpt record reports as its size once the excerpt itself was costed)
@@ -62,14 +57,14 @@ class BlockStore:
         """The source-limited item of each data item (memoized per item, policy and topic
         terms). Excerpts are not tokenized here: one is costed as its data block, and only
         if the budget gets that far (``token_estimate_after`` is filled in then)."""
-        policy, terms = self.p.policy, self._terms
+        policy, terms = self.state.policy, self._terms
         out: dict[str, LimitMemo] = {}
         for a in admitted:
             if a.zone not in (Zone.DATA, Zone.DERIVED):
                 continue
             cached: LimitMemo | None = memo.SHAPES.get(a.item, (self._limit_ctx, a.load_mode))
             if cached is None:
-                cached = shape_item(policy, self.p.counter, a.item, a.load_mode, terms)
+                cached = shape_item(policy, self.state.counter, a.item, a.load_mode, terms)
                 memo.SHAPES.put(a.item, (self._limit_ctx, a.load_mode), cached)
             out[a.item.item_id] = cached
         return out
@@ -78,16 +73,16 @@ class BlockStore:
     def frame(self) -> int:
         """Tokens a data block's user message adds around the block (exact, constant)."""
         if self._frame is None:
-            self._frame = block_cost(self.p.counter, 0).message_tokens
+            self._frame = block_cost(self.state.counter, 0).message_tokens
         return self._frame
 
     def cost(self, units: Sequence[Unit]) -> None:
         """Count the blocks of ``units`` in one batch; costs go to the units and the memo."""
         todo: list[tuple[Unit, Admitted, tuple[str, ...]]] = []
         for u in units:
-            a = self.p.admitted[u.unit_id]
+            a = self.state.admitted[u.unit_id]
             todo.append((u, a, flags_of(a)))
-        counter = self.p.counter
+        counter = self.state.counter
         counts = counter.count_batch([self.block(a.item, flags) for _, a, flags in todo])
         for (u, a, flags), n in zip(todo, counts, strict=True):
             cost = block_cost(counter, n)
@@ -102,7 +97,7 @@ class BlockStore:
 
     def floor(self, unit: Unit, room: int) -> tuple[int, int]:
         frame = self.frame()
-        item = self.p.admitted[unit.unit_id].item
+        item = self.state.admitted[unit.unit_id].item
         need = max(0, room - frame)
         # memoized per item: a bound that counted the whole text, or one already above
         # this room, holds for any later assembly too (warm runs skip the split)
@@ -113,4 +108,4 @@ class BlockStore:
         return frame + known[0], known[0]
 
     def likely(self, unit: Unit) -> int:
-        return self.frame() + len(self.p.admitted[unit.unit_id].item.content) // 4
+        return self.frame() + len(self.state.admitted[unit.unit_id].item.content) // 4

@@ -16,9 +16,9 @@ from types import EllipsisType
 from context.items import ContextItem, sha256_text
 from context.limits.source_limits import LimitApplied, apply_source_limit
 from context.manifest import TransformEntry
+from context.manifest_entries import simple_transform
 from context.policy import ContextPolicy
 from context.ranking.loading import index_entry, too_large
-from context.seal.manifest_entries import simple_transform
 from context.tokens import TokenCounter
 from context.vocabulary import LoadMode
 

@@ -23,23 +23,29 @@ then are older exchanges compacted. Decisions recorded here:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from context.admission.gates import GateRunner
+from context.assembly.state import AssemblyState, Blocked
 from context.budget.allocation import Unit, cost_text
 from context.budget.costs import pair_cost
 from context.errors import ContextError
 from context.items import SourceRef
 from context.manifest import AnomalyEntry, SummaryEntry, ToolPairEntry, TransformEntry
+from context.manifest_entries import excluded_after_gates, simple_transform
 from context.ranking.coverage import content_topics
-from context.seal.manifest_entries import excluded_after_gates, simple_transform
+from context.ranking.loading import load_mode_for
 from context.tokens import TokenCounter
-from context.tool_history import PairingResult, ToolPair, pair_tool_history, result_item_id
+from context.tool_history import PairingResult, ToolPair, result_item_id
 from context.tools.compaction import compact, pair_item
+from context.tools.pairing import pair_tool_history
 from context.tools.transforms import PreservationFailed, TransformRecord
-from context.vocabulary import BlockedReason, ExclusionReason, Partition, SourceType, Zone
-
-if TYPE_CHECKING:
-    from context.assembly.pipeline import Pipeline
+from context.vocabulary import (
+    INSTRUCTION_FLAG,
+    BlockedReason,
+    ExclusionReason,
+    Partition,
+    SourceType,
+    Zone,
+)
 
 PAIR_PREFIX = "pair:"
 _PAIR_ORDER_BASE = 1000
@@ -51,8 +57,12 @@ def transform_entry(rec: TransformRecord) -> TransformEntry:
 
 
 class ToolStage:
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.p = pipeline
+    """Pairs, screens and (when the policy allows) compacts the tool history; afterwards
+    the budget asks it for its units and the seal stage for the pairs to render."""
+
+    def __init__(self, state: AssemblyState, runner: GateRunner) -> None:
+        self.state = state
+        self.runner = runner
         self.pairing = PairingResult()
         self.pairs: list[ToolPair] = []
         self.verbatim: set[str] = set()
@@ -61,48 +71,49 @@ class ToolStage:
         self.withheld: set[str] = set()
 
     def run(self) -> None:
-        p = self.p
-        pol = p.policy.tool_pairs
+        state = self.state
+        pair_policy = state.policy.tool_pairs
         self.pairing = pair_tool_history(
-            p.req.tool_history, allow_partial_evidence=pol.allow_partial_evidence
+            state.request.tool_history,
+            allow_partial_evidence=pair_policy.allow_partial_evidence,
         )
         if self.pairing.blocked is not None:
-            from context.assembly.pipeline import Blocked
-
             raise Blocked(BlockedReason.UNSAFE_TOOL_REPAIR, self.pairing.blocked)
         self.pairs = [self._screen(pair) for pair in self.pairing.pairs]
-        recent = self._recent_turns(pol.keep_recent)
+        recent = self._recent_turns(pair_policy.keep_recent)
         older = [x for x in self.pairs if x.call_id not in recent]
         self.verbatim = set(recent)
-        allowed = "summarize" in p.policy.transforms.allowed
-        if older and pol.compact_older and allowed:
+        allowed = "summarize" in state.policy.transforms.allowed
+        if older and pair_policy.compact_older and allowed:
             self._compact(older)
         else:
             self.verbatim |= {x.call_id for x in older}
         for x in self.pairs:
             self.placement.setdefault(x.call_id, "verbatim" if x.call_id in self.verbatim
                                       else "not_placed")
-        p.stage(
+        compacted = len(older) if older and pair_policy.compact_older and allowed else 0
+        state.stage(
             "structure",
             f"{len(self.pairs)} tool pairs, {len(self.pairing.anomalies)} anomalies, "
-            f"{len(older) if older and pol.compact_older and allowed else 0} compacted",
+            f"{compacted} compacted",
         )
 
     def _screen(self, pair: ToolPair) -> ToolPair:
         if pair.synthesized:
             return pair
-        p, sec = self.p, self.p.policy.security
-        secrets, flags = p.runner.detector.assess(pair.result_hash, pair.result.content)
+        state, security = self.state, self.state.policy.security
+        detector = self.runner.detector
+        secrets, flags = detector.assess(pair.result_hash, pair.result.content)
         if flags:
             self.flags[pair.call_id] = flags
         content = pair.result.content
         why = ""
         if secrets is not None:
-            if sec.secret_material == "deny":
+            if security.secret_material == "deny":
                 why = f"secret material {list(secrets.kinds)}"
             else:
                 content = secrets.redacted
-        if flags and sec.external_instruction_text == "deny":
+        if flags and security.external_instruction_text == "deny":
             why = why or f"instruction-like text {list(flags)}"
         if why:
             self.withheld.add(pair.call_id)
@@ -114,18 +125,18 @@ class ToolStage:
             return pair
         result = pair.result.model_copy(update={"content": content})
         new = pair.model_copy(update={"result": result})
-        before = pair_item(pair, p.req.scope)
-        after = pair_item(new, p.req.scope)
+        before = pair_item(pair, state.request.scope)
+        after = pair_item(new, state.request.scope)
         rec = simple_transform(
             record_id=f"transform-redact-{result_item_id(pair.call_id)}", kind="redact",
             before=before, after=after,
             objective="withhold_tool_result" if why else "remove_secret_material",
-            policy_version=p.policy.version_label, transformer_version="secret-redactor/v1",
-            assertions={"secrets_removed": "passed" if p.runner.detector.scan_secrets(content)
+            policy_version=state.policy.version_label, transformer_version="secret-redactor/v1",
+            assertions={"secrets_removed": "passed" if detector.scan_secrets(content)
                         is None else "failed", "pair_kept_whole": "passed"},
             tokens_before=None, tokens_after=None,
         )
-        p.transforms.append(rec)
+        state.transforms.append(rec)
         return new
 
     def _recent_turns(self, keep: int) -> list[str]:
@@ -143,48 +154,47 @@ class ToolStage:
         return kept
 
     def _compact(self, older: list[ToolPair]) -> None:
-        from context.assembly.pipeline import Blocked
-
-        p = self.p
-        checkpoints = [a for a in p.admitted.values()
+        state = self.state
+        checkpoints = [a for a in state.admitted.values()
                        if a.item.source_type is SourceType.CHECKPOINT]
         checkpoints.sort(key=lambda a: a.item.item_id)
         try:
             item, rec = compact(
-                older, [a.item for a in checkpoints], scope=p.req.scope, step_id=p.req.step_id,
-                objective="restore_current_research_state",
-                policy_version=p.policy.version_label, preserve=p.policy.transforms.preserve,
-                counter=p.counter,
+                older, [a.item for a in checkpoints], scope=state.request.scope,
+                step_id=state.request.step_id, objective="restore_current_research_state",
+                policy_version=state.policy.version_label,
+                preserve=state.policy.transforms.preserve, counter=state.counter,
             )
         except PreservationFailed as exc:
-            p.transforms.append(transform_entry(exc.record))
+            state.transforms.append(transform_entry(exc.record))
             for a in checkpoints:
-                p.exclude(a, ExclusionReason.TRANSFORM_BLOCKED, "compaction", str(exc))
+                state.exclude(a, ExclusionReason.TRANSFORM_BLOCKED, "compaction", str(exc))
             raise Blocked(BlockedReason.TRANSFORM_BLOCKED, str(exc)) from None
         except ContextError as exc:
             raise Blocked(BlockedReason.TRANSFORM_BLOCKED, f"compaction failed: {exc}") from None
         # cite what the summary stands for (its inputs are the compacted calls)
         item = item.model_copy(update={"source_ref": SourceRef(
             locator=f"tool-history:{older[0].call_id}..{older[-1].call_id}")})
-        p.transforms.append(transform_entry(rec))
-        p.summaries.append(SummaryEntry(
+        state.transforms.append(transform_entry(rec))
+        state.summaries.append(SummaryEntry(
             summary_id=item.item_id, input_item_ids=list(rec.input_item_ids),
             input_range=rec.input_range, input_digest=rec.input_digest,
             transform_record_id=rec.record_id,
             preservation_assertions=dict(rec.preservation_assertions),
         ))
         for a in checkpoints:
-            p.exclude(a, ExclusionReason.SUPERSEDED, "compaction",
+            state.exclude(a, ExclusionReason.SUPERSEDED, "compaction",
                       "folded into the history summary", superseded_by=item.item_id)
-        out = p.runner.run(item)  # re-admitted like any other item: no inherited pass
+        out = self.runner.run(item)  # re-admitted like any other item: no inherited pass
         if not out.passed:
-            p.excluded.append(
+            state.excluded.append(
                 excluded_after_gates(item, out, out.reason or ExclusionReason.HARD_GATE_REJECTED,
                                      "compaction", out.detail)
             )
             raise Blocked(BlockedReason.TRANSFORM_BLOCKED,
                           f"history summary failed re-admission: {out.detail}")
-        a = p.admit(out, item, "compacted_tool_history")
+        a = state.admit(out, item, load_mode_for(out.item, state.policy),
+                        "compacted_tool_history")
         a.partition = Partition.RECENT_TOOL_PAIRS
         a.transform_ids.append(rec.record_id)
         for x in older:
@@ -198,7 +208,7 @@ class ToolStage:
         for x in placed:
             first = x.turn not in seen_turns
             seen_turns.add(x.turn)
-            flags = ("instruction_like_text",) if x.call_id in self.flags else ()
+            flags = (INSTRUCTION_FLAG,) if x.call_id in self.flags else ()
             cost = pair_cost(counter, x, flags, first)
             out.append(Unit(PAIR_PREFIX + x.call_id, Partition.RECENT_TOOL_PAIRS, cost, 0))
         n = len(out)
@@ -213,8 +223,9 @@ class ToolStage:
             return
         self.verbatim.discard(call_id)
         self.placement[call_id] = "evicted"
-        self.p.excluded.append(excluded_after_gates(
-            pair_item(pair, self.p.req.scope), None, ExclusionReason.BUDGET_EVICTED, "budget",
+        self.state.excluded.append(excluded_after_gates(
+            pair_item(pair, self.state.request.scope), None, ExclusionReason.BUDGET_EVICTED,
+            "budget",
             f"whole tool exchange evicted: {detail} ({cost_text(unit)})",
         ))
 
@@ -222,7 +233,7 @@ class ToolStage:
         return [x for x in self.pairs if x.call_id in self.verbatim]
 
     def covered_topics(self) -> set[str]:
-        topics = self.p.req.required_topics
+        topics = self.state.request.required_topics
         found: set[str] = set()
         for x in self.render_pairs():
             if (x.evidence_use != "confirmed_by_policy" or x.synthesized

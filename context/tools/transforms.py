@@ -51,6 +51,7 @@ from context.tokens import TokenCounter, canonical_json, default_counter
 from context.tool_history import ToolPair
 from context.tools.summary import Facts, extract_facts, render_summary
 from context.vocabulary import (
+    PRESERVE_KEYS,
     SECURITY_LEVEL,
     TRUST_RANK,
     Completeness,
@@ -74,19 +75,6 @@ __all__ = [
 
 SUMMARIZER_VERSION = "checkpoint-summarizer/extractive-v1"
 TRUNCATOR_VERSION = "boundary-truncator/v1"
-PRESERVE_KEYS: tuple[str, ...] = (
-    "goal",
-    "constraints",
-    "current_stage",
-    "done_in_progress_blocked",
-    "open_items",
-    "source_refs",
-    "exact_values_and_errors",
-    "conflicts_and_negative_findings",
-    "unresolved_tool_calls",
-    "article_draft_revision",
-    "artifact_refs",
-)
 Assertion = Literal["passed", "failed"]
 
 

@@ -11,8 +11,8 @@ from context.tool_history import (
     ToolDefinition,
     ToolHistory,
     ToolResult,
-    pair_tool_history,
 )
+from context.tools.pairing import pair_tool_history
 from context.vocabulary import Role, SourceType, ToolStatus, Trust
 
 SCOPE = ScopeRef(tenant="acme", project="pressroom", task="t1")

@@ -19,7 +19,8 @@ from context.seal.adapters.anthropic_messages import AnthropicMessagesAdapter
 from context.seal.adapters.openai_chat import OpenAIChatAdapter
 from context.seal.render import AssemblyInput, assemble_messages, parse_data_blocks
 from context.tokens import TokenCounter
-from context.tool_history import ToolCall, ToolHistory, pair_tool_history
+from context.tool_history import ToolCall, ToolHistory
+from context.tools.pairing import pair_tool_history
 from tests.context.helpers_support import (
     TOOLS,
     code_item,

@@ -97,7 +97,7 @@ def test_fast_entry_json_equals_the_json_mode_dump() -> None:
     manifest must encode exactly like ``canonical(entry.model_dump(mode="json"))``."""
     from context import reset_caches
     from context.manifest import _LIST_FIELDS, _entry_json, canonical
-    from context.seal.manifest_entries import ref_dict
+    from context.manifest_entries import ref_dict
 
     reset_caches()
     out = assemble(request([

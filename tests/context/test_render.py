@@ -19,7 +19,7 @@ from context.seal.render import (
     render_tool_pairs,
     unescape_content,
 )
-from context.tool_history import pair_tool_history
+from context.tools.pairing import pair_tool_history
 from context.vocabulary import Zone
 from tests.context.helpers_support import code_item, history, item, sample_assembly, web_item
 

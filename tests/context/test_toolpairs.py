@@ -14,8 +14,8 @@ from context.tool_history import (
     ToolHistory,
     ToolResult,
     canonical_argument_hash,
-    pair_tool_history,
 )
+from context.tools.pairing import pair_tool_history
 from context.vocabulary import AnomalyType, ToolStatus
 
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from context.items import ContextItem, SourceRef
 from context.tokens import TokenCounter
-from context.tool_history import ToolCall, ToolHistory, ToolPair, ToolResult, pair_tool_history
+from context.tool_history import ToolCall, ToolHistory, ToolPair, ToolResult
+from context.tools.pairing import pair_tool_history
 from context.tools.transforms import (
     PRESERVE_KEYS,
     PreservationFailed,

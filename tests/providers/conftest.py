@@ -27,7 +27,8 @@ from activities.sources import (
 from context.items import ContextItem, ScopeRef
 from context.seal.adapters import get_adapter
 from context.seal.render import AssemblyInput, assemble_messages
-from context.tool_history import ToolHistory, pair_tool_history
+from context.tool_history import ToolHistory
+from context.tools.pairing import pair_tool_history
 from context.vocabulary import Role, SourceType, Trust
 from examples.build_fixtures import build_fixtures
 from workflows.job_spec import load_job_spec

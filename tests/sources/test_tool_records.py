@@ -15,7 +15,8 @@ from activities.sources import (
     acquire,
 )
 from context.items import sha256_text
-from context.tool_history import ToolHistory, canonical_argument_hash, pair_tool_history
+from context.tool_history import ToolHistory, canonical_argument_hash
+from context.tools.pairing import pair_tool_history
 from context.vocabulary import AcquisitionOutcome
 from examples.build_fixtures import EXPECTED_COMMITS
 from tests.sources.conftest import AS_OF, TOPICS

@@ -1,17 +1,17 @@
-"""Builders that turn pipeline state into manifest entries (``context.manifest`` models).
+"""Builders that turn items and gate outcomes into manifest entries (``context.manifest``).
 
-Kept apart from the pipeline so ``engine.py`` reads as the seed's ``assemble_context``
-and every manifest field is produced in one place. All builders are pure and
-deterministic: datetimes are ISO strings, dicts come from ``model_dump(mode="json")``.
+Shared by every stage that records something (the gates, the tool stage, the state's
+``exclude``, the seal stage), so every manifest field is produced in one place. All
+builders are pure and deterministic: datetimes are ISO strings, dicts come from
+``model_dump(mode="json")``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from context.admission.gates import GateOutcome
+from context.admitted import Admitted, GateOutcome
 from context.items import ContextItem, SourceAcquisition
 from context.manifest import (
     AcquisitionEntry,
@@ -27,33 +27,12 @@ from context.vocabulary import (
     GATE_ORDER,
     ExclusionReason,
     GateResult,
-    LoadMode,
-    Partition,
     SourceType,
-    Zone,
 )
 
 _E = TypeVar("_E", CandidateEntry, ExcludedEntry, IncludedEntry)
 _ALL_PASSED = {g.value: GateResult.PASSED.value for g in GATE_ORDER}
 _ALL_PASSED_ITEMS = [(g, GateResult.PASSED) for g in GATE_ORDER]
-
-
-@dataclass
-class Admitted:
-    """An item that passed every gate, as it moves through the later stages."""
-
-    item: ContextItem
-    original: ContextItem
-    gate: GateOutcome
-    load_mode: LoadMode
-    zone: Zone
-    partition: Partition
-    covered: tuple[str, ...] = ()
-    admission_reason: str = ""
-    transform_ids: list[str] = field(default_factory=list)
-    tokens: int = 0
-    block_tokens: int = 0
-    body_tokens: int = 0
 
 
 def ref_dict(item: ContextItem) -> dict[str, object]:
