@@ -1,12 +1,12 @@
 """Pressroom's context engine: pure, synchronous, deterministic assembly of model input.
 
-``assemble(request)`` runs the seed 000 §9 pipeline — hard gates, ranking and coverage,
-load modes, structure and tool pairing, source limits, partition budgets on real token
-counts, checked transforms, provider serialization — and returns ``Ready`` (the exact
-provider request and its sealed manifest) or ``ContextAssemblyBlocked`` (a sealed manifest
-with ``status="blocked"``; no model call may follow). ``load_policy`` reads a shipped or
-custom policy; ``count_tokens`` counts text or a chat request with framing. Errors: see
-``context.errors``.
+``assemble(request)`` runs the pipeline (docs/context-engine.md#the-pipeline-stage-by-stage) —
+hard gates, ranking and coverage, load modes, structure and tool pairing, source limits,
+partition budgets on real token counts, checked transforms, provider serialization — and
+returns ``Ready`` (the exact provider request and its sealed manifest) or
+``ContextAssemblyBlocked`` (a sealed manifest with ``status="blocked"``; no model call may
+follow). ``load_policy`` reads a shipped or custom policy; ``count_tokens`` counts text or a
+chat request with framing. Errors: see ``context.errors``.
 """
 
 from context.assembly.engine import ContextAssemblyBlocked, Ready, assemble, reset_caches

@@ -1,4 +1,5 @@
-"""Candidate items and their provenance: the input side of every assembly (seed 000 §2).
+"""Candidate items and their provenance: the input side of every assembly
+(docs/context-engine.md#candidates-and-acquisition-outcomes).
 
 A ``ContextItem`` carries everything the hard gates need to decide admission without
 looking anything up: where it came from (``source_ref`` plus ordered ``source_lineage``),
@@ -130,7 +131,8 @@ class LineageNode(_Frozen):
 
 
 class ContextItem(_Frozen):
-    """A candidate for the model-visible working set (seed 000 §2 plus topics/authority).
+    """A candidate for the model-visible working set
+    (docs/context-engine.md#candidates-and-acquisition-outcomes plus topics/authority).
 
     ``content`` must be text; bytes that are not valid UTF-8 are rejected here with a
     clear error, never passed on to the tokenizer. ``content_hash`` is the hash the
@@ -212,7 +214,8 @@ class ContextItem(_Frozen):
 
 
 class SourceAcquisition(_Frozen):
-    """What happened when a source was asked for (seed 000 §10 ``source_acquisition``)."""
+    """What happened when a source was asked for (``source_acquisition``,
+    docs/context-engine.md#candidates-and-acquisition-outcomes)."""
 
     source_request_id: str = Field(min_length=1)
     source_type: str

@@ -1,4 +1,5 @@
-"""``ContextAssemblyManifest``: the sealed record of one assembly attempt (seed 000 §10).
+"""``ContextAssemblyManifest``: the sealed record of one assembly attempt
+(docs/context-engine.md#sealing-and-the-manifest).
 
 Every attempt — ready or blocked — produces one. Its ``model_dump(mode="json")`` uses the
 seed's field names. Pressroom flattens the seed's ``assembly:`` block into the top level

@@ -1,4 +1,5 @@
-"""``ContextPolicy``: the versioned rules an assembly runs under (seed 000 §10).
+"""``ContextPolicy``: the versioned rules an assembly runs under
+(docs/context-engine.md#the-policy).
 
 A policy is data: YAML under ``context/policies/`` validated strictly into frozen pydantic
 models. Every key is known (``extra="forbid"``), every value typed, every budget
@@ -26,11 +27,11 @@ Choices where the seeds leave room (written down here so reviews can argue with 
 * ``serialization.policy_version`` names the policy's serialization expectations and is
   part of the digest; the manifest records the adapter's own version and
   serialization-policy version, which are what shaped the bytes.
-* ``blocking.block_timeout`` belongs to the policy (DESIGN.md step 5): how long a job
-  whose assembly is blocked waits for a ``resolve`` before it ends ``failed``. It is a
-  strictly positive duration (``"24h"``, ``"30m"`` or whole seconds; ``0``, negatives,
-  booleans and fractions are errors) and, like every field, part of the digest. The
-  engine itself never waits; the runtime reads it from the policy the step ran under.
+* ``blocking.block_timeout`` belongs to the policy (docs/architecture.md#blocked-steps): how
+  long a job whose assembly is blocked waits for a ``resolve`` before it ends ``failed``. It
+  is a strictly positive duration (``"24h"``, ``"30m"`` or whole seconds; ``0``, negatives,
+  booleans and fractions are errors) and, like every field, part of the digest. The engine
+  itself never waits; the runtime reads it from the policy the step ran under.
 * ``load_policy`` is the one function in ``context/`` that reads a file; everything else
   in the package is pure.
 """
@@ -218,7 +219,7 @@ class TransformPolicy(_Strict):
 class BlockingPolicy(_Strict):
     required_partitions: tuple[Partition, ...] = (Partition.CONTROL, Partition.TASK)
     #: seconds a job blocked by this policy waits for a ``resolve`` before it fails
-    #: (DESIGN.md step 5); written like ``"24h"``, strictly positive.
+    #: (docs/architecture.md#blocked-steps); written like ``"24h"``, strictly positive.
     block_timeout: int = DEFAULT_BLOCK_TIMEOUT
 
     @field_validator("block_timeout", mode="before")

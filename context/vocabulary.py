@@ -1,4 +1,4 @@
-"""The controlled vocabulary of context assembly (seed 000 §2, §4, §6, §9, §10).
+"""The controlled vocabulary of context assembly (docs/context-engine.md#vocabulary).
 
 Every label that ends up in a manifest, a policy or an exclusion is one of these enums, so
 a typo is a validation error instead of a new, silently-unknown reason. They are
@@ -30,7 +30,8 @@ class SourceType(StrEnum):
 
 
 class Trust(StrEnum):
-    """Trust labels of seed 000 §10 ``trust.default_by_source``.
+    """Trust labels of ``trust.default_by_source``
+    (docs/context-engine.md#effective-trust-and-role-limits).
 
     ``TRUST_RANK`` orders them by how much authority they may carry; a transform's
     output may never rank above the lowest-ranked of its inputs.
@@ -68,7 +69,8 @@ def lowest_trust(labels: list[Trust]) -> Trust:
 
 
 class Role(StrEnum):
-    """The message role an admitted item is allowed to play (seed 000 §10 role_limits)."""
+    """The message role an admitted item is allowed to play (role_limits,
+    docs/context-engine.md#effective-trust-and-role-limits)."""
 
     CONTROL = "control"
     TASK_INTENT = "task_intent"
@@ -78,7 +80,7 @@ class Role(StrEnum):
 
 
 class Zone(StrEnum):
-    """Trust zones of the rendered context (seed 000 §4)."""
+    """Trust zones of the rendered context (docs/context-engine.md#trust-zones)."""
 
     CONTROL = "control"
     TASK = "task"
@@ -137,7 +139,8 @@ class LoadMode(StrEnum):
 
 
 class Partition(StrEnum):
-    """Budget partitions (seed 000 §5), in the order they are protected."""
+    """Budget partitions (docs/context-engine.md#partition-budgets), in the order they are
+    protected."""
 
     CONTROL = "control"
     TASK = "task"
@@ -177,12 +180,13 @@ class GateResult(StrEnum):
 
 
 class ExclusionReason(StrEnum):
-    """Seed 000 §2 ``excluded.reason`` plus the two ranking outcomes Pressroom needs.
+    """The ``excluded.reason`` vocabulary (docs/context-engine.md#exclusion-reasons) plus the
+    two ranking outcomes Pressroom needs.
 
-    ``superseded`` (a newer valid revision of the same canonical key won) and
-    ``not_required`` (evidence covering none of the step's required topics, seed 002 §12)
-    are ranking results, kept distinct from ``ranking_lost`` so a report can tell them
-    apart.
+    ``superseded`` (a newer valid revision of the same canonical key won) and ``not_required``
+    (evidence covering none of the step's required topics,
+    docs/context-engine.md#topic-coverage-and-missing-topics) are ranking results, kept
+    distinct from ``ranking_lost`` so a report can tell them apart.
     """
 
     HARD_GATE_REJECTED = "hard_gate_rejected"
@@ -215,7 +219,7 @@ class ToolStatus(StrEnum):
 
 
 class AnomalyType(StrEnum):
-    """Typed repairs of a tool history (seed 003)."""
+    """Typed repairs of a tool history (docs/context-engine.md#tool-pairing-and-anomalies)."""
 
     TOOL_RESULT_REORDERED = "tool_result_reordered"
     TOOL_RESULT_SYNTHESIZED = "tool_result_synthesized"

@@ -1,7 +1,7 @@
 """The seven hard gates, run in ``GATE_ORDER`` on every candidate before any ranking.
 
 A gate either passes or fails; the first failure ends evaluation (later gates are recorded
-``not_evaluated``) and maps to the seed 000 §2 reason vocabulary:
+``not_evaluated``) and maps to the exclusion reasons (docs/context-engine.md#exclusion-reasons):
 
 ==========================  =====================================================
 gate                        failure reason

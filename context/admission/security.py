@@ -8,10 +8,11 @@ the same assessment. They are deliberately conservative:
   opaque string; a bare identifier such as ``token = get_token()`` is not a secret.
   Redaction replaces each match with ``[REDACTED:<kind>]`` and never touches the rest.
 * **Instruction-like text** (``ignore previous instructions``, ``skip human approval``,
-  ``publish without review``, their Chinese forms from seed 000, ...) is only *flagged*:
-  the item stays data inside a delimited block (policy ``isolate_as_data``) unless the
-  policy says ``deny``. A detector cannot prove text is harmless, which is why structure
-  (data blocks, roles) — not detection — is the defence; the flag is for the audit trail.
+  ``publish without review``, their Chinese forms
+  (docs/context-engine.md#secrets-and-instruction-like-text), ...) is only *flagged*: the item
+  stays data inside a delimited block (policy ``isolate_as_data``) unless the policy says
+  ``deny``. A detector cannot prove text is harmless, which is why structure (data blocks,
+  roles) — not detection — is the defence; the flag is for the audit trail.
 """
 
 from __future__ import annotations

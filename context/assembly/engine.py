@@ -1,4 +1,5 @@
-"""``assemble``: the seed 000 §9 pipeline, stage by stage, sealed into a manifest.
+"""``assemble``: the pipeline (docs/context-engine.md#the-pipeline-stage-by-stage), stage by
+stage, sealed into a manifest.
 
 ::
 

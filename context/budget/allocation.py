@@ -1,4 +1,4 @@
-"""Partition budgets on real token counts (seed 000 §5).
+"""Partition budgets on real token counts (docs/context-engine.md#partition-budgets).
 
 ``usable = model_context_limit - response_reserve - protocol_overhead - safety_margin``.
 The usable budget is split by responsibility, never evenly by source. Each partition has

@@ -1,4 +1,5 @@
-"""Source limits (seed 000 §5): shrink a candidate at its source, before any budgeting.
+"""Source limits (docs/context-engine.md#source-limits): shrink a candidate at its source,
+before any budgeting.
 
 Three limits, chosen per source type by the policy's ``source_limits``:
 

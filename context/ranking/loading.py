@@ -1,4 +1,4 @@
-"""Load modes (seed 000 §3): resident, retrieve, or progressive disclosure.
+"""Load modes (docs/context-engine.md#load-modes): resident, retrieve, or progressive disclosure.
 
 * ``resident`` items are placed by the policy whatever the step's topics (task contract,
   control rules, runtime state, the latest checkpoint).

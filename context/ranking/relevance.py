@@ -1,4 +1,5 @@
-"""Ranking among *eligible* items: supersession, topic coverage, order (seed 000 §2, 002 §5-6).
+"""Ranking among *eligible* items: supersession, topic coverage, order
+(docs/context-engine.md#ranking-coverage-and-load-modes).
 
 Nothing here can admit an item the gates rejected: these functions only ever receive
 items that passed every gate, and they only remove or order.

@@ -1,4 +1,4 @@
-"""Prompt-cache identity of an assembly (seed 000 §6, §9; seed 002 §9).
+"""Prompt-cache identity of an assembly (docs/context-engine.md#prompt-cache-identity).
 
 The stable prefix is the control zone (the system message built from control items) plus
 the tool definitions — the part a provider can reuse byte for byte. It is cache-eligible

@@ -1,10 +1,11 @@
 """Rendering admitted items into provider-neutral messages, zone by zone.
 
-Why this exists: the trust boundary must survive string building (seed 000 §4). Every
-rendered message carries its zone, and :class:`AssemblyInput` refuses a layout that would
-let untrusted text reach the control zone: ``system`` messages are control only; data and
-derived items are only ever user content inside data blocks; tool results are tool
-messages whose content is a data block. Zone → role mapping:
+Why this exists: the trust boundary must survive string building
+(docs/context-engine.md#trust-zones). Every rendered message carries its zone, and
+:class:`AssemblyInput` refuses a layout that would let untrusted text reach the control zone:
+``system`` messages are control only; data and derived items are only ever user content inside
+data blocks; tool results are tool messages whose content is a data block. Zone → role
+mapping:
 
 =========  ===================================================================
 control    ``system`` (one message, first; the stable, cacheable prefix)

@@ -2,10 +2,10 @@
 
 Why this exists: parallel tools complete out of order, results get lost, duplicated or
 replayed, and a model that sees Repo A's output next to Repo B's arguments draws wrong
-conclusions (seed 000 §4, seed 003). :func:`pair_tool_history` turns a raw history (calls
-in the order the assistant issued them, results in arrival order) into pairs in *call*
-order, each call followed by exactly one result, and records every repair as a typed
-:class:`ToolAnomaly`:
+conclusions (docs/context-engine.md#tool-pairing-and-anomalies). :func:`pair_tool_history`
+turns a raw history (calls in the order the assistant issued them, results in arrival order)
+into pairs in *call* order, each call followed by exactly one result, and records every repair
+as a typed :class:`ToolAnomaly`:
 
 * ``tool_result_reordered`` — a result arrived in another position than its call's;
 * ``tool_result_synthesized`` — a call has no result; a placeholder with status

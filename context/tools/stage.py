@@ -1,8 +1,9 @@
 """The structure stage for tool history: pairing, security of results, compaction.
 
-Structure is built before any transform (seed 000 §9 invariant 3): calls and results are
-paired by ``call_id`` first (``context.tool_history``), then results are screened, and only
-then are older exchanges compacted. Decisions recorded here:
+Structure is built before any transform
+(docs/context-engine.md#invariant-3-structure-before-transforms): calls and results are paired
+by ``call_id`` first (``context.tool_history``), then results are screened, and only then are
+older exchanges compacted. Decisions recorded here:
 
 * An unsafe repair (the pairing module's ``blocked``) blocks the assembly with
   ``unsafe_tool_repair``; the typed anomalies found so far are still recorded.

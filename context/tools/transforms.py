@@ -1,10 +1,12 @@
 """Checked transforms: boundary-only truncation and an extractive checkpoint summary.
 
-Why this exists: every shortening must say what it keeps and prove it (seed 000 §6). Each
-transform returns a :class:`TransformRecord` (seed 000 §6 fields) whose
-``preservation_assertions`` are checked deterministically against the *inputs*; any
-``failed`` assertion raises :class:`PreservationFailed` carrying the record, and the engine
-seals ``transform_blocked`` instead of passing a lossy result on.
+Why this exists: every shortening must say what it keeps and prove it
+(docs/context-engine.md#transforms-and-preservation-assertions). Each transform returns a
+:class:`TransformRecord` (fields listed in
+docs/context-engine.md#transforms-and-preservation-assertions) whose
+``preservation_assertions`` are checked deterministically against the *inputs*; any ``failed``
+assertion raises :class:`PreservationFailed` carrying the record, and the engine seals
+``transform_blocked`` instead of passing a lossy result on.
 
 :func:`truncate_items` cuts only whole units: an item, a turn (items with the same
 ``metadata["turn"]`` and the tool pairs of that turn travel together) — so a tool exchange
@@ -26,7 +28,7 @@ verbatim fact taken from the inputs, in input order, de-duplicated. Where facts 
   artifact refs (``kind:id@revision``);
 * tool pairs: closed pairs appear as result refs (errors with their first line as exact
   errors); pairs answered by a placeholder are unresolved tool calls (only closed results
-  enter a summary, seed 000 §6).
+  enter a summary, docs/context-engine.md#transforms-and-preservation-assertions).
 
 The output item's ``metadata`` carries the extracted facts again, so a summary of
 summaries keeps them. ``trust_after`` is the lowest trust among everything summarized —
@@ -83,7 +85,7 @@ class TransformError(ContextError):
 
 
 class TransformRecord(BaseModel):
-    """Seed 000 §6 record of one transform."""
+    """Record of one transform (docs/context-engine.md#transforms-and-preservation-assertions)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,4 +1,4 @@
-"""The context lab: ``pressroom eval context`` (issue 4, seed 002 §4-§6, §10-§16).
+"""The context lab: ``pressroom eval context`` (issue 4, docs/context-engine.md#the-context-eval).
 
 Fixed cases and sources (JSON Lines) are run through two strategies — the naive
 ``dump-all`` baseline and the ``pressroom`` context engine — each reduced to a

@@ -1,4 +1,5 @@
-"""The ``dump-all`` baseline: what a naive agent does without a context engine (seed 002 §12).
+"""The ``dump-all`` baseline: what a naive agent does without a context engine
+(docs/context-engine.md#dump-all-baseline).
 
 Candidates are taken in the order the case lists them, with no gate of any kind (no trust,
 freshness, permission, scope, revision or relevance check), and packed until the first one

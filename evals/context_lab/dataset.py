@@ -72,7 +72,8 @@ class _Record(BaseModel):
 
 
 class LabSource(_Record):
-    """One candidate source (seed 002 §17.1 plus the optional ContextItem fields)."""
+    """One candidate source (docs/context-engine.md#dataset plus the optional ContextItem
+    fields)."""
 
     id: str = Field(min_length=1, max_length=200)
     kind: str = Field(min_length=1)
@@ -135,7 +136,8 @@ class ToolEventSpec(_Record):
 
 
 class AnomalySpec(_Record):
-    """A tool-history repair the case expects the assembler to record (seed 003)."""
+    """A tool-history repair the case expects the assembler to record
+    (docs/context-engine.md#tool-pairing-and-anomalies)."""
 
     type: AnomalyType
     call_id: str = Field(min_length=1)

@@ -1,4 +1,4 @@
-"""Per-strategy metrics and the release gate (seed 002 §13, issue 4).
+"""Per-strategy metrics and the release gate (docs/context-engine.md#release-gate, issue 4).
 
 The gate compares the candidate (``pressroom``) against the baseline (``dump-all``) and
 passes only when all of these hold — each check names the cases that break it:

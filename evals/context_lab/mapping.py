@@ -11,7 +11,8 @@ exactly the same evidence blocks the engine does. Choices, written down:
   ``untrusted_data``, i.e. inside a data block) under the default policy, whose per-source
   ceiling still applies (a "trusted" web page is capped at ``untrusted_external_data``).
 * Lab ``trust: untrusted`` becomes ``untrusted_external_data``; the Pressroom strategy
-  additionally never admits it as evidence (seed 002 §3.4, see ``strategy.py``).
+  additionally never admits it as evidence (docs/context-engine.md#untrusted-lab-sources, see
+  ``strategy.py``).
 * Any engine trust label is passed through and left to the policy.
 * ``intended_role``: the explicit field, else ``untrusted_data`` when the policy allows it
   for the item's trust, else the first role the policy allows.

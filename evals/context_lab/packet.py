@@ -1,16 +1,17 @@
 """The Context Packet: one strategy's answer to one case, in a shape graders can judge.
 
 Both strategies (the dump-all baseline and the Pressroom engine) are reduced to this one
-structure so that the graders never know which strategy produced a packet (seed 002 §4,
-§14: grade the structured packet, not the prose). A packet holds what was selected (with
-the token count of each rendered evidence block), what was excluded and why, what is
-missing, the budget, the acquisition outcome of every candidate, the model-visible
-messages and tool exchange (for the pairing and trust-zone graders), and — when the
-strategy seals one — a reference to the manifest with its hashes.
+structure so that the graders never know which strategy produced a packet
+(docs/context-engine.md#packets-and-fingerprints, §14: grade the structured packet, not the
+prose). A packet holds what was selected (with the token count of each rendered evidence
+block), what was excluded and why, what is missing, the budget, the acquisition outcome of
+every candidate, the model-visible messages and tool exchange (for the pairing and trust-zone
+graders), and — when the strategy seals one — a reference to the manifest with its hashes.
 
-The ``fingerprint`` identifies the *selection* (seed 002 §4): strategy, case, ordered
-selected ids with their content hashes, ``as_of`` and the policy identity. It is not a
-proof of the full model input; the manifest's ``serialized_model_input_hash`` is.
+The ``fingerprint`` identifies the *selection*
+(docs/context-engine.md#packets-and-fingerprints): strategy, case, ordered selected ids with
+their content hashes, ``as_of`` and the policy identity. It is not a proof of the full model
+input; the manifest's ``serialized_model_input_hash`` is.
 """
 
 from __future__ import annotations

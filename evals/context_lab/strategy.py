@@ -10,12 +10,13 @@ re-validated, so the manifest names the digest actually used). The packet is the
 back from the sealed manifest and the serialized OpenAI Chat payload — what the model
 would really receive — never from the engine's intermediate state.
 
-Seed 002 §3.4's conservative rule is applied here, before the engine: a source whose lab
-``trust`` is ``untrusted`` is never a candidate. It is recorded in the packet as excluded
-``hard_gate_rejected`` at gate ``trust_role_compatibility`` (the engine's vocabulary for a
-source whose trust allows it no evidence role), with its acquisition outcome kept, so the
-packet still accounts for every candidate. Engine-vocabulary trust labels (for example
-``untrusted_external_data``) are not pre-filtered: they follow the policy.
+The conservative lab-trust rule (docs/context-engine.md#untrusted-lab-sources) is applied
+here, before the engine: a source whose lab ``trust`` is ``untrusted`` is never a candidate.
+It is recorded in the packet as excluded ``hard_gate_rejected`` at gate
+``trust_role_compatibility`` (the engine's vocabulary for a source whose trust allows it no
+evidence role), with its acquisition outcome kept, so the packet still accounts for every
+candidate. Engine-vocabulary trust labels (for example ``untrusted_external_data``) are not
+pre-filtered: they follow the policy.
 """
 
 from __future__ import annotations
@@ -221,7 +222,8 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
             updated_at=observed.get(inc.item_id) or observed.get(sid),
             content_hash=inc.content_hash))
     excluded = [ExcludedEntry(id=sources[s].id, reason=UNTRUSTED_REASON, gate=UNTRUSTED_GATE,
-                              detail="lab trust 'untrusted' is never evidence (seed 002 §3.4)")
+                              detail="lab trust 'untrusted' is never evidence "
+                                     "(docs/context-engine.md#untrusted-lab-sources)")
                 for s in case.candidate_source_ids if sources[s].trust == "untrusted"]
     excluded += [ExcludedEntry(id=e.item_id, reason=e.reason.value, gate=e.hard_gate,
                                detail=e.detail)

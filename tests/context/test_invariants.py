@@ -1,4 +1,5 @@
-"""Property tests: seed 000 §9's six invariants and the engine's own guarantees.
+"""Property tests: the six lifecycle invariants (docs/context-engine.md#lifecycle-invariants)
+and the engine's own guarantees.
 
 Hypothesis builds random candidate pools mixing every failure the seeds describe (stale,
 expired, over-clearance, cross-task, forged trust, injected instructions, secrets, tampered

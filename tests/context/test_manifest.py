@@ -1,4 +1,5 @@
-"""The sealed ContextAssemblyManifest: seed 000 §10 field names, seal, identity, round trip."""
+"""The sealed ContextAssemblyManifest: field names (docs/context-engine.md#manifest-fields),
+seal, identity, round trip."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ContextPolicy: strict YAML validation, identity and digest (seed 000 §10)."""
+"""ContextPolicy: strict YAML validation, identity and digest
+(docs/context-engine.md#policy-digest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``blocking.block_timeout``: the policy says how long a blocked job waits (DESIGN.md §5)."""
+"""``blocking.block_timeout``: the policy says how long a blocked job waits
+(docs/architecture.md#blocked-steps)."""
 
 from __future__ import annotations
 

@@ -150,7 +150,8 @@ def test_an_editable_plan_naming_a_topic_does_not_cover_it() -> None:
 
 
 def test_an_editable_file_answers_the_topics_its_acquirer_declared() -> None:
-    """When the plan itself is the subject (seed 002 eval case ctx-23), the acquirer says so."""
+    """When the plan itself is the subject (eval case ctx-23, docs/context-engine.md#dataset),
+    the acquirer says so."""
     plan = item("workspace:plan.md", "- rate limit handling: back off on 429",
                 source_type=SourceType.EDITABLE_PROJECT_FILE, trust=Trust.PROJECT_EDITABLE,
                 topics=("rate-limit",))
