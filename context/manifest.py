@@ -2,11 +2,12 @@
 (docs/context-engine.md#sealing-and-the-manifest).
 
 Every attempt — ready or blocked — produces one. Its ``model_dump(mode="json")`` uses the
-seed's field names. Pressroom flattens the seed's ``assembly:`` block into the top level
+field names of docs/context-engine.md#manifest-fields, with the identity block flattened
+into the top level
 (``assembly_id``, ``run_id``, ``step_id``, ``status``, ``blocked_reason``, ``policy``,
 ``model``, ``adapter``, ``candidate_set_digest``, ``assembly_input_hash``,
 ``serialized_model_input_hash``, ``created_at``) so ``manifest.status`` reads naturally;
-the other sections keep the seed's names (``source_acquisition``, ``candidate_items``,
+the other sections keep their own names (``source_acquisition``, ``candidate_items``,
 ``budget``, ``included``, ``excluded``, ``transforms``, ``tool_pairs``, ``summaries``,
 ``artifact_refs``, ``checkpoint_ref``, ``cache``). Additions: ``missing_topics``,
 ``tool_anomalies``, ``stages`` (what each pipeline stage did, so a blocked manifest shows

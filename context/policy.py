@@ -8,7 +8,7 @@ non-negative; an invalid file raises ``PolicyError`` naming the key path. The po
 whitespace), so two YAML files that differ only in layout or comments have one digest,
 and any semantic change changes it. Every manifest names id, revision and digest.
 
-Choices where the seeds leave room (written down here so reviews can argue with them):
+Choices the design leaves open (written down here so reviews can argue with them):
 
 * ``trust.default_by_source`` is a **ceiling**, not only a default: an item's effective
   trust is the lower of what it claims and what its source type may carry, so a web page

@@ -20,7 +20,7 @@ security_policy_compliance  ``security_rejected`` (secret under ``deny``,
                             cross-scope origin, instruction text under ``deny``)
 ==========================  =====================================================
 
-Choices the seeds leave open:
+Choices the design leaves open:
 
 * Scope visibility: an item scoped to the whole project (``task=None``) is visible to
   every task of that project; a task-scoped item only to that task. The principal's own

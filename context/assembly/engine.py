@@ -17,7 +17,7 @@ Every attempt returns a sealed manifest. Blocking is a result, not an exception:
 ``ContextAssemblyBlocked`` carries the manifest with ``status="blocked"``; bad *input*
 raises a ``ContextError`` (see ``context.errors``) before anything is decided.
 
-Choices the seeds leave open:
+Choices the design leaves open (docs/context-engine.md records them):
 
 * The step itself (question, decision, stage, required topics) is rendered as a task item
   ``step:<step_id>`` built from the request and gated like any candidate. It does not

@@ -14,7 +14,7 @@ as a typed :class:`ToolAnomaly`:
 * ``duplicate_dropped`` — a second result for the same call (the *first arrival* is kept),
   or an exact repeat of a call record.
 
-Choices the seeds leave open, written down:
+Choices the design leaves open, written down:
 
 * ``canonical_argument_hash`` = ``sha256`` of canonical JSON of ``[tool_name, arguments]``
   (sorted keys, no whitespace, ``ensure_ascii=False``; NaN/Infinity rejected) — method name
