@@ -1,10 +1,10 @@
 """Pressroom's artifact store: immutable, content-addressed, scope-checked revisions.
 
-SQLite (one file under ``$PRESSROOM_HOME``) by default, PostgreSQL by URL, one code
-path. Start with ``store = await open_store()``; see ``artifacts.errors`` for the error
-hierarchy, ``artifacts.revisions`` / ``artifacts.records`` for the functions the
-``ArtifactStore`` facade runs inside one transaction each, and ``artifacts.runner`` for
-how a transaction reaches the database.
+SQLite (one file) or PostgreSQL, named by URL, one code path. Start with
+``store = await open_store(url)`` (Pressroom's URL is ``settings.Settings.store_url``);
+see ``artifacts.errors`` for the error hierarchy, ``artifacts.revisions`` /
+``artifacts.records`` for the functions the ``ArtifactStore`` facade runs inside one
+transaction each, and ``artifacts.runner`` for how a transaction reaches the database.
 """
 
 from artifacts.errors import (

@@ -1,8 +1,9 @@
 """Engine and session plumbing: which database, how to reach it, how a write begins.
 
-``PRESSROOM_DATABASE_URL`` (or an explicit URL) selects PostgreSQL; otherwise the store
-is one SQLite file under ``$PRESSROOM_HOME`` (default ``~/.pressroom``). Connection
-failures become ``DatabaseUnavailable`` naming the host or file, never a driver trace.
+The caller names the database by URL (``sqlite+aiosqlite:///path`` or
+``postgresql+asyncpg://…``); which one is configuration, decided by the caller (Pressroom's
+``settings.Settings.store_url``), never read here. Connection failures become
+``DatabaseUnavailable`` naming the host or file, never a driver trace.
 
 Store operations run through ``Database.call`` / ``Database.transaction`` (see
 ``runner``); the SQLAlchemy engine and its sessions (``read`` / ``write``) remain for
@@ -11,12 +12,10 @@ migrations and administrative SQL.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import make_url, text
@@ -37,26 +36,10 @@ __all__ = [
     "Database",
     "begin_write",
     "connect",
-    "default_url",
-    "pressroom_home",
     "redact",
 ]
 
-DB_FILENAME = "pressroom.db"
 T = TypeVar("T")
-
-
-def pressroom_home() -> Path:
-    """``$PRESSROOM_HOME`` or ``~/.pressroom``."""
-    return Path(os.environ.get("PRESSROOM_HOME") or Path.home() / ".pressroom").expanduser()
-
-
-def default_url() -> str:
-    """``$PRESSROOM_DATABASE_URL`` if set, else the SQLite file under ``pressroom_home()``."""
-    env = os.environ.get("PRESSROOM_DATABASE_URL")
-    if env:
-        return env
-    return f"sqlite+aiosqlite:///{pressroom_home() / DB_FILENAME}"
 
 
 def redact(url: str) -> str:
@@ -148,9 +131,9 @@ async def begin_write(session: AsyncSession) -> None:
     await session.connection(execution_options={WRITE_OPTION: True})
 
 
-async def connect(url: str | None = None) -> Database:
-    """Open an engine for ``url`` (or ``default_url()``) and prove it answers."""
-    settings = settings_for(url or default_url())
+async def connect(url: str) -> Database:
+    """Open an engine for ``url`` and prove it answers."""
+    settings = settings_for(url)
     settings.prepare()
     engine = create_async_engine(settings.url, **settings.engine_kwargs())
     settings.install(engine)

@@ -25,8 +25,8 @@ __all__ = ["ArtifactStore", "open_store"]
 INLINE_BODY_BYTES = 1024 * 1024
 
 
-async def open_store(url: str | None = None, *, migrate: bool | None = None) -> ArtifactStore:
-    """Open the store at ``url`` (default: ``$PRESSROOM_DATABASE_URL`` or the SQLite file).
+async def open_store(url: str, *, migrate: bool | None = None) -> ArtifactStore:
+    """Open the store at ``url`` (Pressroom's is ``settings.Settings.store_url``).
 
     ``migrate=None`` migrates SQLite to the shipped head on first use and, for a server
     database, requires ``pressroom db upgrade`` to have run (``SchemaNotReady`` otherwise);
