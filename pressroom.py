@@ -287,7 +287,7 @@ def _migrate(direction: str, revision: str, url: str) -> None:
     import asyncio
 
     from artifacts import StoreError
-    from artifacts.engine import connect, redact
+    from artifacts.database import connect, redact
     from artifacts.migrate import current_revision, downgrade, upgrade
 
     async def run() -> tuple[str | None, str | None]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from artifacts.engine import redact
+from artifacts.database import redact
 from artifacts.errors import IntegrityError, RevisionConflict, ScopeDenied, StoreError
 from artifacts.migrate import current_revision, head_revision
 from artifacts.store import ArtifactStore, open_store

@@ -15,9 +15,9 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 from artifacts import ArtifactKind, Principal, SchemaNotReady, Scope, open_store
-from artifacts.engine import Database, connect
+from artifacts.database import Database, connect
 from artifacts.migrate import current_revision, downgrade, head_revision, upgrade
-from artifacts.models import Base
+from artifacts.tables import Base
 from settings import Settings
 
 TABLES = {"artifacts", "blobs", "manifests", "checkpoints", "receipts"}
@@ -133,9 +133,9 @@ async def test_unknown_schema_revision_is_refused(empty_db_url: str) -> None:
 
 def test_sqlite_url_with_home_tilde_is_expanded(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
-    from artifacts.dialect import settings_for
+    from artifacts.dialect import dialect_for
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    settings = settings_for("sqlite:///~/pressroom/x.db")
-    assert settings.url.drivername == "sqlite+aiosqlite"
-    assert settings.url.database == str(tmp_path / "pressroom" / "x.db")
+    dialect = dialect_for("sqlite:///~/pressroom/x.db")
+    assert dialect.url.drivername == "sqlite+aiosqlite"
+    assert dialect.url.database == str(tmp_path / "pressroom" / "x.db")

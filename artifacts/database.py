@@ -6,7 +6,7 @@ The caller names the database by URL (``sqlite+aiosqlite:///path`` or
 ``DatabaseUnavailable`` naming the host or file, never a driver trace.
 
 Store operations run through ``Database.call`` / ``Database.transaction`` (see
-``runner``); the SQLAlchemy engine and its sessions (``read`` / ``write``) remain for
+``txrunner``); the SQLAlchemy engine and its sessions (``read`` / ``write``) remain for
 migrations and administrative SQL.
 """
 
@@ -27,10 +27,10 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from artifacts.dialect import WRITE_OPTION, DialectSettings, settings_for
+from artifacts.dialect import WRITE_OPTION, Dialect, dialect_for
 from artifacts.errors import DatabaseUnavailable, StoreError
-from artifacts.runner import Runner, TxHandle
 from artifacts.sqltx import ConstraintRefused
+from artifacts.txrunner import Runner, TxHandle
 
 __all__ = [
     "Database",
@@ -52,10 +52,10 @@ def redact(url: str) -> str:
 
 @dataclass
 class Database:
-    """An engine, its dialect settings and a session factory, opened together."""
+    """An engine, its dialect and a session factory, opened together."""
 
     engine: AsyncEngine
-    settings: DialectSettings
+    dialect: Dialect
     sessions: async_sessionmaker[AsyncSession]
     runner: Runner
 
@@ -106,11 +106,11 @@ class Database:
         except (OperationalError, InterfaceError, sqlite3.OperationalError,
                 sqlite3.InterfaceError) as exc:
             raise DatabaseUnavailable(
-                f"{action} failed on {self.settings.target()}: {_reason(exc)}"
+                f"{action} failed on {self.dialect.target()}: {_reason(exc)}"
             ) from exc
         except (DBAPIError, sqlite3.DatabaseError, ConstraintRefused) as exc:
             raise StoreError(
-                f"{action} failed on {self.settings.target()}: {_reason(exc)}"
+                f"{action} failed on {self.dialect.target()}: {_reason(exc)}"
             ) from exc
 
 
@@ -133,21 +133,21 @@ async def begin_write(session: AsyncSession) -> None:
 
 async def connect(url: str) -> Database:
     """Open an engine for ``url`` and prove it answers."""
-    settings = settings_for(url)
-    settings.prepare()
-    engine = create_async_engine(settings.url, **settings.engine_kwargs())
-    settings.install(engine)
+    dialect = dialect_for(url)
+    dialect.prepare()
+    engine = create_async_engine(dialect.url, **dialect.engine_kwargs())
+    dialect.install(engine)
     try:
         async with engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:
         await engine.dispose()
         raise DatabaseUnavailable(
-            f"cannot reach {settings.target()}: {_reason(exc)}"
+            f"cannot reach {dialect.target()}: {_reason(exc)}"
         ) from exc
     sessions = async_sessionmaker(engine, expire_on_commit=False)
-    return Database(engine=engine, settings=settings, sessions=sessions,
-                    runner=settings.runner(engine))
+    return Database(engine=engine, dialect=dialect, sessions=sessions,
+                    runner=dialect.runner(engine))
 
 
 def _reason(exc: BaseException) -> str:
