@@ -2,10 +2,13 @@
 
 ``Settings.from_env(os.environ)`` runs once, in the entry points (``pressroom.py``'s and
 ``worker.py``'s ``main``), and the frozen result is passed down; nothing below them reads
-these variables again. One exception, by design: a job's source locations may hold
-``${PRESSROOM_HOME}`` / ``${PRESSROOM_FIXTURES}`` placeholders, which the worker process
-that acquires the source expands (``activities.sources.specs.expand_location``) with
-``home_from_env`` / ``fixtures_from_env`` below — the same parsing, so one behaviour.
+these variables again. One exception, for now: a job's source locations may hold
+``${PRESSROOM_HOME}`` / ``${PRESSROOM_FIXTURES}`` placeholders, which the process that
+acquires the source expands from its own environment (``activities.sources.specs.
+expand_location``; URL repositories are cached under ``$PRESSROOM_HOME/git-cache`` by
+``activities.sources.gitrepo``) with ``home_from_env`` / ``fixtures_from_env`` below — the
+same parsing, so one behaviour. (The acquisition functions have no handle to pass settings
+through yet; ``pressroom demo`` exports its fixture directory for that reason.)
 
 This module imports nothing from Pressroom, so every layer may import it without a cycle.
 
