@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict context artifacts
+	$(BIN)/mypy --strict context artifacts settings.py
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from settings import Settings
 
 app = typer.Typer(help="Pressroom: durable research jobs with auditable context assembly.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -19,12 +22,42 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def _read_settings() -> Settings:
+    """``Settings`` from the environment, with a deprecated name's note on stderr; a bad
+    value is one line on stderr and exit code 1."""
+    import os
+
+    from settings import SettingsError, load
+
+    try:
+        settings, notes = load(os.environ)
+    except SettingsError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
+        raise SystemExit(1) from None
+    for note in notes:
+        err_console.print(f"[yellow]warning:[/yellow] {note}", soft_wrap=True, highlight=False)
+    return settings
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    """The settings ``main`` read and handed to the app (``ctx.obj``); read here only when
+    the app runs without ``main`` (``typer.testing.CliRunner``)."""
+    from settings import Settings
+
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = _read_settings()
+    settings: Settings = root.obj
+    return settings
+
+
 @app.command()
-def demo() -> None:
+def demo(ctx: typer.Context) -> None:
     """Run the example job end to end: server + worker, draft, approval, publish, receipt."""
     from workflows.embedded import run_demo
 
-    raise typer.Exit(_job_cmd(run_demo(console)) or 0)
+    settings = _settings(ctx)
+    raise typer.Exit(_job_cmd(run_demo(console, settings), settings) or 0)
 
 
 # --- durable jobs: dev, worker, run, status, list, approve/request-changes/reject, resolve,
@@ -34,7 +67,7 @@ _ADDR_HELP = "Temporal frontend HOST:PORT (default $PRESSROOM_TEMPORAL_ADDRESS o
 _QUEUE_HELP = "Task queue (default $PRESSROOM_TASK_QUEUE or 'pressroom')"
 
 
-def _job_cmd(coro: object) -> object:
+def _job_cmd(coro: object, settings: Settings) -> object:
     """Run a job command; its expected errors become one line on stderr and exit code 1."""
     import asyncio
 
@@ -53,9 +86,7 @@ def _job_cmd(coro: object) -> object:
         err_console.print("interrupted")
         raise typer.Exit(130) from None
     except Exception as exc:  # a bug, not bad input: still one line unless debugging
-        import os
-
-        if os.environ.get("PRESSROOM_DEBUG"):
+        if settings.debug:
             raise
         err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc} "
                           "(PRESSROOM_DEBUG=1 shows the traceback)", soft_wrap=True,
@@ -63,14 +94,13 @@ def _job_cmd(coro: object) -> object:
         raise typer.Exit(1) from None
 
 
-def _queue(task_queue: str | None) -> str:
-    from workflows.temporal_config import task_queue_from_env
-
-    return task_queue or task_queue_from_env()
+def _queue(task_queue: str | None, settings: Settings) -> str:
+    return task_queue or settings.task_queue
 
 
 @app.command()
 def dev(
+    ctx: typer.Context,
     port: int = typer.Option(7233, help="gRPC port of the dev server (Web UI on port + 1000)."),
     headless: bool = typer.Option(False, help="Run without the Web UI."),
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
@@ -78,11 +108,14 @@ def dev(
     """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker."""
     from workflows.embedded import run_dev
 
-    _job_cmd(run_dev(console, port=port, headless=headless, task_queue=_queue(task_queue)))
+    settings = _settings(ctx)
+    _job_cmd(run_dev(console, settings, port=port, headless=headless,
+                     task_queue=_queue(task_queue, settings)), settings)
 
 
 @app.command()
 def worker(
+    ctx: typer.Context,
     address: str | None = typer.Option(None, help=_ADDR_HELP),
     namespace: str | None = typer.Option(None, help="Temporal namespace (default 'default')."),
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
@@ -96,17 +129,19 @@ def worker(
 ) -> None:
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C)."""
     from worker import run_worker
-    from workflows.temporal_config import address_from_env
 
-    console.print(f"pressroom worker → {address or address_from_env()}, "
-                  f"queue {_queue(task_queue)!r}")
-    _job_cmd(run_worker(address, namespace, task_queue=_queue(task_queue), store_url=store_url,
+    settings = _settings(ctx)
+    console.print(f"pressroom worker → {address or settings.temporal_address}, "
+                  f"queue {_queue(task_queue, settings)!r}")
+    _job_cmd(run_worker(settings, address=address, namespace=namespace,
+                        task_queue=_queue(task_queue, settings), store_url=store_url,
                         tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
-                        helper_processes=helper_processes))
+                        helper_processes=helper_processes), settings)
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     job_file: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
     wait: bool = typer.Option(False, "--wait", help="Follow the stages until review/blocked/end."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
@@ -115,49 +150,57 @@ def run(
     """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused)."""
     from workflows import commands
 
-    _job_cmd(commands.run(console, job_file, wait=wait, task_queue=_queue(task_queue),
-                          address=address))
+    settings = _settings(ctx)
+    _job_cmd(commands.run(console, settings, job_file, wait=wait,
+                          task_queue=_queue(task_queue, settings), address=address), settings)
 
 
 @app.command()
-def status(job: str, address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+def status(ctx: typer.Context, job: str,
+           address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show a job's status, stage, pending draft, manifests and receipt."""
     from workflows import commands
 
-    _job_cmd(commands.show_status(console, job, address))
+    settings = _settings(ctx)
+    _job_cmd(commands.show_status(console, settings, job, address), settings)
 
 
 @app.command("list")
-def list_jobs(address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+def list_jobs(ctx: typer.Context,
+              address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """List the jobs on the cluster."""
     from workflows import commands
 
-    _job_cmd(commands.list_all(console, address))
+    settings = _settings(ctx)
+    _job_cmd(commands.list_all(console, settings, address), settings)
 
 
-def _reviewer(reviewer: str | None) -> str:
+def _reviewer(reviewer: str | None, settings: Settings) -> str:
     import getpass
-    import os
 
-    return reviewer or os.environ.get("PRESSROOM_REVIEWER") or getpass.getuser()
+    return reviewer or settings.reviewer or getpass.getuser()
 
 
 _REVIEWER_HELP = "Reviewer principal (default $PRESSROOM_REVIEWER or your user name)."
 
 
 @app.command()
-def approve(job: str, reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+def approve(ctx: typer.Context, job: str,
+            reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
             yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
             address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show the pending draft and approve it for publication."""
     from workflows import commands
 
-    _job_cmd(commands.review(console, job, "approve", reviewer=_reviewer(reviewer), comments=[],
-                             yes=yes, address=address))
+    settings = _settings(ctx)
+    _job_cmd(commands.review(console, settings, job, "approve",
+                             reviewer=_reviewer(reviewer, settings), comments=[], yes=yes,
+                             address=address), settings)
 
 
 @app.command("request-changes")
 def request_changes(
+    ctx: typer.Context,
     job: str,
     message: Annotated[list[str], typer.Option("-m", "--message", help="A requested change.")],
     reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
@@ -167,23 +210,29 @@ def request_changes(
     """Send the pending draft back with comments (they become the next draft's task input)."""
     from workflows import commands
 
-    _job_cmd(commands.review(console, job, "request_changes", reviewer=_reviewer(reviewer),
-                             comments=message, yes=yes, address=address))
+    settings = _settings(ctx)
+    _job_cmd(commands.review(console, settings, job, "request_changes",
+                             reviewer=_reviewer(reviewer, settings), comments=message, yes=yes,
+                             address=address), settings)
 
 
 @app.command()
-def reject(job: str, reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+def reject(ctx: typer.Context, job: str,
+           reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
            yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Reject the pending draft; the job ends 'rejected' and nothing is published."""
     from workflows import commands
 
-    _job_cmd(commands.review(console, job, "reject", reviewer=_reviewer(reviewer), comments=[],
-                             yes=yes, address=address))
+    settings = _settings(ctx)
+    _job_cmd(commands.review(console, settings, job, "reject",
+                             reviewer=_reviewer(reviewer, settings), comments=[], yes=yes,
+                             address=address), settings)
 
 
 @app.command()
 def resolve(
+    ctx: typer.Context,
     job: str,
     add_source: str | None = typer.Option(
         None, help="A source to add, as YAML/JSON (e.g. '{kind: document, name: n, path: p}')."),
@@ -197,26 +246,31 @@ def resolve(
     """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision)."""
     from workflows import commands
 
-    _job_cmd(commands.resolve(console, job, dict(
+    settings = _settings(ctx)
+    _job_cmd(commands.resolve(console, settings, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
-        accept=accept, note=note), address))
+        accept=accept, note=note), address), settings)
 
 
 @app.command()
-def explain(job: str, step: str | None = typer.Option(None, help="Only this step or stage."),
+def explain(ctx: typer.Context, job: str,
+            step: str | None = typer.Option(None, help="Only this step or stage."),
             address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show the job's context manifests: included, excluded, partitions, transforms, cache."""
     from workflows import commands
 
-    _job_cmd(commands.explain(console, job, step, address))
+    settings = _settings(ctx)
+    _job_cmd(commands.explain(console, settings, job, step, address), settings)
 
 
 @app.command()
-def cancel(job: str, address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+def cancel(ctx: typer.Context, job: str,
+           address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Cancel a running job (nothing is published)."""
     from workflows import commands
 
-    _job_cmd(commands.cancel(console, job, address))
+    settings = _settings(ctx)
+    _job_cmd(commands.cancel(console, settings, job, address), settings)
 
 
 # --- artifact store: `pressroom selfcheck`, `pressroom db upgrade|downgrade` (store helper) ---
@@ -229,11 +283,11 @@ _URL_HELP = ("Database URL (sqlite+aiosqlite:///path or postgresql+asyncpg://use
              "default: $PRESSROOM_DATABASE_URL or $PRESSROOM_HOME/pressroom.db")
 
 
-def _migrate(direction: str, revision: str, url: str | None) -> None:
+def _migrate(direction: str, revision: str, url: str) -> None:
     import asyncio
 
     from artifacts import StoreError
-    from artifacts.engine import connect, default_url, redact
+    from artifacts.database import connect, redact
     from artifacts.migrate import current_revision, downgrade, upgrade
 
     async def run() -> tuple[str | None, str | None]:
@@ -253,30 +307,33 @@ def _migrate(direction: str, revision: str, url: str | None) -> None:
     except Exception as exc:  # alembic reports unknown revisions with its own errors
         err_console.print(f"[red]{direction} to {revision!r} failed:[/red] {exc}")
         raise typer.Exit(1) from None
-    console.print(f"{redact(url or default_url())}: schema {before or 'empty'} → "
+    console.print(f"{redact(url)}: schema {before or 'empty'} → "
                   f"{after or 'empty'}", soft_wrap=True)
 
 
 @db_app.command("upgrade")
 def db_upgrade(
+    ctx: typer.Context,
     revision: str = typer.Argument("head", help="Target revision (default: head)."),
     url: str | None = typer.Option(None, "--url", help=_URL_HELP),
 ) -> None:
     """Migrate the store's schema up (servers run this; SQLite also migrates on first use)."""
-    _migrate("upgrade", revision, url)
+    _migrate("upgrade", revision, url or _settings(ctx).store_url)
 
 
 @db_app.command("downgrade")
 def db_downgrade(
+    ctx: typer.Context,
     revision: str = typer.Argument(..., help="Target revision; 'base' drops every table."),
     url: str | None = typer.Option(None, "--url", help=_URL_HELP),
 ) -> None:
     """Migrate the store's schema down to REVISION."""
-    _migrate("downgrade", revision, url)
+    _migrate("downgrade", revision, url or _settings(ctx).store_url)
 
 
 @app.command()
 def selfcheck(
+    ctx: typer.Context,
     url: str | None = typer.Option(None, "--url", help=_URL_HELP),
 ) -> None:
     """Check the artifact store: put/get, conflicts, races, scoping, tamper detection."""
@@ -286,7 +343,9 @@ def selfcheck(
 
     from artifacts.selfcheck import run_selfcheck
 
-    results = asyncio.run(run_selfcheck(url))
+    settings = _settings(ctx)
+    results = asyncio.run(run_selfcheck(url or settings.store_url,
+                                        scratch_dir=settings.home / "selfcheck"))
     table = Table(title="Pressroom artifact store self-check")
     table.add_column("check")
     table.add_column("result")
@@ -345,7 +404,7 @@ def main() -> None:
     import os
 
     try:
-        app()
+        app(obj=_read_settings())
         code = 0
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):

@@ -1,9 +1,10 @@
 """Builds and runs the Temporal worker: the workflow, the activities and the data converter.
 
-``python worker.py`` (or ``pressroom worker``) joins the cluster named by the environment
-(``PRESSROOM_TEMPORAL_ADDRESS``, ``PRESSROOM_TEMPORAL_NAMESPACE``, ``PRESSROOM_TASK_QUEUE``,
-``PRESSROOM_STORE_URL``, ``PRESSROOM_HELPER_PROCESSES``) or by flags, and runs until
-SIGINT/SIGTERM. Crash tests start it as a separate process and SIGKILL it.
+``python worker.py`` (or ``pressroom worker``) joins the cluster named by the settings
+(``settings.Settings``: ``PRESSROOM_TEMPORAL_ADDRESS``, ``PRESSROOM_TEMPORAL_NAMESPACE``,
+``PRESSROOM_TASK_QUEUE``, ``PRESSROOM_DATABASE_URL``, ``PRESSROOM_HELPER_PROCESSES``, read
+once by ``main``) or by flags, which win, and runs until SIGINT/SIGTERM. Crash tests start
+it as a separate process and SIGKILL it.
 
 Context assembly (and a draft by a CPU-bound provider such as ``extractive``) runs in
 helper processes (``activities.offload``): one by default on a machine with more than one
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import os
 import signal
+import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -28,19 +30,25 @@ from temporalio.worker import Worker
 
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
+from settings import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_TASK_QUEUE,
+    HELPER_PROCESSES,
+    Settings,
+    SettingsError,
+    load,
+    parse_helper_count,
+)
 from workflows.errors import JobError
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOW_RUNNER,
-    address_from_env,
-    namespace_from_env,
-    task_queue_from_env,
 )
 
 
-async def connect(address: str | None = None, namespace: str | None = None, *,
+async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
                   tls_cert: str | None = None, tls_key: str | None = None,
                   tls_ca: str | None = None) -> Client:
     """A client with Pressroom's data converter (TLS when a cert, key or CA is given).
@@ -62,17 +70,17 @@ async def connect(address: str | None = None, namespace: str | None = None, *,
 
         tls = TLSConfig(client_cert=read(tls_cert), client_private_key=read(tls_key),
                         server_root_ca_cert=read(tls_ca))
-    return await Client.connect(address or address_from_env(),
-                                namespace=namespace or namespace_from_env(),
+    return await Client.connect(address, namespace=namespace,
                                 data_converter=DATA_CONVERTER, tls=tls)
 
 
-def build_worker(client: Client, runtime: ActivityRuntime, *, task_queue: str | None = None,
-                 max_concurrent_activities: int = 100, **extra: Any) -> Worker:
-    """The Pressroom worker on ``task_queue`` (default from the environment)."""
+def build_worker(client: Client, runtime: ActivityRuntime, *,
+                 task_queue: str = DEFAULT_TASK_QUEUE, max_concurrent_activities: int = 100,
+                 **extra: Any) -> Worker:
+    """The Pressroom worker on ``task_queue``."""
     return Worker(
         client,
-        task_queue=task_queue or task_queue_from_env(),
+        task_queue=task_queue,
         workflows=[ResearchJobWorkflow],
         activities=build_activities(runtime),
         workflow_runner=WORKFLOW_RUNNER,
@@ -83,44 +91,27 @@ def build_worker(client: Client, runtime: ActivityRuntime, *, task_queue: str | 
     )
 
 
-HELPERS_ENV = "PRESSROOM_HELPER_PROCESSES"
+def default_helper_processes(settings: Settings) -> int:
+    """``settings.helper_processes``, else 1 with two or more cores, else 0."""
+    return settings.helper_count(os.cpu_count())
 
 
-def _helper_count(raw: str) -> int:
-    """A helper count as typed; ``ValueError`` naming what is wrong."""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"not a whole number: {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"must be 0 or more, got {value}")
-    return value
-
-
-def default_helper_processes() -> int:
-    """``$PRESSROOM_HELPER_PROCESSES``, else 1 with two or more cores, else 0."""
-    raw = os.environ.get(HELPERS_ENV, "").strip()
-    if not raw:
-        return 1 if (os.cpu_count() or 1) >= 2 else 0
-    try:
-        return _helper_count(raw)
-    except ValueError as exc:
-        raise JobError(f"{HELPERS_ENV}: {exc}") from None
-
-
-async def run_worker(address: str | None = None, namespace: str | None = None, *,
-                     task_queue: str | None = None, store_url: str | None = None,
-                     tls_cert: str | None = None, tls_key: str | None = None,
-                     tls_ca: str | None = None, ready: asyncio.Event | None = None,
-                     stop: asyncio.Event | None = None,
+async def run_worker(settings: Settings, *, address: str | None = None,
+                     namespace: str | None = None, task_queue: str | None = None,
+                     store_url: str | None = None, tls_cert: str | None = None,
+                     tls_key: str | None = None, tls_ca: str | None = None,
+                     ready: asyncio.Event | None = None, stop: asyncio.Event | None = None,
                      helper_processes: int | None = None) -> None:
-    """Run a worker until ``stop`` is set or SIGINT/SIGTERM arrives."""
-    helpers = default_helper_processes() if helper_processes is None else helper_processes
+    """Run a worker until ``stop`` is set or SIGINT/SIGTERM arrives; each argument given
+    wins over its setting."""
+    helpers = (default_helper_processes(settings) if helper_processes is None
+               else helper_processes)
     if helpers < 0:
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
-    client = await connect(address, namespace, tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
-    runtime = ActivityRuntime(store_url or os.environ.get("PRESSROOM_STORE_URL") or None,
-                              helper_processes=helpers)
+    client = await connect(address or settings.temporal_address,
+                           namespace or settings.temporal_namespace,
+                           tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
+    runtime = ActivityRuntime(store_url or settings.store_url, helper_processes=helpers)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -129,7 +120,7 @@ async def run_worker(address: str | None = None, namespace: str | None = None, *
         except (NotImplementedError, RuntimeError):  # not the main thread
             pass
     try:
-        async with build_worker(client, runtime, task_queue=task_queue):
+        async with build_worker(client, runtime, task_queue=task_queue or settings.task_queue):
             if ready is not None:
                 ready.set()
             await stop.wait()
@@ -145,13 +136,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--store-url", default=None)
     parser.add_argument("--helper-processes", type=_count, default=None,
                         help="processes that run context assembly (default: "
-                             f"${HELPERS_ENV}, else 1 on a multi-core machine)")
+                             f"${HELPER_PROCESSES}, else 1 on a multi-core machine)")
     args = parser.parse_args(argv)
-    print(f"pressroom worker: {args.address or address_from_env()} "
-          f"queue={args.task_queue or task_queue_from_env()}", flush=True)
     try:
-        asyncio.run(run_worker(args.address, args.namespace, task_queue=args.task_queue,
-                               store_url=args.store_url,
+        settings, notes = load(os.environ)
+    except SettingsError as exc:  # one clear line, like the pressroom CLI
+        parser.exit(2, f"pressroom worker: {exc}\n")
+    for note in notes:
+        print(f"pressroom worker: warning: {note}", file=sys.stderr, flush=True)
+    print(f"pressroom worker: {args.address or settings.temporal_address} "
+          f"queue={args.task_queue or settings.task_queue}", flush=True)
+    try:
+        asyncio.run(run_worker(settings, address=args.address, namespace=args.namespace,
+                               task_queue=args.task_queue, store_url=args.store_url,
                                helper_processes=args.helper_processes))
     except JobError as exc:  # one clear line, like the pressroom CLI
         parser.exit(2, f"pressroom worker: {exc}\n")
@@ -159,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _count(raw: str) -> int:
     try:
-        return _helper_count(raw)
+        return parse_helper_count(raw)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

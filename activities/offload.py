@@ -83,7 +83,7 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="pressroom-parent-watch", daemon=True).start()
 
 
-def _init_helper(store_url: str | None, parent: int) -> None:
+def _init_helper(store_url: str, parent: int) -> None:
     """Runs once in each helper process."""
     global _runtime, _runner
     # Ctrl-C in a terminal signals the whole process group: the worker shuts down
@@ -131,7 +131,7 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
 class HelperPool:
     """``processes`` helper processes running allow-listed activity bodies."""
 
-    def __init__(self, store_url: str | None, processes: int) -> None:
+    def __init__(self, store_url: str, processes: int) -> None:
         if processes < 1:
             raise ValueError(f"helper processes must be at least 1, got {processes}")
         self.processes, self._store_url = processes, store_url

@@ -46,7 +46,7 @@ PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
 class ActivityRuntime:
     """Per-worker shared state: the artifact store, opened on first use."""
 
-    def __init__(self, store_url: str | None = None, *,
+    def __init__(self, store_url: str, *,
                  spec_cache_size: int = SPEC_CACHE_SIZE, helper_processes: int = 0) -> None:
         self.store_url = store_url
         # CPU-bound bodies (``offload.OFFLOADABLE``) run in this many helper processes;

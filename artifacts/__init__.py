@@ -1,10 +1,10 @@
 """Pressroom's artifact store: immutable, content-addressed, scope-checked revisions.
 
-SQLite (one file under ``$PRESSROOM_HOME``) by default, PostgreSQL by URL, one code
-path. Start with ``store = await open_store()``; see ``artifacts.errors`` for the error
-hierarchy, ``artifacts.revisions`` / ``artifacts.records`` for the functions the
-``ArtifactStore`` facade runs inside one transaction each, and ``artifacts.runner`` for
-how a transaction reaches the database.
+SQLite (one file) or PostgreSQL, named by URL, one code path. Start with
+``store = await open_store(url)`` (Pressroom's URL is ``settings.Settings.store_url``);
+see ``artifacts.errors`` for the error hierarchy, ``artifacts.revisions`` /
+``artifacts.sealed_records`` for the functions the ``ArtifactStore`` facade runs inside one
+transaction each, and ``artifacts.txrunner`` for how a transaction reaches the database.
 """
 
 from artifacts.errors import (
@@ -18,8 +18,8 @@ from artifacts.errors import (
     SealedConflict,
     StoreError,
 )
-from artifacts.records import json_hash
 from artifacts.revisions import content_hash
+from artifacts.sealed_records import json_hash
 from artifacts.store import ArtifactStore, open_store
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 

@@ -1,6 +1,6 @@
 """Everything that differs between SQLite and PostgreSQL, in one class per engine.
 
-The store code above this module is engine-agnostic: it asks the settings object for
+The store code above this module is engine-agnostic: it asks the dialect object for
 engine options, the runner of store operations, and the migration lock. SQLite needs the
 most care: WAL, foreign keys and a busy timeout on every connection, and ``BEGIN
 IMMEDIATE`` for write transactions so concurrent writers queue on the busy timeout
@@ -18,21 +18,21 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from artifacts.errors import DatabaseUnavailable
-from artifacts.runner import PgRunner, Runner, SqliteRunner
+from artifacts.txrunner import PgRunner, Runner, SqliteRunner
 
 __all__ = [
     "WRITE_OPTION",
-    "DialectSettings",
-    "PostgresSettings",
-    "SqliteSettings",
-    "settings_for",
+    "Dialect",
+    "PostgresDialect",
+    "SqliteDialect",
+    "dialect_for",
 ]
 
 # Execution option marking a connection whose transaction will write (BEGIN IMMEDIATE).
 WRITE_OPTION = "pressroom_write"
 
 
-class DialectSettings:
+class Dialect:
     """Engine options and SQL differences of one database engine."""
 
     name: ClassVar[str]
@@ -49,7 +49,7 @@ class DialectSettings:
         """Attach per-connection setup and transaction-begin hooks to ``engine``."""
 
     def runner(self, engine: AsyncEngine) -> Runner:
-        """What runs store operations (see ``artifacts.runner``)."""
+        """What runs store operations (see ``artifacts.txrunner``)."""
         raise NotImplementedError
 
     def lock_for_migration(self, connection: Connection) -> None:
@@ -63,7 +63,7 @@ class DialectSettings:
         """Anything needed before the first connection (e.g. the SQLite directory)."""
 
 
-class SqliteSettings(DialectSettings):
+class SqliteDialect(Dialect):
     """One file, WAL, foreign keys, busy timeout, BEGIN IMMEDIATE for writes (the store's
     own connections: ``runner.SqliteRunner``; aiosqlite serves migrations and admin SQL)."""
 
@@ -164,7 +164,7 @@ def _ensure_wal(database: str, timeout_s: float) -> None:
         conn.close()
 
 
-class PostgresSettings(DialectSettings):
+class PostgresDialect(Dialect):
     """asyncpg: server-side concurrency; the unique constraint arbitrates racing writers."""
 
     name = "postgresql"
@@ -195,14 +195,14 @@ class PostgresSettings(DialectSettings):
         return f"PostgreSQL at {host}:{port}/{self.url.database or ''}"
 
 
-_BY_BACKEND: dict[str, type[DialectSettings]] = {
-    "sqlite": SqliteSettings,
-    "postgresql": PostgresSettings,
+_BY_BACKEND: dict[str, type[Dialect]] = {
+    "sqlite": SqliteDialect,
+    "postgresql": PostgresDialect,
 }
 
 
-def settings_for(url: str | URL) -> DialectSettings:
-    """Pick the settings for ``url``, forcing the async driver of that engine."""
+def dialect_for(url: str | URL) -> Dialect:
+    """Pick the dialect for ``url``, forcing the async driver of that engine."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except Exception:  # sqlalchemy raises ArgumentError with the URL text in it
@@ -215,7 +215,7 @@ def settings_for(url: str | URL) -> DialectSettings:
             "postgresql+asyncpg://user@host/db"
         )
     parsed = parsed.set(drivername=cls.drivername)
-    if cls is SqliteSettings and parsed.database and parsed.database.startswith("~"):
+    if cls is SqliteDialect and parsed.database and parsed.database.startswith("~"):
         from pathlib import Path
 
         parsed = parsed.set(database=str(Path(parsed.database).expanduser()))

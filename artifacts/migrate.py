@@ -14,8 +14,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from artifacts.dialect import WRITE_OPTION, DialectSettings
-from artifacts.engine import Database
+from artifacts.database import Database
+from artifacts.dialect import WRITE_OPTION, Dialect
 
 __all__ = ["current_revision", "downgrade", "head_revision", "is_known_revision", "upgrade"]
 
@@ -67,12 +67,12 @@ async def _run(db: Database, direction: str, revision: str) -> None:
     async with db.engine.connect() as conn:
         conn = await conn.execution_options(**{WRITE_OPTION: True})
         async with conn.begin():
-            await conn.run_sync(_apply, db.settings, direction, revision)
+            await conn.run_sync(_apply, db.dialect, direction, revision)
 
 
-def _apply(connection: Connection, settings: DialectSettings, direction: str,
+def _apply(connection: Connection, dialect: Dialect, direction: str,
            revision: str) -> None:
-    settings.lock_for_migration(connection)
+    dialect.lock_for_migration(connection)
     config = _config()
     config.attributes["connection"] = connection
     if direction == "upgrade":

@@ -28,11 +28,11 @@ from artifacts.errors import (
     ScopeDenied,
     StoreError,
 )
+from artifacts.ids import check_identifier
 from artifacts.sqltx import ConstraintRefused, Tx
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 from artifacts.validate import (
     check_body,
-    check_identifier,
     check_kind,
     check_media_type,
     check_principal,

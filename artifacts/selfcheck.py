@@ -1,5 +1,5 @@
 """The store's self-check: exercises put/get, conflicts, scoping and tamper detection on a
-scratch database under ``$PRESSROOM_HOME``, then opens the configured default store.
+scratch database in a directory the caller names, then opens the configured store.
 
 ``pressroom selfcheck`` prints its result as a table; it is also what ``pressroom demo``
 runs until the research workflow lands. Each check records what it proved, and a failed
@@ -14,10 +14,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import text
 
-from artifacts.engine import default_url, pressroom_home, redact
+from artifacts.database import redact
 from artifacts.errors import IntegrityError, RevisionConflict, ScopeDenied, StoreError
 from artifacts.migrate import current_revision, head_revision
 from artifacts.store import ArtifactStore, open_store
@@ -127,9 +128,9 @@ async def _timed(name: str, check: Callable[[], Awaitable[str]]) -> CheckResult:
     return CheckResult(name, ok, detail, time.perf_counter() - start)
 
 
-async def run_selfcheck(url: str | None = None) -> list[CheckResult]:
-    """Run every check on a scratch SQLite file; then open ``url`` (default store)."""
-    scratch_dir = pressroom_home() / "selfcheck"
+async def run_selfcheck(url: str, *, scratch_dir: Path) -> list[CheckResult]:
+    """Run every check on a scratch SQLite file in ``scratch_dir``; then open ``url`` (the
+    configured store)."""
     scratch = scratch_dir / f"scratch-{uuid.uuid4().hex[:8]}.db"
     results: list[CheckResult] = []
     store: ArtifactStore | None = None
@@ -154,12 +155,11 @@ async def run_selfcheck(url: str | None = None) -> list[CheckResult]:
         scratch.with_name(scratch.name + suffix).unlink(missing_ok=True)
 
     async def _default() -> str:
-        target = url or default_url()
-        async with await open_store(target) as default:
+        async with await open_store(url) as default:
             at = await current_revision(default.db)
         if at != head_revision():
             raise AssertionError(f"default store at {at}, expected {head_revision()}")
-        return f"{redact(target)} at schema {at}"
+        return f"{redact(url)} at schema {at}"
 
     results.append(await _timed("default store", _default))
     return results

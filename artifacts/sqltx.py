@@ -1,13 +1,13 @@
 """One open transaction as the store functions see it: plain SQL in, plain rows out.
 
-The store functions (``revisions``, ``records``, ``blobio``) are synchronous and run a
+The store functions (``revisions``, ``sealed_records``, ``blobio``) are synchronous and run a
 whole operation inside one transaction, so a put is one hand-off to the database side
 instead of one per statement (through SQLAlchemy's ORM and the aiosqlite adapter a put
 cost ≈3.6 ms of CPU and 21 thread hand-offs for its 7 statements). They speak only the
 SQL both engines accept (``:name`` parameters, ``ON CONFLICT … DO NOTHING``), read JSON
 columns as text (``CAST(col AS TEXT)``) and leave the remaining differences to ``Tx``:
 
-* ``SqliteTx``: a ``sqlite3`` connection used on the runner's thread (see ``runner``);
+* ``SqliteTx``: a ``sqlite3`` connection used on the runner's thread (see ``txrunner``);
 * ``PgTx``: a synchronous SQLAlchemy ``Connection`` lent by ``AsyncConnection.run_sync``
   (asyncpg underneath), with each SQL string compiled once.
 

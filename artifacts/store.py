@@ -1,9 +1,9 @@
 """``ArtifactStore``: the store's public face, one transaction per call around the functions.
 
-The store functions (``revisions``, ``records``) take an open transaction (``Tx``) so a
+The store functions (``revisions``, ``sealed_records``) take an open transaction (``Tx``) so a
 caller can group several operations in one (``Database.transaction``); this facade is the
 simple path: each call is its own transaction, run whole on the database side (one
-hand-off, see ``runner``), committed on success and rolled back on any error, so a failed
+hand-off, see ``txrunner``), committed on success and rolled back on any error, so a failed
 write leaves nothing behind.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from artifacts import records, revisions
-from artifacts.engine import Database, connect
+from artifacts import revisions, sealed_records
+from artifacts.database import Database, connect
 from artifacts.errors import SchemaNotReady
 from artifacts.migrate import current_revision, head_revision, is_known_revision, upgrade
 from artifacts.sqltx import Tx
@@ -21,12 +21,12 @@ from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
 
 __all__ = ["ArtifactStore", "open_store"]
 
-#: Larger bodies are written off the event loop (see ``runner``).
+#: Larger bodies are written off the event loop (see ``txrunner``).
 INLINE_BODY_BYTES = 1024 * 1024
 
 
-async def open_store(url: str | None = None, *, migrate: bool | None = None) -> ArtifactStore:
-    """Open the store at ``url`` (default: ``$PRESSROOM_DATABASE_URL`` or the SQLite file).
+async def open_store(url: str, *, migrate: bool | None = None) -> ArtifactStore:
+    """Open the store at ``url`` (Pressroom's is ``settings.Settings.store_url``).
 
     ``migrate=None`` migrates SQLite to the shipped head on first use and, for a server
     database, requires ``pressroom db upgrade`` to have run (``SchemaNotReady`` otherwise);
@@ -34,18 +34,18 @@ async def open_store(url: str | None = None, *, migrate: bool | None = None) -> 
     """
     db = await connect(url)
     try:
-        auto = db.settings.name == "sqlite" if migrate is None else migrate
+        auto = db.dialect.name == "sqlite" if migrate is None else migrate
         head = head_revision()
         current = await current_revision(db)
         if current is not None and not is_known_revision(current):
             raise SchemaNotReady(
-                f"{db.settings.target()} is at schema {current}, which this code does not "
+                f"{db.dialect.target()} is at schema {current}, which this code does not "
                 f"know (written by a newer Pressroom?); this code needs {head}"
             )
         if current != head:
             if not auto:
                 raise SchemaNotReady(
-                    f"{db.settings.target()} is at schema {current or 'empty'}, this code "
+                    f"{db.dialect.target()} is at schema {current or 'empty'}, this code "
                     f"needs {head}: run `pressroom db upgrade`"
                 )
             await upgrade(db)
@@ -64,7 +64,7 @@ class ArtifactStore:
     @property
     def engine_name(self) -> str:
         """``"sqlite"`` or ``"postgresql"``."""
-        return self.db.settings.name
+        return self.db.dialect.name
 
     async def close(self) -> None:
         await self.db.dispose()
@@ -115,41 +115,41 @@ class ArtifactStore:
         body: dict[str, Any], scope: Scope, **columns: str | None,
     ) -> str:
         def put(tx: Tx) -> str:  # the optional columns are not options of ``call``
-            return records.put_manifest(tx, manifest_id, run_id=run_id, step_id=step_id,
+            return sealed_records.put_manifest(tx, manifest_id, run_id=run_id, step_id=step_id,
                                         status=status, body=body, scope=scope, **columns)
 
         return await self.db.call(True, put)
 
     async def get_manifest(self, manifest_id: str, *, principal: Principal) -> dict[str, Any]:
-        return await self.db.call(False, records.get_manifest, manifest_id,
+        return await self.db.call(False, sealed_records.get_manifest, manifest_id,
                                   principal=principal)
 
     async def record_usage(self, manifest_id: str, actual_input_tokens: int, *,
                            principal: Principal) -> None:
-        await self.db.call(True, records.record_usage, manifest_id, actual_input_tokens,
+        await self.db.call(True, sealed_records.record_usage, manifest_id, actual_input_tokens,
                            principal=principal)
 
     async def put_checkpoint(
         self, checkpoint_id: str, *, run_id: str, step_id: str, body: dict[str, Any],
         scope: Scope,
     ) -> str:
-        return await self.db.call(True, records.put_checkpoint, checkpoint_id, run_id=run_id,
+        return await self.db.call(True, sealed_records.put_checkpoint, checkpoint_id, run_id=run_id,
                                   step_id=step_id, body=body, scope=scope)
 
     async def latest_checkpoint(
         self, run_id: str, *, principal: Principal
     ) -> dict[str, Any] | None:
-        return await self.db.call(False, records.latest_checkpoint, run_id,
+        return await self.db.call(False, sealed_records.latest_checkpoint, run_id,
                                   principal=principal)
 
     async def put_receipt(
         self, receipt_key: str, *, body: dict[str, Any], scope: Scope
     ) -> dict[str, Any]:
-        return await self.db.call(True, records.put_receipt, receipt_key, body=body,
+        return await self.db.call(True, sealed_records.put_receipt, receipt_key, body=body,
                                   scope=scope)
 
     async def get_receipt(
         self, receipt_key: str, *, principal: Principal
     ) -> dict[str, Any] | None:
-        return await self.db.call(False, records.get_receipt, receipt_key,
+        return await self.db.call(False, sealed_records.get_receipt, receipt_key,
                                   principal=principal)

@@ -1,7 +1,7 @@
 """Value objects of the artifact store: who acts (Principal), where (Scope), on what kind.
 
 They are frozen pydantic models so they travel through Temporal payloads and manifests
-unchanged. Identifier rules live in ``validate`` so the store and these models agree.
+unchanged. Identifier rules live in ``ids`` so the store and these models agree.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from artifacts.validate import check_identifier
+from artifacts.ids import check_identifier
 
 __all__ = ["ArtifactKind", "ArtifactRecord", "Principal", "Scope"]
 

@@ -1,26 +1,24 @@
-"""Input checks shared by the store and its value objects, raising ``InvalidArtifact``.
+"""Input checks of the store's operations, raising ``InvalidArtifact``.
 
-Ids become parts of URLs, file names and log lines elsewhere, so path separators,
-control characters and surrounding whitespace are refused at the door.
+Identifiers follow ``artifacts.ids`` (shared with the value objects in ``artifacts.types``);
+this module checks everything else a caller hands in: kinds, scopes, principals, bodies,
+labels, revisions, media types and JSON records.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import ValidationError
 
 from artifacts.errors import InvalidArtifact
-
-if TYPE_CHECKING:
-    from artifacts.types import ArtifactKind, Principal, Scope
+from artifacts.types import ArtifactKind, Principal, Scope
 
 __all__ = [
-    "MAX_ID_LENGTH",
     "check_body",
-    "check_identifier",
     "check_json_body",
     "check_kind",
     "check_label",
@@ -31,37 +29,12 @@ __all__ = [
     "check_trust",
 ]
 
-MAX_ID_LENGTH = 255
 _LABEL = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 _MEDIA_TYPE = re.compile(r"^[\w.+-]+/[\w.+-]+(\s*;.*)?$")
 
 
-def check_identifier(value: object, what: str) -> str:
-    """Return ``value`` if it is a usable id; else raise ``InvalidArtifact`` saying why."""
-    if not isinstance(value, str):
-        raise InvalidArtifact(f"{what} must be a string, got {type(value).__name__}")
-    if not value:
-        raise InvalidArtifact(f"{what} must not be empty")
-    if len(value) > MAX_ID_LENGTH:
-        raise InvalidArtifact(f"{what} is {len(value)} characters long (max {MAX_ID_LENGTH})")
-    if "/" in value or "\\" in value:
-        raise InvalidArtifact(f"{what} {value!r} contains a path separator")
-    if value in (".", ".."):
-        raise InvalidArtifact(f"{what} {value!r} is a relative path component")
-    for ch in value:
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            raise InvalidArtifact(
-                f"{what} {value!r} contains control character U+{ord(ch):04X}"
-            )
-    if value != value.strip():
-        raise InvalidArtifact(f"{what} {value!r} has leading or trailing whitespace")
-    return value
-
-
 def check_kind(kind: object) -> ArtifactKind:
     """Accept an ``ArtifactKind`` or its string value."""
-    from artifacts.types import ArtifactKind
-
     if isinstance(kind, ArtifactKind):
         return kind
     if isinstance(kind, str):
@@ -75,10 +48,6 @@ def check_kind(kind: object) -> ArtifactKind:
 
 def check_scope(scope: object) -> Scope:
     """Accept a ``Scope`` or a mapping with exactly tenant/project/task strings."""
-    from pydantic import ValidationError
-
-    from artifacts.types import Scope
-
     if isinstance(scope, Scope):
         return scope
     if isinstance(scope, Mapping):
@@ -97,8 +66,6 @@ def check_scope(scope: object) -> Scope:
 
 def check_principal(principal: object) -> Principal:
     """Accept only a ``Principal``: who acts must never be guessed from a loose dict."""
-    from artifacts.types import Principal
-
     if not isinstance(principal, Principal):
         raise InvalidArtifact(f"principal must be a Principal, got {type(principal).__name__}")
     return principal

@@ -58,6 +58,7 @@ from activities.contracts import (
     StoreJobSpecInput,
 )
 from activities.runtime import ActivityRuntime
+from settings import Settings
 from worker import build_worker, default_helper_processes
 from workflows import client as jobs
 from workflows.embedded import EXAMPLE_JOB, _build_fixtures
@@ -259,14 +260,15 @@ async def with_worker_processes(client: Client, base: JobSpec, home: Path, n_job
 
 async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = None,
                worker_processes: int = 0, helper_processes: int | None = None) -> dict[str, Any]:
-    helpers = default_helper_processes() if helper_processes is None else helper_processes
+    helpers = (default_helper_processes(Settings.from_env(os.environ))
+               if helper_processes is None else helper_processes)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["PRESSROOM_HOME"] = str(home)
         os.environ["PRESSROOM_FIXTURES"] = str(home / "fixtures")
         from rich.console import Console
 
-        _build_fixtures(Console(file=open(os.devnull, "w")))
+        _build_fixtures(Console(file=open(os.devnull, "w")), Settings.from_env(os.environ))
         base = load_job_spec(EXAMPLE_JOB)
         # The dev server prints a banner on its stdout; point it at stderr so this
         # script's stdout is only the JSON result.

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from artifacts import ArtifactKind, Principal, Scope, open_store
-from artifacts.engine import connect
+from artifacts.database import connect
 from artifacts.migrate import downgrade
 
 OWNER = Principal(principal_id="bench", tenant="bench", project="bench")

@@ -10,7 +10,6 @@ comes back as ``ReviewRejected`` with the validator's reason and nothing recorde
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,7 +26,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.errors import JobError, JobExists, JobNotFound, JobNotWaiting, ReviewRejected
+from settings import DEFAULT_WORKER_GRACE_SECONDS
+from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
 from workflows.job_spec import JobSpec
 from workflows.models import (
     JobResult,
@@ -42,17 +42,6 @@ from workflows.temporal_config import WORKFLOW_TYPE
 
 Decision = Literal["approve", "request_changes", "reject"]
 QUERY_TIMEOUT = timedelta(seconds=10)
-
-
-def _worker_grace() -> float:
-    """Seconds to wait for a worker to (re)appear on a job's queue before saying none is
-    there (``PRESSROOM_WORKER_GRACE_SECONDS``, default 10)."""
-    raw = os.environ.get("PRESSROOM_WORKER_GRACE_SECONDS", "10")
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        raise JobError(f"PRESSROOM_WORKER_GRACE_SECONDS must be a number of seconds, "
-                       f"got {raw!r}") from None
 
 
 @dataclass
@@ -107,7 +96,10 @@ def _failure_text(exc: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause or exc)
 
 
-async def view_job(client: Client, job_id: str) -> JobView:
+async def view_job(client: Client, job_id: str, *,
+                   worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> JobView:
+    """What is known about ``job_id``; a running job's live status needs a worker, which is
+    awaited up to ``worker_grace`` seconds (``Settings.worker_grace_seconds``)."""
     handle = client.get_workflow_handle(job_id, result_type=JobResult)
     try:
         desc = await handle.describe()
@@ -122,7 +114,7 @@ async def view_job(client: Client, job_id: str) -> JobView:
         # CLI instead of saying why. A worker re-polls a few seconds after a server
         # restart, hence the grace period; poller lists lag a crashed worker by minutes,
         # hence also the deadline on the query itself.
-        if not await _await_pollers(client, desc.task_queue):
+        if not await _await_pollers(client, desc.task_queue, worker_grace):
             view.no_worker = desc.task_queue
             return view
         try:
@@ -135,7 +127,7 @@ async def view_job(client: Client, job_id: str) -> JobView:
     elif status == WorkflowExecutionStatus.COMPLETED:
         view.result = await handle.result()
     elif status == WorkflowExecutionStatus.CONTINUED_AS_NEW:  # describe raced the new run
-        return await view_job(client, job_id)
+        return await view_job(client, job_id, worker_grace=worker_grace)
     else:
         try:
             await handle.result()
@@ -162,8 +154,8 @@ async def job_spec_of(client: Client, job_id: str) -> JobSpec:
     raise JobNotFound(f"job {job_id!r} has no history")
 
 
-async def _waiting(client: Client, job_id: str, want: str) -> JobView:
-    view = await view_job(client, job_id)
+async def _waiting(client: Client, job_id: str, want: str, worker_grace: float) -> JobView:
+    view = await view_job(client, job_id, worker_grace=worker_grace)
     if view.live is None or view.live.status != want:
         raise JobNotWaiting(f"job {job_id!r} is {view.summary}, not {want}")
     return view
@@ -172,9 +164,10 @@ async def _waiting(client: Client, job_id: str, want: str) -> JobView:
 async def review_job(client: Client, job_id: str, decision: Decision, *, reviewer: str,
                      comments: list[str] | None = None, draft_revision: int | None = None,
                      draft_hash: str | None = None,
-                     destination: str | None = None) -> ReviewResult:
+                     destination: str | None = None,
+                     worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> ReviewResult:
     """Send a review decision bound to the pending draft (or the revision/hash given)."""
-    view = await _waiting(client, job_id, "awaiting_review")
+    view = await _waiting(client, job_id, "awaiting_review", worker_grace)
     assert view.live is not None
     pending = view.live.pending_draft
     if pending is None:
@@ -192,20 +185,22 @@ async def review_job(client: Client, job_id: str, decision: Decision, *, reviewe
         raise ReviewRejected(f"review refused: {_failure_text(exc)}") from None
 
 
-async def resolve_job(client: Client, job_id: str, resolution: ResolveInput) -> None:
-    await _waiting(client, job_id, "blocked")
+async def resolve_job(client: Client, job_id: str, resolution: ResolveInput, *,
+                      worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> None:
+    await _waiting(client, job_id, "blocked", worker_grace)
     await client.get_workflow_handle(job_id).signal(ResearchJobWorkflow.resolve, resolution)
 
 
-async def cancel_job(client: Client, job_id: str) -> None:
-    view = await view_job(client, job_id)
+async def cancel_job(client: Client, job_id: str, *,
+                     worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> None:
+    view = await view_job(client, job_id, worker_grace=worker_grace)
     if view.execution != "RUNNING":
         raise JobNotWaiting(f"job {job_id!r} already ended ({view.summary})")
     await client.get_workflow_handle(job_id).cancel()
 
 
-async def _await_pollers(client: Client, task_queue: str) -> bool:
-    deadline = time.monotonic() + _worker_grace()
+async def _await_pollers(client: Client, task_queue: str, worker_grace: float) -> bool:
+    deadline = time.monotonic() + worker_grace
     while not await has_pollers(client, task_queue):
         if time.monotonic() >= deadline:
             return False

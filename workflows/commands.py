@@ -1,6 +1,8 @@
 """The bodies of the job commands of ``pressroom`` (client side; never workflow code).
 
-``pressroom.py`` parses arguments and calls these; they talk to Temporal through
+``pressroom.py`` parses arguments and calls these with its ``Settings`` (Temporal address and
+namespace, store URL, worker grace period; an ``address`` argument is the ``--address``
+flag, which wins over the settings); they talk to Temporal through
 ``workflows.client`` and to the artifact store for what the workflow only references (the
 draft text, manifests). Every expected failure is a ``JobError`` or a ``StoreError`` that
 the CLI prints as one line.
@@ -20,40 +22,42 @@ from rich.panel import Panel
 from temporalio.client import Client
 
 import artifacts
+from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
 from workflows.explain import render_manifest
 from workflows.job_spec import JobSpec, load_job_spec
 from workflows.models import JobStatus, ResolveInput
 from workflows.resolution import build_resolution
-from workflows.temporal_config import DATA_CONVERTER, address_from_env, namespace_from_env
+from workflows.temporal_config import DATA_CONVERTER
 
 CLI_PRINCIPAL = "pressroom-cli"
 WAIT_STATES = {"awaiting_review", "blocked"}
 
 
-async def connect(address: str | None = None, namespace: str | None = None) -> Client:
-    addr = address or address_from_env()
+async def connect(settings: Settings, address: str | None = None) -> Client:
+    """A client on ``address`` (default: the settings' address) and the settings' namespace."""
+    addr = address or settings.temporal_address
     try:
         return await asyncio.wait_for(Client.connect(
-            addr, namespace=namespace or namespace_from_env(), data_converter=DATA_CONVERTER),
+            addr, namespace=settings.temporal_namespace, data_converter=DATA_CONVERTER),
             timeout=15)
     except Exception as exc:
         raise TemporalUnavailable(f"cannot reach Temporal at {addr} ({type(exc).__name__}); "
                                   "start one with `pressroom dev`") from None
 
 
-async def _store(url: str | None = None) -> Any:
-    return await artifacts.open_store(url)
+async def _store(settings: Settings) -> Any:
+    return await artifacts.open_store(settings.store_url)
 
 
 def _principal(tenant: str, project: str) -> Any:
     return artifacts.Principal(principal_id=CLI_PRINCIPAL, tenant=tenant, project=project)
 
 
-async def refuse_known_job(spec: JobSpec, store_url: str | None = None) -> None:
+async def refuse_known_job(spec: JobSpec, settings: Settings) -> None:
     """The store remembers every job id it saw; a reused id is refused before Temporal."""
-    store = await _store(store_url)
+    store = await _store(settings)
     try:
         head = await store.head("job_spec", spec.job_id,
                                 principal=_principal(spec.scope.tenant, spec.scope.project))
@@ -64,11 +68,11 @@ async def refuse_known_job(spec: JobSpec, store_url: str | None = None) -> None:
                         "is never reused — pick a new job_id")
 
 
-async def run(console: Console, job_file: Path, *, wait: bool, task_queue: str,
-              address: str | None = None, store_url: str | None = None) -> str:
+async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
+              task_queue: str, address: str | None = None) -> str:
     spec = load_job_spec(job_file)
-    client = await connect(address)
-    await refuse_known_job(spec, store_url)
+    client = await connect(settings, address)
+    await refuse_known_job(spec, settings)
     await jobs.start_job(client, spec, task_queue=task_queue)
     console.print(f"started job [bold]{spec.job_id}[/bold] (workflow id = job id)")
     if not await jobs.has_pollers(client, task_queue):
@@ -76,7 +80,8 @@ async def run(console: Console, job_file: Path, *, wait: bool, task_queue: str,
                       "start one with `pressroom dev` or `pressroom worker`", highlight=False)
     if not wait:
         return spec.job_id
-    view = await follow(console, client, spec.job_id)
+    view = await follow(console, client, spec.job_id,
+                        worker_grace=settings.worker_grace_seconds)
     if view.live is not None and view.live.status == "awaiting_review":
         console.print(f"draft ready: `pressroom approve {spec.job_id}` / `request-changes` / "
                       "`reject`")
@@ -87,12 +92,13 @@ async def run(console: Console, job_file: Path, *, wait: bool, task_queue: str,
 
 
 async def follow(console: Console, client: Client, job_id: str,
-                 until: set[str] = WAIT_STATES) -> jobs.JobView:
+                 until: set[str] = WAIT_STATES, *,
+                 worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> jobs.JobView:
     """Print each stage/status change until the job needs a human or ends."""
     t0, last, since = time.monotonic(), None, time.monotonic()
     with console.status("running…") as spinner:
         while True:
-            view = await jobs.view_job(client, job_id)
+            view = await jobs.view_job(client, job_id, worker_grace=worker_grace)
             key = (view.live.stage, view.live.status) if view.live else ("end", view.summary)
             if key != last:
                 if last is not None:
@@ -105,8 +111,10 @@ async def follow(console: Console, client: Client, job_id: str,
             await asyncio.sleep(0.25)
 
 
-async def show_status(console: Console, job_id: str, address: str | None = None) -> jobs.JobView:
-    view = await jobs.view_job(await connect(address), job_id)
+async def show_status(console: Console, settings: Settings, job_id: str,
+                      address: str | None = None) -> jobs.JobView:
+    view = await jobs.view_job(await connect(settings, address), job_id,
+                               worker_grace=settings.worker_grace_seconds)
     console.print(f"[bold]{job_id}[/bold]: {view.summary}")
     live = view.live
     if live is not None:
@@ -125,10 +133,10 @@ async def show_status(console: Console, job_id: str, address: str | None = None)
     return view
 
 
-async def list_all(console: Console, address: str | None = None) -> None:
+async def list_all(console: Console, settings: Settings, address: str | None = None) -> None:
     from rich.table import Table
 
-    client = await connect(address)
+    client = await connect(settings, address)
     table = Table(title="Pressroom jobs")
     for col in ("job", "execution", "status", "started"):
         table.add_column(col)
@@ -136,15 +144,16 @@ async def list_all(console: Console, address: str | None = None) -> None:
         summary = v.execution.lower()
         if v.execution == "RUNNING":
             with contextlib.suppress(Exception):
-                summary = (await jobs.view_job(client, v.job_id)).summary
+                summary = (await jobs.view_job(
+                    client, v.job_id, worker_grace=settings.worker_grace_seconds)).summary
         table.add_row(v.job_id, v.execution.lower(), summary,
                       v.started.isoformat(timespec="seconds") if v.started else "")
     console.print(table)
 
 
-async def pending_draft_text(live: JobStatus, store_url: str | None = None) -> str:
+async def pending_draft_text(live: JobStatus, settings: Settings) -> str:
     assert live.pending_draft is not None
-    store = await _store(store_url)
+    store = await _store(settings)
     try:
         _rec, body = await store.get("article_draft", live.pending_draft.artifact_id,
                                      principal=_principal(live.tenant, live.project),
@@ -156,25 +165,25 @@ async def pending_draft_text(live: JobStatus, store_url: str | None = None) -> s
 
 
 async def show_draft(console: Console, client: Client, job_id: str,
-                     store_url: str | None = None) -> JobStatus:
-    view = await jobs.view_job(client, job_id)
+                     settings: Settings) -> JobStatus:
+    view = await jobs.view_job(client, job_id, worker_grace=settings.worker_grace_seconds)
     if view.live is None or view.live.pending_draft is None:
         raise JobNotFound(f"job {job_id!r} has no draft waiting for review ({view.summary})")
     d = view.live.pending_draft
-    text = await pending_draft_text(view.live, store_url)
+    text = await pending_draft_text(view.live, settings)
     title = f"{job_id} draft r{d.revision} {d.content_hash[:19]}…"
     console.print(Panel(Markdown(text), title=title,
                         subtitle=f"destination {view.live.destination}"))
     return view.live
 
 
-async def review(console: Console, job_id: str, decision: jobs.Decision, *, reviewer: str,
-                 comments: list[str], yes: bool, address: str | None = None,
-                 store_url: str | None = None) -> None:
+async def review(console: Console, settings: Settings, job_id: str, decision: jobs.Decision,
+                 *, reviewer: str, comments: list[str], yes: bool,
+                 address: str | None = None) -> None:
     import typer
 
-    client = await connect(address)
-    live = await show_draft(console, client, job_id, store_url)
+    client = await connect(settings, address)
+    live = await show_draft(console, client, job_id, settings)
     assert live.pending_draft is not None
     verb = {"approve": "Approve and publish", "request_changes": "Request changes to",
             "reject": "Reject"}[decision]
@@ -185,39 +194,44 @@ async def review(console: Console, job_id: str, decision: jobs.Decision, *, revi
     result = await jobs.review_job(client, job_id, decision, reviewer=reviewer, comments=comments,
                                    draft_revision=live.pending_draft.revision,
                                    draft_hash=live.pending_draft.content_hash,
-                                   destination=live.destination)
+                                   destination=live.destination,
+                                   worker_grace=settings.worker_grace_seconds)
     console.print(f"recorded {result.decision} as {result.decision_id} "
                   f"({result.review.artifact_id} r{result.review.revision})")
 
 
-async def resolve(console: Console, job_id: str, flags: dict[str, Any],
+async def resolve(console: Console, settings: Settings, job_id: str, flags: dict[str, Any],
                   address: str | None = None) -> None:
     """``flags`` are the CLI's resolve options; bad combinations are a ``JobError``."""
     resolution: ResolveInput = build_resolution(**flags)
-    await jobs.resolve_job(await connect(address), job_id, resolution)
+    await jobs.resolve_job(await connect(settings, address), job_id, resolution,
+                           worker_grace=settings.worker_grace_seconds)
     console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context now")
 
 
-async def cancel(console: Console, job_id: str, address: str | None = None) -> None:
-    await jobs.cancel_job(await connect(address), job_id)
+async def cancel(console: Console, settings: Settings, job_id: str,
+                 address: str | None = None) -> None:
+    await jobs.cancel_job(await connect(settings, address), job_id,
+                          worker_grace=settings.worker_grace_seconds)
     console.print(f"cancellation requested for {job_id}")
 
 
-async def explain(console: Console, job_id: str, step: str | None = None,
-                  address: str | None = None, store_url: str | None = None) -> None:
-    view = await jobs.view_job(await connect(address), job_id)
+async def explain(console: Console, settings: Settings, job_id: str, step: str | None = None,
+                  address: str | None = None) -> None:
+    view = await jobs.view_job(await connect(settings, address), job_id,
+                               worker_grace=settings.worker_grace_seconds)
     ids: list[str] = []
     tenant = project = None
     if view.live is not None:
         ids, tenant, project = view.live.manifest_ids, view.live.tenant, view.live.project
     elif view.result is not None:
         ids, tenant, project = view.result.manifest_ids, view.result.tenant, view.result.project
-    store = await _store(store_url)
+    store = await _store(settings)
     try:
         if not ids or tenant is None or project is None:
             # Failed or cancelled jobs report nothing: their spec (first history event)
             # names the scope, and their latest checkpoint lists the last manifests.
-            spec = await jobs.job_spec_of(await connect(address), job_id)
+            spec = await jobs.job_spec_of(await connect(settings, address), job_id)
             tenant, project = spec.scope.tenant, spec.scope.project
             checkpoint = await store.latest_checkpoint(job_id,
                                                        principal=_principal(tenant, project))

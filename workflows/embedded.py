@@ -20,30 +20,30 @@ from typing import Any
 
 from rich.console import Console
 
+from settings import Settings
 from workflows import client as jobs
 from workflows.commands import follow, show_draft
 from workflows.devserver import DevServer, free_port, port_free
 from workflows.errors import JobError
 from workflows.job_spec import JobSpec, load_job_spec
-from workflows.temporal_config import pressroom_home
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_JOB = REPO_ROOT / "examples" / "job.yaml"
 DEMO_REVIEWER = "demo-reviewer"
 
 
-async def _serve(server: DevServer, task_queue: str, store_url: str | None,
+async def _serve(server: DevServer, settings: Settings, task_queue: str,
                  stop: asyncio.Event, ready: asyncio.Event,
                  helper_processes: int | None) -> None:
     from worker import run_worker  # the worker module sits at the top level of the repo
 
-    await run_worker(server.address, task_queue=task_queue, store_url=store_url, ready=ready,
+    await run_worker(settings, address=server.address, task_queue=task_queue, ready=ready,
                      stop=stop, helper_processes=helper_processes)
 
 
 @contextlib.asynccontextmanager
-async def embedded(console: Console, *, db: Path, port: int, headless: bool,
-                   task_queue: str, store_url: str | None = None,
+async def embedded(console: Console, settings: Settings, *, db: Path, port: int,
+                   headless: bool, task_queue: str,
                    helper_processes: int | None = None) -> Any:
     server = DevServer(db, port=port, headless=headless)
     server.start()
@@ -51,7 +51,7 @@ async def embedded(console: Console, *, db: Path, port: int, headless: bool,
     worker_task: asyncio.Task[None] | None = None
     try:
         client = await server.wait_ready()
-        worker_task = asyncio.create_task(_serve(server, task_queue, store_url, stop, ready,
+        worker_task = asyncio.create_task(_serve(server, settings, task_queue, stop, ready,
                                                  helper_processes))
         await asyncio.wait({worker_task, asyncio.create_task(ready.wait())},
                            return_when=asyncio.FIRST_COMPLETED)
@@ -68,11 +68,12 @@ async def embedded(console: Console, *, db: Path, port: int, headless: bool,
         server.stop()
 
 
-async def run_dev(console: Console, *, port: int, headless: bool, task_queue: str,
-                  store_url: str | None = None) -> None:
-    db = pressroom_home() / "temporal.db"
-    async with embedded(console, db=db, port=port, headless=headless, task_queue=task_queue,
-                        store_url=store_url):
+async def run_dev(console: Console, settings: Settings, *, port: int, headless: bool,
+                  task_queue: str) -> None:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    db = settings.home / "temporal.db"
+    async with embedded(console, settings, db=db, port=port, headless=headless,
+                        task_queue=task_queue):
         console.print(f"worker on task queue {task_queue!r}; Ctrl-C stops server and worker")
         forever = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -84,14 +85,20 @@ async def run_dev(console: Console, *, port: int, headless: bool, task_queue: st
     console.print("stopped")
 
 
-def _build_fixtures(console: Console) -> None:
+def _build_fixtures(console: Console, settings: Settings) -> None:
+    """Build the example's fixtures under ``settings.fixtures_dir``.
+
+    The in-process worker expands ``${PRESSROOM_FIXTURES}`` in the example's source
+    locations from this process's environment (see ``settings``), so the directory is
+    exported there too.
+    """
     path = REPO_ROOT / "examples" / "build_fixtures.py"
     spec = importlib.util.spec_from_file_location("pressroom_example_fixtures", path)
     if spec is None or spec.loader is None:
         raise JobError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    target = Path(os.environ.get("PRESSROOM_FIXTURES") or pressroom_home() / "fixtures")
+    target = settings.fixtures_dir
     os.environ["PRESSROOM_FIXTURES"] = str(target)  # the worker expands ${PRESSROOM_FIXTURES}
     module.build_fixtures(target)
     console.print(f"fixture repositories built under {target}")
@@ -104,22 +111,26 @@ def demo_spec(home: Path) -> JobSpec:
                                    "destination": str(home / "published")})
 
 
-async def run_demo(console: Console, *, interactive: bool | None = None) -> int:
-    home = pressroom_home()
-    _build_fixtures(console)
+async def run_demo(console: Console, settings: Settings, *,
+                   interactive: bool | None = None) -> int:
+    home = settings.home
+    home.mkdir(parents=True, exist_ok=True)
+    _build_fixtures(console, settings)
     spec = demo_spec(home)
     port = 7233 if port_free(7233) and port_free(8233) else free_port()
     task_queue = f"pressroom-demo-{spec.job_id}"
     tty = sys.stdin.isatty() if interactive is None else interactive
     # One job: a context-assembly helper process would only add its start-up (≈ 1.3 s of
     # imports before the first step) and run nothing concurrently.
-    async with embedded(console, db=home / "demo-temporal.db", port=port, headless=port != 7233,
-                        task_queue=task_queue, helper_processes=0) as (_server, client):
+    async with embedded(console, settings, db=home / "demo-temporal.db", port=port,
+                        headless=port != 7233, task_queue=task_queue,
+                        helper_processes=0) as (_server, client):
         await jobs.start_job(client, spec, task_queue=task_queue)
         console.print(f"job [bold]{spec.job_id}[/bold]: {spec.question}")
-        view = await follow(console, client, spec.job_id)
+        grace = settings.worker_grace_seconds
+        view = await follow(console, client, spec.job_id, worker_grace=grace)
         while view.live is not None and view.live.status == "awaiting_review":
-            live = await show_draft(console, client, spec.job_id)
+            live = await show_draft(console, client, spec.job_id, settings)
             assert live.pending_draft is not None
             decision: jobs.Decision = "approve"
             comments: list[str] = []
@@ -138,8 +149,8 @@ async def run_demo(console: Console, *, interactive: bool | None = None) -> int:
             await jobs.review_job(client, spec.job_id, decision, reviewer=reviewer,
                                   comments=comments, draft_revision=live.pending_draft.revision,
                                   draft_hash=live.pending_draft.content_hash,
-                                  destination=live.destination)
-            view = await follow(console, client, spec.job_id)
+                                  destination=live.destination, worker_grace=grace)
+            view = await follow(console, client, spec.job_id, worker_grace=grace)
         if view.live is not None:  # blocked: show why and stop the demo
             console.print(f"[red]job is {view.summary}[/red]; see `pressroom explain`")
             return 1

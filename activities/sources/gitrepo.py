@@ -46,9 +46,10 @@ from activities.sources.excerpts import (
     windows,
 )
 from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.specs import GitSourceSpec, TopicTerms, expand_location, pressroom_home
+from activities.sources.specs import GitSourceSpec, TopicTerms, expand_location
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from settings import home_from_env
 
 TOOL_NAME = "git_grep"
 DEFAULT_TIMEOUT_S = 30.0
@@ -139,7 +140,8 @@ async def _local_repo(location: str, commit: str, timeout: float) -> str:
         if code != 0:
             raise RetrievalFailed(f"{location} is not a git repository")
         return location
-    cache = pressroom_home() / "git-cache" / hashlib.sha256(location.encode()).hexdigest()[:24]
+    cache = (home_from_env(os.environ) / "git-cache"
+             / hashlib.sha256(location.encode()).hexdigest()[:24])
     if not (cache / "HEAD").exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
         # Clone beside the cache and rename into place, so a concurrent or crashed clone

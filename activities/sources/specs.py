@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from activities.sources.errors import SourceSpecError
 from context.vocabulary import SecurityClass, Trust
+from settings import fixtures_from_env, home_from_env
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -110,28 +111,17 @@ class TopicTerms(BaseModel):
         return value
 
 
-def pressroom_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$PRESSROOM_HOME`` or ``~/.pressroom``."""
-    env = os.environ if env is None else env
-    return Path(env.get("PRESSROOM_HOME") or Path.home() / ".pressroom").expanduser()
-
-
-def fixtures_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$PRESSROOM_FIXTURES`` or ``$PRESSROOM_HOME/fixtures``."""
-    env = os.environ if env is None else env
-    explicit = env.get("PRESSROOM_FIXTURES")
-    return Path(explicit).expanduser() if explicit else pressroom_home(env) / "fixtures"
-
-
 def expand_location(value: str, env: Mapping[str, str] | None = None) -> str:
     """Replace ``${PRESSROOM_FIXTURES}`` / ``${PRESSROOM_HOME}`` in a spec location.
 
     Any other placeholder is a ``SourceSpecError`` naming it, instead of a path that
-    silently does not exist.
+    silently does not exist. ``env`` defaults to this process's environment (see
+    ``settings``: the worker that acquires expands them).
     """
+    env = os.environ if env is None else env
     known = {
-        "PRESSROOM_FIXTURES": str(fixtures_dir(env)),
-        "PRESSROOM_HOME": str(pressroom_home(env)),
+        "PRESSROOM_FIXTURES": str(fixtures_from_env(env)),
+        "PRESSROOM_HOME": str(home_from_env(env)),
     }
 
     def _sub(match: re.Match[str]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from artifacts.models import Base
+from artifacts.tables import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:

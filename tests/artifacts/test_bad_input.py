@@ -20,7 +20,7 @@ from artifacts import (
     open_store,
 )
 from artifacts.blobio import CHUNK
-from artifacts.models import Artifact, Blob
+from artifacts.tables import Artifact, Blob
 
 
 def _put_kwargs(alice: Principal, scope: Scope) -> dict[str, Any]:

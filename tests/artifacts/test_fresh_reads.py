@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from activities.store_access import WorkerStore
 from artifacts import ArtifactStore, Principal, Scope
-from artifacts.records import json_hash
+from artifacts.sealed_records import json_hash
 
 BODY = {"assembly": {"policy": {"id": "p", "revision": "1"}},
         "included": [{"item_id": "x", "text": "é\u2028"}], "budget": {"used": 1}}

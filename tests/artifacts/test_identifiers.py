@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from artifacts import ArtifactKind, ArtifactStore, InvalidArtifact, Principal, Scope
-from artifacts.validate import MAX_ID_LENGTH, check_identifier
+from artifacts.ids import MAX_ID_LENGTH, check_identifier
 
 _FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Zl", "Zp"}
 

@@ -34,7 +34,7 @@ async def test_streamed_bodies_dedupe_and_detect_tampering(
 
     from artifacts import IntegrityError
     from artifacts.blobio import CHUNK
-    from artifacts.models import Blob
+    from artifacts.tables import Blob
 
     body = os.urandom(2 * CHUNK + 123)
     first = await store.put(ArtifactKind.WEB_PAGE, "page", body, principal=alice, scope=scope,

@@ -4,6 +4,7 @@ the migrated schema matches the models; SQLite self-migrates on first use."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,10 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 from artifacts import ArtifactKind, Principal, SchemaNotReady, Scope, open_store
-from artifacts.engine import Database, connect
+from artifacts.database import Database, connect
 from artifacts.migrate import current_revision, downgrade, head_revision, upgrade
-from artifacts.models import Base
+from artifacts.tables import Base
+from settings import Settings
 
 TABLES = {"artifacts", "blobs", "manifests", "checkpoints", "receipts"}
 
@@ -90,12 +92,14 @@ async def test_sqlite_default_lives_under_pressroom_home(
     home = tmp_path / "home"
     monkeypatch.setenv("PRESSROOM_HOME", str(home))
     monkeypatch.delenv("PRESSROOM_DATABASE_URL", raising=False)
-    async with await open_store() as store:
+    monkeypatch.delenv("PRESSROOM_STORE_URL", raising=False)
+    url = Settings.from_env(os.environ).store_url
+    async with await open_store(url) as store:
         assert store.engine_name == "sqlite"
         await store.put(ArtifactKind.DOCUMENT, "d", b"x", principal=alice, scope=scope,
                         trust="trusted_state", parent_revision=None)
     assert (home / "pressroom.db").is_file()
-    async with await open_store() as store:  # reopen: already at head, data still there
+    async with await open_store(url) as store:  # reopen: already at head, data still there
         assert await store.head(ArtifactKind.DOCUMENT, "d", principal=alice) is not None
         async with store.db.engine.connect() as conn:
             mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
@@ -110,7 +114,7 @@ async def test_database_url_env_selects_the_database(
     target = tmp_path / "elsewhere" / "chosen.db"
     monkeypatch.setenv("PRESSROOM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PRESSROOM_DATABASE_URL", f"sqlite+aiosqlite:///{target}")
-    async with await open_store():
+    async with await open_store(Settings.from_env(os.environ).store_url):
         pass
     assert target.is_file()
     assert not (tmp_path / "home" / "pressroom.db").exists()
@@ -129,9 +133,9 @@ async def test_unknown_schema_revision_is_refused(empty_db_url: str) -> None:
 
 def test_sqlite_url_with_home_tilde_is_expanded(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
-    from artifacts.dialect import settings_for
+    from artifacts.dialect import dialect_for
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    settings = settings_for("sqlite:///~/pressroom/x.db")
-    assert settings.url.drivername == "sqlite+aiosqlite"
-    assert settings.url.database == str(tmp_path / "pressroom" / "x.db")
+    dialect = dialect_for("sqlite:///~/pressroom/x.db")
+    assert dialect.url.drivername == "sqlite+aiosqlite"
+    assert dialect.url.database == str(tmp_path / "pressroom" / "x.db")

@@ -17,7 +17,7 @@ from artifacts import (
     RevisionConflict,
     Scope,
 )
-from artifacts.models import Artifact, Blob
+from artifacts.tables import Artifact, Blob
 
 KIND = ArtifactKind.RESEARCH_PLAN
 

@@ -10,24 +10,24 @@ from pathlib import Path
 import pytest
 
 import worker
-from workflows.errors import JobError
+from settings import HELPER_PROCESSES, Settings, SettingsError
 
 
 @pytest.mark.parametrize(("raw", "cores", "want"), [
     ("", 2, 1), ("", 1, 0), ("0", 8, 0), ("3", 1, 3), (" 2 ", 4, 2)])
 def test_default_helper_processes(monkeypatch: pytest.MonkeyPatch, raw: str, cores: int,
                                   want: int) -> None:
-    monkeypatch.setenv(worker.HELPERS_ENV, raw)
     monkeypatch.setattr(worker.os, "cpu_count", lambda: cores)
-    assert worker.default_helper_processes() == want
+    settings = Settings.from_env({HELPER_PROCESSES: raw})
+    assert worker.default_helper_processes(settings) == want
 
 
 @pytest.mark.parametrize("raw", ["two", "-1", "1.5"])
 def test_a_bad_helper_count_is_one_clear_error(monkeypatch: pytest.MonkeyPatch,
                                                raw: str) -> None:
-    monkeypatch.setenv(worker.HELPERS_ENV, raw)
-    with pytest.raises(JobError, match=worker.HELPERS_ENV):
-        worker.default_helper_processes()
+    monkeypatch.setenv(HELPER_PROCESSES, raw)
+    with pytest.raises(SettingsError, match=HELPER_PROCESSES):
+        Settings.from_env({HELPER_PROCESSES: raw})
     proc = subprocess.run([sys.executable, "worker.py", "--helper-processes", raw],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True,
                           text=True, timeout=60)
@@ -38,4 +38,4 @@ def test_a_bad_helper_count_is_one_clear_error(monkeypatch: pytest.MonkeyPatch,
                           cwd=Path(__file__).resolve().parents[2], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
-    assert worker.HELPERS_ENV in proc.stderr and "Traceback" not in proc.stderr
+    assert HELPER_PROCESSES in proc.stderr and "Traceback" not in proc.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from artifacts.models import BigId, UTCDateTime
+from artifacts.tables import BigId, UTCDateTime
 
 revision = "0001_initial"
 down_revision = None

@@ -1,4 +1,5 @@
-"""Manifests, checkpoints and receipts: sealed once, idempotent on retry, usage write-back."""
+"""Sealed records (``artifacts.sealed_records``) — manifests, checkpoints and receipts:
+sealed once, idempotent on retry, usage write-back."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ async def test_manifest_seal_and_usage(
     async with store.db.read() as s:
         from sqlalchemy import select
 
-        from artifacts.models import Manifest
+        from artifacts.tables import Manifest
 
         row = await s.scalar(select(Manifest).where(Manifest.manifest_id == "assembly-1"))
     assert row is not None

@@ -1,6 +1,6 @@
-"""Engine plumbing: SQLite write transactions take the write lock up front, a session or
-transaction that already read cannot silently turn into a writer, and the PostgreSQL
-fixture's skip/fail rule."""
+"""Database plumbing (``artifacts.database``): SQLite write transactions take the write
+lock up front, a session or transaction that already read cannot silently turn into a
+writer, and the PostgreSQL fixture's skip/fail rule."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import select
 
 from artifacts import ArtifactKind, ArtifactStore, Principal, Scope, StoreError, open_store
-from artifacts.engine import begin_write
-from artifacts.models import Blob
+from artifacts.database import begin_write
 from artifacts.revisions import put_artifact
-from artifacts.runner import SqliteRunner
+from artifacts.tables import Blob
+from artifacts.txrunner import SqliteRunner
 from tests.artifacts.conftest import postgres_url
 
 
@@ -94,7 +94,7 @@ async def test_sqlite_busy_writer_waits_on_a_thread_not_the_loop(
     the loop keeps running meanwhile, and the put lands once the lock is free."""
     import asyncio
 
-    from artifacts import runner as runner_module
+    from artifacts import txrunner as runner_module
 
     monkeypatch.setattr(runner_module, "CHECKPOINT_EVERY", 2)
     path = tmp_path / "s.db"

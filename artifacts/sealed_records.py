@@ -25,10 +25,10 @@ from artifacts.errors import (
     ScopeDenied,
     SealedConflict,
 )
+from artifacts.ids import check_identifier
 from artifacts.sqltx import Tx
 from artifacts.types import Principal, Scope
 from artifacts.validate import (
-    check_identifier,
     check_json_body,
     check_label,
     check_principal,

@@ -1,22 +1,21 @@
 """Engine and session plumbing: which database, how to reach it, how a write begins.
 
-``PRESSROOM_DATABASE_URL`` (or an explicit URL) selects PostgreSQL; otherwise the store
-is one SQLite file under ``$PRESSROOM_HOME`` (default ``~/.pressroom``). Connection
-failures become ``DatabaseUnavailable`` naming the host or file, never a driver trace.
+The caller names the database by URL (``sqlite+aiosqlite:///path`` or
+``postgresql+asyncpg://…``); which one is configuration, decided by the caller (Pressroom's
+``settings.Settings.store_url``), never read here. Connection failures become
+``DatabaseUnavailable`` naming the host or file, never a driver trace.
 
 Store operations run through ``Database.call`` / ``Database.transaction`` (see
-``runner``); the SQLAlchemy engine and its sessions (``read`` / ``write``) remain for
+``txrunner``); the SQLAlchemy engine and its sessions (``read`` / ``write``) remain for
 migrations and administrative SQL.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import make_url, text
@@ -28,35 +27,19 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from artifacts.dialect import WRITE_OPTION, DialectSettings, settings_for
+from artifacts.dialect import WRITE_OPTION, Dialect, dialect_for
 from artifacts.errors import DatabaseUnavailable, StoreError
-from artifacts.runner import Runner, TxHandle
 from artifacts.sqltx import ConstraintRefused
+from artifacts.txrunner import Runner, TxHandle
 
 __all__ = [
     "Database",
     "begin_write",
     "connect",
-    "default_url",
-    "pressroom_home",
     "redact",
 ]
 
-DB_FILENAME = "pressroom.db"
 T = TypeVar("T")
-
-
-def pressroom_home() -> Path:
-    """``$PRESSROOM_HOME`` or ``~/.pressroom``."""
-    return Path(os.environ.get("PRESSROOM_HOME") or Path.home() / ".pressroom").expanduser()
-
-
-def default_url() -> str:
-    """``$PRESSROOM_DATABASE_URL`` if set, else the SQLite file under ``pressroom_home()``."""
-    env = os.environ.get("PRESSROOM_DATABASE_URL")
-    if env:
-        return env
-    return f"sqlite+aiosqlite:///{pressroom_home() / DB_FILENAME}"
 
 
 def redact(url: str) -> str:
@@ -69,10 +52,10 @@ def redact(url: str) -> str:
 
 @dataclass
 class Database:
-    """An engine, its dialect settings and a session factory, opened together."""
+    """An engine, its dialect and a session factory, opened together."""
 
     engine: AsyncEngine
-    settings: DialectSettings
+    dialect: Dialect
     sessions: async_sessionmaker[AsyncSession]
     runner: Runner
 
@@ -123,11 +106,11 @@ class Database:
         except (OperationalError, InterfaceError, sqlite3.OperationalError,
                 sqlite3.InterfaceError) as exc:
             raise DatabaseUnavailable(
-                f"{action} failed on {self.settings.target()}: {_reason(exc)}"
+                f"{action} failed on {self.dialect.target()}: {_reason(exc)}"
             ) from exc
         except (DBAPIError, sqlite3.DatabaseError, ConstraintRefused) as exc:
             raise StoreError(
-                f"{action} failed on {self.settings.target()}: {_reason(exc)}"
+                f"{action} failed on {self.dialect.target()}: {_reason(exc)}"
             ) from exc
 
 
@@ -148,23 +131,23 @@ async def begin_write(session: AsyncSession) -> None:
     await session.connection(execution_options={WRITE_OPTION: True})
 
 
-async def connect(url: str | None = None) -> Database:
-    """Open an engine for ``url`` (or ``default_url()``) and prove it answers."""
-    settings = settings_for(url or default_url())
-    settings.prepare()
-    engine = create_async_engine(settings.url, **settings.engine_kwargs())
-    settings.install(engine)
+async def connect(url: str) -> Database:
+    """Open an engine for ``url`` and prove it answers."""
+    dialect = dialect_for(url)
+    dialect.prepare()
+    engine = create_async_engine(dialect.url, **dialect.engine_kwargs())
+    dialect.install(engine)
     try:
         async with engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:
         await engine.dispose()
         raise DatabaseUnavailable(
-            f"cannot reach {settings.target()}: {_reason(exc)}"
+            f"cannot reach {dialect.target()}: {_reason(exc)}"
         ) from exc
     sessions = async_sessionmaker(engine, expire_on_commit=False)
-    return Database(engine=engine, settings=settings, sessions=sessions,
-                    runner=settings.runner(engine))
+    return Database(engine=engine, dialect=dialect, sessions=sessions,
+                    runner=dialect.runner(engine))
 
 
 def _reason(exc: BaseException) -> str:

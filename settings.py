@@ -1,0 +1,255 @@
+"""Pressroom's settings: every ``PRESSROOM_*`` variable the product reads, parsed in one place.
+
+``Settings.from_env(os.environ)`` runs once, in the entry points (``pressroom.py``'s and
+``worker.py``'s ``main``), and the frozen result is passed down; nothing below them reads
+these variables again. One exception, for now: a job's source locations may hold
+``${PRESSROOM_HOME}`` / ``${PRESSROOM_FIXTURES}`` placeholders, which the process that
+acquires the source expands from its own environment (``activities.sources.specs.
+expand_location``; URL repositories are cached under ``$PRESSROOM_HOME/git-cache`` by
+``activities.sources.gitrepo``) with ``home_from_env`` / ``fixtures_from_env`` below — the
+same parsing, so one behaviour. (The acquisition functions have no handle to pass settings
+through yet; ``pressroom demo`` exports its fixture directory for that reason.)
+
+This module imports nothing from Pressroom, so every layer may import it without a cycle.
+
+A bad value is a ``SettingsError``: one line naming the variable. ``PRESSROOM_STORE_URL``
+is the old name of ``PRESSROOM_DATABASE_URL``; it is still read for one release, with a
+``DeprecationWarning``.
+
+Test and benchmark hooks are not settings and are read where they are used:
+``PRESSROOM_TEST_PAUSE_AT`` / ``PRESSROOM_TEST_PAUSE_DIR`` (``activities.runtime``, crash
+tests), ``PRESSROOM_TEST_POSTGRES_URL`` and ``PRESSROOM_CI`` (``tests/``),
+``PRESSROOM_BENCH_POSTGRES_URL`` (``bench/store.py``) and ``PRESSROOM_UPDATE_GOLDEN``
+(``tests/context``); README.md lists them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "DB_FILENAME",
+    "DEFAULT_ADDRESS",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TASK_QUEUE",
+    "DEFAULT_WORKER_GRACE_SECONDS",
+    "DEPRECATED_NAMES",
+    "VARIABLES",
+    "Settings",
+    "SettingsError",
+    "Variable",
+    "fixtures_from_env",
+    "home_from_env",
+    "load",
+    "parse_helper_count",
+]
+
+HOME = "PRESSROOM_HOME"
+DATABASE_URL = "PRESSROOM_DATABASE_URL"
+STORE_URL = "PRESSROOM_STORE_URL"  # deprecated name of PRESSROOM_DATABASE_URL
+FIXTURES = "PRESSROOM_FIXTURES"
+TEMPORAL_ADDRESS = "PRESSROOM_TEMPORAL_ADDRESS"
+TEMPORAL_NAMESPACE = "PRESSROOM_TEMPORAL_NAMESPACE"
+TASK_QUEUE = "PRESSROOM_TASK_QUEUE"
+HELPER_PROCESSES = "PRESSROOM_HELPER_PROCESSES"
+WORKER_GRACE_SECONDS = "PRESSROOM_WORKER_GRACE_SECONDS"
+REVIEWER = "PRESSROOM_REVIEWER"
+DEBUG = "PRESSROOM_DEBUG"
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TASK_QUEUE = "pressroom"
+DEFAULT_WORKER_GRACE_SECONDS = 10.0
+#: The SQLite artifact store's file under the home directory.
+DB_FILENAME = "pressroom.db"
+
+#: Old name -> current name; the old one is still read (with a warning) for one release.
+DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: the ``Settings`` field it sets, its default, its meaning."""
+
+    name: str
+    field: str
+    default: str
+    meaning: str
+
+
+#: Every variable ``Settings.from_env`` reads (the README's configuration table lists them).
+VARIABLES: tuple[Variable, ...] = (
+    Variable(HOME, "home", "`~/.pressroom`",
+             "Pressroom's directory: the SQLite artifact store, the Temporal dev server's "
+             "database, fixtures, the git cache, the demo's published articles"),
+    Variable(DATABASE_URL, "database_url", "SQLite file `$PRESSROOM_HOME/pressroom.db`",
+             "artifact store URL (`sqlite+aiosqlite:///path` or "
+             "`postgresql+asyncpg://user@host/db`; run `pressroom db upgrade` on a server "
+             "database first); `--url` / `--store-url` override it. Old name "
+             "`PRESSROOM_STORE_URL`: still read, deprecated"),
+    Variable(FIXTURES, "fixtures", "`$PRESSROOM_HOME/fixtures`",
+             "what `${PRESSROOM_FIXTURES}` in a job's source locations stands for (the "
+             "example's fixture repositories)"),
+    Variable(TEMPORAL_ADDRESS, "temporal_address", "`localhost:7233`",
+             "Temporal frontend `HOST:PORT`; `--address` overrides it"),
+    Variable(TEMPORAL_NAMESPACE, "temporal_namespace", "`default`",
+             "Temporal namespace; `--namespace` (of `pressroom worker`) overrides it"),
+    Variable(TASK_QUEUE, "task_queue", "`pressroom`",
+             "task queue of workers and new jobs; `--task-queue` overrides it"),
+    Variable(HELPER_PROCESSES, "helper_processes", "1 on a multi-core machine, else 0",
+             "processes a worker runs context assembly (and extractive drafts) in; `0` "
+             "keeps them in the worker process; `--helper-processes` overrides it"),
+    Variable(WORKER_GRACE_SECONDS, "worker_grace_seconds", "`10`",
+             "seconds a command on a running job waits for a worker to poll before saying "
+             "none does"),
+    Variable(REVIEWER, "reviewer", "your user name",
+             "reviewer principal of `approve` / `request-changes` / `reject`; `--as` "
+             "overrides it"),
+    Variable(DEBUG, "debug", "off",
+             "any non-empty value: an unexpected error shows its traceback instead of one "
+             "line"),
+)
+
+
+class SettingsError(ValueError):
+    """A variable holds a value Pressroom cannot use; the message names the variable."""
+
+
+def _text(environ: Mapping[str, str], name: str) -> str | None:
+    """The variable's value; unset and empty are the same (``None``)."""
+    value = environ.get(name)
+    return value if value else None
+
+
+def home_from_env(environ: Mapping[str, str]) -> Path:
+    """``$PRESSROOM_HOME`` (``~`` expanded), else ``~/.pressroom``. Not created here: whoever
+    writes under it creates what it needs."""
+    raw = _text(environ, HOME)
+    return Path(raw).expanduser() if raw else Path.home() / ".pressroom"
+
+
+def fixtures_from_env(environ: Mapping[str, str]) -> Path:
+    """``$PRESSROOM_FIXTURES`` (``~`` expanded), else ``<home>/fixtures``."""
+    raw = _text(environ, FIXTURES)
+    return Path(raw).expanduser() if raw else home_from_env(environ) / "fixtures"
+
+
+def _database_url(environ: Mapping[str, str]) -> str | None:
+    current, old = _text(environ, DATABASE_URL), _text(environ, STORE_URL)
+    if old is None:
+        return current
+    if current is not None and current != old:
+        raise SettingsError(f"{STORE_URL} (deprecated) and {DATABASE_URL} name different "
+                            f"databases; set only {DATABASE_URL}")
+    warnings.warn(f"{STORE_URL} is deprecated and will stop working in the next release; "
+                  f"use {DATABASE_URL}", DeprecationWarning, stacklevel=3)
+    return old
+
+
+def _helper_processes(environ: Mapping[str, str]) -> int | None:
+    raw = (environ.get(HELPER_PROCESSES) or "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_helper_count(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{HELPER_PROCESSES}: {exc}") from None
+
+
+def parse_helper_count(raw: str) -> int:
+    """A helper count as typed (variable or ``--helper-processes``); ``ValueError`` naming
+    what is wrong."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"not a whole number: {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _grace_seconds(environ: Mapping[str, str]) -> float:
+    raw = _text(environ, WORKER_GRACE_SECONDS)
+    if raw is None:
+        return DEFAULT_WORKER_GRACE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{WORKER_GRACE_SECONDS} must be a number of seconds, "
+                            f"got {raw!r}") from None
+    return max(0.0, value)  # a negative (or NaN) grace is no grace
+
+
+class Settings(BaseModel):
+    """Pressroom's configuration, read once from the environment (``from_env``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".pressroom")
+    #: ``None``: the SQLite file under ``home`` (see ``store_url``).
+    database_url: str | None = None
+    #: ``None``: ``home / "fixtures"`` (see ``fixtures_dir``).
+    fixtures: Path | None = None
+    temporal_address: str = DEFAULT_ADDRESS
+    temporal_namespace: str = DEFAULT_NAMESPACE
+    task_queue: str = DEFAULT_TASK_QUEUE
+    #: ``None``: decided by the machine's cores (see ``helper_count``).
+    helper_processes: int | None = Field(default=None, ge=0)
+    worker_grace_seconds: float = Field(default=DEFAULT_WORKER_GRACE_SECONDS, ge=0)
+    #: ``None``: the user name of the process.
+    reviewer: str | None = None
+    debug: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Parse ``environ`` (``os.environ`` in the entry points); ``SettingsError`` names a
+        variable whose value is unusable. Unset and empty mean the default."""
+        return cls(
+            home=home_from_env(environ),
+            database_url=_database_url(environ),
+            fixtures=fixtures_from_env(environ) if _text(environ, FIXTURES) else None,
+            temporal_address=_text(environ, TEMPORAL_ADDRESS) or DEFAULT_ADDRESS,
+            temporal_namespace=_text(environ, TEMPORAL_NAMESPACE) or DEFAULT_NAMESPACE,
+            task_queue=_text(environ, TASK_QUEUE) or DEFAULT_TASK_QUEUE,
+            helper_processes=_helper_processes(environ),
+            worker_grace_seconds=_grace_seconds(environ),
+            reviewer=_text(environ, REVIEWER),
+            debug=_text(environ, DEBUG) is not None,
+        )
+
+    @property
+    def store_url(self) -> str:
+        """The artifact store's URL: ``database_url``, else the SQLite file under ``home``."""
+        return self.database_url or f"sqlite+aiosqlite:///{self.home / DB_FILENAME}"
+
+    @property
+    def fixtures_dir(self) -> Path:
+        """``fixtures``, else ``home / "fixtures"``."""
+        return self.fixtures or self.home / "fixtures"
+
+    def helper_count(self, cpu_count: int | None) -> int:
+        """``helper_processes``, else 1 with two or more cores, else 0."""
+        if self.helper_processes is not None:
+            return self.helper_processes
+        return 1 if (cpu_count or 1) >= 2 else 0
+
+
+def load(environ: Mapping[str, str]) -> tuple[Settings, list[str]]:
+    """``Settings.from_env(environ)`` and the deprecation notes it raised, as text: the entry
+    points print them on stderr (Python hides a ``DeprecationWarning`` outside
+    ``__main__``), so a user of an old name hears about it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        settings = Settings.from_env(environ)
+    notes = []
+    for w in caught:
+        if issubclass(w.category, DeprecationWarning):
+            notes.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return settings, notes

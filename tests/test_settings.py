@@ -1,0 +1,204 @@
+"""``Settings.from_env``: defaults, every variable, the deprecated ``PRESSROOM_STORE_URL``,
+bad values (one line naming the variable), and the README's table listing them all."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import settings as settings_module
+from settings import (
+    DATABASE_URL,
+    DEPRECATED_NAMES,
+    STORE_URL,
+    VARIABLES,
+    Settings,
+    SettingsError,
+    load,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_defaults() -> None:
+    s = Settings.from_env({})
+    assert s == Settings()
+    home = Path.home() / ".pressroom"
+    assert s.home == home
+    assert s.database_url is None
+    assert s.store_url == f"sqlite+aiosqlite:///{home / 'pressroom.db'}"
+    assert s.fixtures is None and s.fixtures_dir == home / "fixtures"
+    assert (s.temporal_address, s.temporal_namespace, s.task_queue) == (
+        "localhost:7233", "default", "pressroom")
+    assert s.helper_processes is None
+    assert s.helper_count(2) == 1 and s.helper_count(8) == 1
+    assert s.helper_count(1) == 0 and s.helper_count(None) == 0
+    assert s.worker_grace_seconds == 10.0
+    assert s.reviewer is None
+    assert s.debug is False
+
+
+def test_unrelated_variables_are_ignored() -> None:
+    assert Settings.from_env({"PATH": "/bin", "PRESSROOM_TEST_PAUSE_AT": "draft",
+                              "PRESSROOM_TEST_POSTGRES_URL": "postgresql://x"}) == Settings()
+
+
+@pytest.mark.parametrize(("variable", "raw", "field", "want"), [
+    ("PRESSROOM_HOME", "/srv/pressroom", "home", Path("/srv/pressroom")),
+    ("PRESSROOM_DATABASE_URL", "postgresql+asyncpg://u@h/db", "database_url",
+     "postgresql+asyncpg://u@h/db"),
+    ("PRESSROOM_FIXTURES", "/srv/fixtures", "fixtures", Path("/srv/fixtures")),
+    ("PRESSROOM_TEMPORAL_ADDRESS", "temporal.internal:7233", "temporal_address",
+     "temporal.internal:7233"),
+    ("PRESSROOM_TEMPORAL_NAMESPACE", "ns", "temporal_namespace", "ns"),
+    ("PRESSROOM_TASK_QUEUE", "q", "task_queue", "q"),
+    ("PRESSROOM_HELPER_PROCESSES", "3", "helper_processes", 3),
+    ("PRESSROOM_HELPER_PROCESSES", " 0 ", "helper_processes", 0),
+    ("PRESSROOM_WORKER_GRACE_SECONDS", "1.5", "worker_grace_seconds", 1.5),
+    ("PRESSROOM_WORKER_GRACE_SECONDS", "-4", "worker_grace_seconds", 0.0),
+    ("PRESSROOM_REVIEWER", "alice", "reviewer", "alice"),
+    ("PRESSROOM_DEBUG", "1", "debug", True),
+    ("PRESSROOM_DEBUG", "0", "debug", True),  # any non-empty value, as before
+])
+def test_each_variable(variable: str, raw: str, field: str, want: Any) -> None:
+    s = Settings.from_env({variable: raw})
+    assert getattr(s, field) == want
+    # ... and nothing else moves
+    others = {f: v for f, v in s.model_dump().items() if f != field}
+    assert others == {f: v for f, v in Settings().model_dump().items() if f != field}
+
+
+def test_every_variable_is_parametrized_above() -> None:
+    marks = test_each_variable.pytestmark  # type: ignore[attr-defined]
+    covered = {params[0] for m in marks if m.name == "parametrize" for params in m.args[1]}
+    assert covered == {v.name for v in VARIABLES}
+    assert {v.field for v in VARIABLES} == set(Settings.model_fields)
+
+
+@pytest.mark.parametrize("variable", [v.name for v in VARIABLES])
+def test_empty_means_default(variable: str) -> None:
+    assert Settings.from_env({variable: ""}) == Settings()
+
+
+def test_derived_values_follow_home() -> None:
+    s = Settings.from_env({"PRESSROOM_HOME": "/srv/p"})
+    assert s.store_url == "sqlite+aiosqlite:////srv/p/pressroom.db"
+    assert s.fixtures_dir == Path("/srv/p/fixtures")
+    s = Settings.from_env({"PRESSROOM_HOME": "/srv/p", "PRESSROOM_FIXTURES": "/f",
+                           "PRESSROOM_DATABASE_URL": "sqlite+aiosqlite:////db/x.db"})
+    assert (s.fixtures_dir, s.store_url) == (Path("/f"), "sqlite+aiosqlite:////db/x.db")
+
+
+def test_home_and_fixtures_expand_the_user_directory(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    s = Settings.from_env({"PRESSROOM_HOME": "~/p", "PRESSROOM_FIXTURES": "~/f"})
+    assert (s.home, s.fixtures_dir) == (tmp_path / "p", tmp_path / "f")
+    # the same parsing serves the ${PRESSROOM_HOME} / ${PRESSROOM_FIXTURES} placeholders
+    from activities.sources.specs import expand_location
+
+    env = {"PRESSROOM_HOME": "~/p"}
+    assert expand_location("${PRESSROOM_HOME}/x", env) == str(tmp_path / "p" / "x")
+    assert expand_location("${PRESSROOM_FIXTURES}/x", env) == str(tmp_path / "p/fixtures/x")
+
+
+def test_reading_does_not_create_home(tmp_path: Path) -> None:
+    Settings.from_env({"PRESSROOM_HOME": str(tmp_path / "home")})
+    assert not (tmp_path / "home").exists()
+
+
+def test_settings_are_frozen() -> None:
+    s = Settings()
+    with pytest.raises(ValidationError):
+        s.task_queue = "other"  # type: ignore[misc]
+
+
+def test_the_deprecated_store_url_still_works_with_a_warning() -> None:
+    url = "postgresql+asyncpg://u@h/db"
+    with pytest.warns(DeprecationWarning, match=f"{STORE_URL} is deprecated.*{DATABASE_URL}"):
+        s = Settings.from_env({STORE_URL: url})
+    assert s.database_url == url and s.store_url == url
+    assert DEPRECATED_NAMES == {STORE_URL: DATABASE_URL}
+    # both names, same value: fine, still told
+    with pytest.warns(DeprecationWarning):
+        assert Settings.from_env({STORE_URL: url, DATABASE_URL: url}).database_url == url
+    # load() hands the note to the entry points as text, whatever the warning filters
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s, notes = load({STORE_URL: url})
+    assert s.database_url == url
+    assert len(notes) == 1 and STORE_URL in notes[0] and DATABASE_URL in notes[0]
+    assert load({DATABASE_URL: url}) == (Settings(database_url=url), [])
+
+
+def test_both_database_names_disagreeing_is_refused() -> None:
+    with pytest.raises(SettingsError, match=f"{STORE_URL}.*{DATABASE_URL}"):
+        Settings.from_env({STORE_URL: "sqlite+aiosqlite:////a.db",
+                           DATABASE_URL: "sqlite+aiosqlite:////b.db"})
+
+
+@pytest.mark.parametrize(("variable", "raw", "message"), [
+    ("PRESSROOM_HELPER_PROCESSES", "two", "not a whole number: 'two'"),
+    ("PRESSROOM_HELPER_PROCESSES", "1.5", "not a whole number: '1.5'"),
+    ("PRESSROOM_HELPER_PROCESSES", "-1", "must be 0 or more, got -1"),
+    ("PRESSROOM_WORKER_GRACE_SECONDS", "soon", "must be a number of seconds, got 'soon'"),
+])
+def test_a_bad_value_is_one_line_naming_the_variable(variable: str, raw: str,
+                                                     message: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({variable: raw})
+    text = str(caught.value)
+    assert text.startswith(variable) and message in text and "\n" not in text
+
+
+def _pressroom(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    ours = {variable.name for variable in VARIABLES} | {STORE_URL}
+    base = {k: v for k, v in os.environ.items() if k not in ours}
+    return subprocess.run([sys.executable, "pressroom.py", *args], cwd=REPO,
+                          env={**base, **env, "COLUMNS": "200"}, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_the_cli_refuses_a_bad_value_in_one_line() -> None:
+    proc = _pressroom("version", PRESSROOM_WORKER_GRACE_SECONDS="soon")
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "PRESSROOM_WORKER_GRACE_SECONDS" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_cli_notes_the_deprecated_name_on_stderr(tmp_path: Path) -> None:
+    proc = _pressroom("version", PRESSROOM_STORE_URL=f"sqlite+aiosqlite:///{tmp_path}/x.db")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and f"{STORE_URL} is deprecated" in proc.stderr
+    assert proc.stdout.strip()  # the version still printed
+
+
+def test_readme_table_lists_every_setting() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = {m.group(1): m.group(0)
+            for m in re.finditer(r"^\| `(PRESSROOM_[A-Z_]+)` \|.*$", section, re.MULTILINE)}
+    for v in VARIABLES:
+        assert v.name in rows, v.name
+        assert rows[v.name] == f"| `{v.name}` | {v.default} | {v.meaning} |"
+    hooks = {"PRESSROOM_TEST_PAUSE_AT", "PRESSROOM_TEST_PAUSE_DIR",
+             "PRESSROOM_TEST_POSTGRES_URL", "PRESSROOM_BENCH_POSTGRES_URL", "PRESSROOM_CI",
+             "PRESSROOM_UPDATE_GOLDEN"}
+    assert hooks <= set(rows)
+    assert STORE_URL in section
+
+
+def test_the_settings_module_imports_nothing_from_pressroom() -> None:
+    source = Path(settings_module.__file__).read_text(encoding="utf-8")
+    imported = set(re.findall(r"^(?:from|import) ([a-z_]+)", source, re.MULTILINE))
+    assert imported <= {"__future__", "warnings", "collections", "dataclasses", "pathlib",
+                        "pydantic"}, imported
