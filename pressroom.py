@@ -42,7 +42,7 @@ def _job_cmd(coro: object) -> object:
 
     from artifacts import StoreError
     from context.errors import ContextError
-    from workflows.errors import JobError
+    from contracts.errors import JobError
 
     try:
         return asyncio.run(coro)  # type: ignore[arg-type]

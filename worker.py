@@ -28,7 +28,7 @@ from temporalio.worker import Worker
 
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
-from workflows.errors import JobError
+from contracts.errors import JobError
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from activities.checkpoint import render_checkpoint
-from activities.contracts import ArtifactRef, AssembleContextInput
 from activities.parsed import PARSED
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
 from context.toolpairs import ToolCall, ToolHistory, ToolResult
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, AssembleContextInput
+from contracts.job_spec import JobSpec
 
 CONTROL_POLICY = """\
 You are Pressroom's research writer. Write only what the admitted evidence supports and cite

@@ -13,9 +13,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from activities.contracts import CheckpointInput, CheckpointResult, StepState
 from activities.parsed import PARSED
 from activities.runtime import ActivityRuntime, principal_of, scope_of
+from contracts.activity_messages import CheckpointInput, CheckpointResult, StepState
 
 STAGES = ("plan", "research", "draft", "review", "revise", "publish")
 MAX_CLAIMS = 60

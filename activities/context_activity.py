@@ -20,11 +20,11 @@ from typing import Any
 
 import context
 from activities.candidates import CandidateSet, load_candidates
-from activities.contracts import AssembleContextInput, ContextRef
 from activities.runtime import ActivityRuntime, scope_of
 from context.items import ScopeRef
 from context.request import ModelSpec, PrincipalContext, TopicSpec
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import AssembleContextInput, ContextRef
+from contracts.job_spec import JobSpec
 
 #: What each stage is deciding; the engine ranks relevance against it.
 DECISIONS = {

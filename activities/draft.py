@@ -14,9 +14,9 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.contracts import DraftInput, DraftResult
 from activities.providers import get_provider
 from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
+from contracts.activity_messages import DraftInput, DraftResult
 
 SUMMARY_CHARS = 240
 

@@ -101,7 +101,7 @@ def _body(name: str) -> tuple[Callable[[Any, Any], Awaitable[BaseModel]], type[B
     if name not in _BODIES:
         raise ValueError(f"activity {name!r} cannot run in a helper process")
     module, function, input_model = _BODIES[name]
-    contracts = importlib.import_module("activities.contracts")
+    contracts = importlib.import_module("contracts.activity_messages")
     return (getattr(importlib.import_module(module), function),
             getattr(contracts, input_model))
 

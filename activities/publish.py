@@ -22,9 +22,9 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.contracts import PublishInput, PublishResult
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import PublishInput, PublishResult
+from contracts.job_spec import JobSpec
 
 
 class PublishRefused(ApplicationError):

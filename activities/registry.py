@@ -14,7 +14,9 @@ from typing import Any
 from temporalio import activity
 
 from activities import checkpoint, context_activity, draft, publish, research, store_activities
-from activities.contracts import (
+from activities.providers import PROVIDERS
+from activities.runtime import ActivityRuntime, heartbeating
+from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
     CheckpointInput,
@@ -30,8 +32,6 @@ from activities.contracts import (
     ResearchResult,
     StoreJobSpecInput,
 )
-from activities.providers import PROVIDERS
-from activities.runtime import ActivityRuntime, heartbeating
 
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
                   "record_review", "write_checkpoint", "publish")

@@ -20,9 +20,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from activities.contracts import ResearchInput, ResearchResult
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
-from activities.sources import TopicTerms, acquire
+from activities.sources import acquire
+from contracts.activity_messages import ResearchInput, ResearchResult
+from contracts.source_specs import TopicTerms
 
 
 def _ids(job_id: str) -> tuple[str, str, str]:

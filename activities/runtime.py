@@ -31,11 +31,11 @@ from typing import Any
 from temporalio import activity
 
 import artifacts
-from activities.contracts import ArtifactRef, JobRef
 from activities.offload import HelperPool
 from activities.store_access import WorkerStore
 from artifacts.errors import RevisionConflict
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, JobRef
+from contracts.job_spec import JobSpec
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024

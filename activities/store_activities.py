@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 
-from activities.contracts import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
+from contracts.job_spec import JobSpec
 
 
 def job_spec_id(spec: JobSpec) -> str:

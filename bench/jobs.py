@@ -41,7 +41,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.contracts import (
+from activities.runtime import ActivityRuntime
+from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
     CheckpointInput,
@@ -57,11 +58,10 @@ from activities.contracts import (
     ResearchResult,
     StoreJobSpecInput,
 )
-from activities.runtime import ActivityRuntime
+from contracts.job_spec import JobSpec, load_job_spec
 from worker import build_worker, default_helper_processes
 from workflows import client as jobs
 from workflows.embedded import EXAMPLE_JOB, _build_fixtures
-from workflows.job_spec import JobSpec, load_job_spec
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,

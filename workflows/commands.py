@@ -20,11 +20,11 @@ from rich.panel import Panel
 from temporalio.client import Client
 
 import artifacts
+from contracts.job_spec import JobSpec, load_job_spec
+from contracts.workflow_messages import JobStatus, ResolveInput
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
 from workflows.explain import render_manifest
-from workflows.job_spec import JobSpec, load_job_spec
-from workflows.models import JobStatus, ResolveInput
 from workflows.resolution import build_resolution
 from workflows.temporal_config import DATA_CONVERTER, address_from_env, namespace_from_env
 

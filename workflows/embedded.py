@@ -20,11 +20,11 @@ from typing import Any
 
 from rich.console import Console
 
+from contracts.errors import JobError
+from contracts.job_spec import JobSpec, load_job_spec
 from workflows import client as jobs
 from workflows.commands import follow, show_draft
 from workflows.devserver import DevServer, free_port, port_free
-from workflows.errors import JobError
-from workflows.job_spec import JobSpec, load_job_spec
 from workflows.temporal_config import pressroom_home
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

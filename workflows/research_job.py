@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from activities.contracts import (
+    from contracts.activity_messages import (
         ArtifactRef,
         AssembleContextInput,
         CheckpointInput,
@@ -40,8 +40,8 @@ with workflow.unsafe.imports_passed_through():
         StepState,
         StoreJobSpecInput,
     )
-    from workflows.job_spec import JobSpec
-    from workflows.models import (
+    from contracts.job_spec import JobSpec
+    from contracts.workflow_messages import (
         JobResult,
         JobState,
         JobStatus,

@@ -28,17 +28,12 @@ WORKFLOW_TYPE = "ResearchJobWorkflow"
 #: Modules the sandbox imports once and shares with every workflow run instead of
 #: re-importing them per run. Each is side-effect free at import time.
 _PASSTHROUGH_MODULES = (
-    # Our own pure data models: re-importing them per run would make a second copy of every
-    # class, so a model decoded by the converter (outside the sandbox) would fail
-    # isinstance checks inside it, and re-import costs time on every workflow task.
-    "workflows.job_spec",
-    "workflows.errors",
-    "workflows.models",
-    "activities.contracts",
-    # The source spec models the job spec embeds; same identity argument as above. The
-    # package's acquisition code is never called from workflow code, only its models.
-    "activities.sources",
-    # context.items / context.vocabulary: ScopeRef and the enums inside the job spec.
+    # The job spec, workflow messages, activity inputs/results, source specs and contract
+    # errors: pure data. Re-importing them per run would make a second copy of every class,
+    # so a model decoded by the converter (outside the sandbox) would fail isinstance checks
+    # inside it, and re-import costs time on every workflow task.
+    "contracts",
+    # context.vocabulary: the enums inside the job spec and source specs.
     "context",
     # PyYAML is imported by the job spec module for YAML loading (never used in workflows).
     "yaml",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from activities.sources.specs import TopicTerms
+from contracts.source_specs import TopicTerms
 
 CONTEXT_LINES = 3
 MAX_EXCERPT_LINES = 40

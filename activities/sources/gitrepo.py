@@ -46,9 +46,9 @@ from activities.sources.excerpts import (
     windows,
 )
 from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.specs import GitSourceSpec, TopicTerms, expand_location, pressroom_home
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.source_specs import GitSourceSpec, TopicTerms, expand_location, pressroom_home
 
 TOOL_NAME = "git_grep"
 DEFAULT_TIMEOUT_S = 30.0

@@ -25,9 +25,9 @@ from pathlib import Path
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
 from activities.sources.excerpts import excerpt_text, markdown_sections, section_windows
 from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.specs import TopicTerms, WebPageSourceSpec, expand_location
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.source_specs import TopicTerms, WebPageSourceSpec, expand_location
 
 TOOL_NAME = "read_web_page"
 MAX_PAGE_BYTES = 5_000_000

@@ -25,9 +25,16 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context_activity
 from activities import draft as draft_module
-from activities.contracts import ArtifactRef, AssembleContextInput, ContextRef, JobRef, StepState
 from activities.offload import HelperPool
 from activities.runtime import ActivityRuntime, principal_of
+from contracts.activity_messages import (
+    ArtifactRef,
+    AssembleContextInput,
+    ContextRef,
+    JobRef,
+    StepState,
+)
+from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import (
     alive,
     children,
@@ -38,7 +45,6 @@ from tests.workflows.jobkit import (
     wait_status,
 )
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import worker
-from workflows.errors import JobError
+from contracts.errors import JobError
 
 
 @pytest.mark.parametrize(("raw", "cores", "want"), [

@@ -17,8 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from activities.sources.errors import SourceSpecError
 from context.vocabulary import SecurityClass, Trust
+from contracts.errors import SourceSpecError
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
