@@ -20,18 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from contracts.activity_messages import PublishInput, PublishResult
+from contracts.errors import PublishRefused
 from contracts.job_spec import JobSpec
-
-
-class PublishRefused(ApplicationError):
-    """The stored review does not authorize this publication (never retried)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, type="PublishRefused", non_retryable=True)
 
 
 def receipt_key(spec: JobSpec, inp: PublishInput) -> str:

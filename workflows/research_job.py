@@ -51,26 +51,10 @@ with workflow.unsafe.imports_passed_through():
         ReviewInput,
         ReviewResult,
     )
-    from workflows.temporal_config import WORKFLOW_TYPE
+    from workflows.temporal_config import ACTIVITY_NON_RETRYABLE_ERROR_TYPES, WORKFLOW_TYPE
 
 R = TypeVar("R", bound=BaseModel)
 
-#: Activity errors that no retry can fix; everything else retries with backoff.
-_NON_RETRYABLE = [
-    "JobSpecError",
-    "PublishRefused",
-    "ScopeDenied",
-    "InvalidArtifact",
-    "IntegrityError",
-    "RequestError",
-    "PolicyError",
-    "SourceSpecError",
-    "ProviderConfigError",
-    "ProviderInputError",
-    # a sealed record or a revision parent that disagrees stays so on every retry
-    "SealedConflict",
-    "RevisionConflict",
-]
 _MANIFEST_IDS_KEPT = 200
 _MAX_COMMENTS = 50
 _MAX_COMMENT_CHARS = 20_000
@@ -363,9 +347,9 @@ class ResearchJobWorkflow:
             name, arg, result_type=result_type,
             start_to_close_timeout=rt.activity_timeout,
             heartbeat_timeout=rt.heartbeat_timeout,
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                     maximum_interval=timedelta(seconds=30),
-                                     non_retryable_error_types=_NON_RETRYABLE),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                non_retryable_error_types=list(ACTIVITY_NON_RETRYABLE_ERROR_TYPES)),
         )
         return result
 

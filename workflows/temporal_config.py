@@ -1,8 +1,10 @@
 """How Pressroom talks to Temporal: data converter, sandbox, failure types, defaults.
 
 One place so the worker, the CLI, the tests and the replayer agree byte for byte on how
-payloads are encoded and which workflow exceptions fail a job instead of retrying the
-workflow task forever. Anything that connects to Temporal imports from here.
+payloads are encoded, which workflow exceptions fail a job instead of retrying the
+workflow task forever, and which activity errors the workflow never retries (named by
+class, so a renamed class cannot leave a stale string behind). Anything that connects to
+Temporal imports from here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,22 @@ from pathlib import Path
 import pydantic
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from artifacts.errors import (
+    IntegrityError,
+    InvalidArtifact,
+    RevisionConflict,
+    ScopeDenied,
+    SealedConflict,
+)
+from context.errors import PolicyError, RequestError
+from contracts.errors import (
+    JobSpecError,
+    ProviderConfigError,
+    ProviderInputError,
+    PublishRefused,
+    SourceSpecError,
+)
 
 #: Every payload (workflow input, activity input/result, update, query) is a pydantic v2
 #: model; the pydantic converter round-trips them with their types instead of plain dicts.
@@ -33,8 +51,11 @@ _PASSTHROUGH_MODULES = (
     # so a model decoded by the converter (outside the sandbox) would fail isinstance checks
     # inside it, and re-import costs time on every workflow task.
     "contracts",
-    # context.vocabulary: the enums inside the job spec and source specs.
+    # context.vocabulary: the enums inside the job spec and source specs; context.errors:
+    # two of the activity errors named below.
     "context",
+    # artifacts.errors: the store's errors named below (classes only; no store is opened).
+    "artifacts",
     # PyYAML is imported by the job spec module for YAML loading (never used in workflows).
     "yaml",
     # pydantic / pydantic_core are already passed through by the SDK default; listed so the
@@ -61,6 +82,29 @@ WORKFLOW_FAILURE_EXCEPTION_TYPES: tuple[type[BaseException], ...] = (
     AssertionError,
     LookupError,
 )
+
+#: Activity errors that no retry can fix; everything else retries with backoff. Temporal
+#: matches a failure's type name exactly (an exception's class name, or an
+#: ``ApplicationError``'s ``type``), never a base class, so a subclass that must not be
+#: retried is listed itself. The order is the order of ``ACTIVITY_NON_RETRYABLE_ERROR_TYPES``
+#: in every activity's retry policy, which workflow history records: keep it stable.
+ACTIVITY_NON_RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
+    JobSpecError,
+    PublishRefused,
+    ScopeDenied,
+    InvalidArtifact,
+    IntegrityError,
+    RequestError,
+    PolicyError,
+    SourceSpecError,
+    ProviderConfigError,
+    ProviderInputError,
+    # a sealed record or a revision parent that disagrees stays so on every retry
+    SealedConflict,
+    RevisionConflict,
+)
+ACTIVITY_NON_RETRYABLE_ERROR_TYPES: tuple[str, ...] = tuple(
+    error.__name__ for error in ACTIVITY_NON_RETRYABLE_ERRORS)
 
 
 def temporal_binary() -> Path:
