@@ -66,9 +66,9 @@ def _refs(state: StepState) -> list[dict[str, Any]]:
     return out
 
 
-async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[str, Any]:
-    store = await rt.store()
-    spec, state = await rt.spec_of(inp.job), inp.state
+async def build_checkpoint(runtime: ActivityRuntime, inp: CheckpointInput) -> dict[str, Any]:
+    store = await runtime.store()
+    spec, state = await runtime.spec_of(inp.job), inp.state
     claims = await _derived(store, spec, state.evidence_pack, "checkpoint_claims", _claims)
     negative = await _derived(store, spec, state.source_records, "checkpoint_negative",
                               _negative)
@@ -97,10 +97,10 @@ async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[st
     }
 
 
-async def write_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> CheckpointResult:
-    store = await rt.store()
-    body = await build_checkpoint(rt, inp)
-    spec = await rt.spec_of(inp.job)
+async def write_checkpoint(runtime: ActivityRuntime, inp: CheckpointInput) -> CheckpointResult:
+    store = await runtime.store()
+    body = await build_checkpoint(runtime, inp)
+    spec = await runtime.spec_of(inp.job)
     # The store seals the body under the sha256 of its canonical JSON (the same bytes
     # ``runtime.dumps`` gives for this JSON-native body), so its answer is the hash.
     digest = await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id,

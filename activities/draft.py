@@ -54,9 +54,9 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, 
     return loaded
 
 
-async def draft(rt: ActivityRuntime, inp: DraftInput) -> DraftResult:
-    store = await rt.store()
-    spec, ctx = await rt.spec_of(inp.job), inp.context
+async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
+    store = await runtime.store()
+    spec, ctx = await runtime.spec_of(inp.job), inp.context
     if ctx.status != "ready":
         raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
                                type=InvalidArtifact.__name__, non_retryable=True)

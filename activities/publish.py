@@ -83,9 +83,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-async def publish(rt: ActivityRuntime, inp: PublishInput) -> PublishResult:
-    store = await rt.store()
-    spec = await rt.spec_of(inp.job)
+async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
+    store = await runtime.store()
+    spec = await runtime.spec_of(inp.job)
     principal = principal_of(spec)
     key = receipt_key(spec, inp)
     existing = await store.get_receipt(key, principal=principal)

@@ -50,9 +50,9 @@ def _searched(src: Any, topics: list[TopicTerms]) -> dict[str, Any]:
     return where
 
 
-async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
-    store = await rt.store()
-    spec, state = await rt.spec_of(inp.job), inp.state
+async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
+    store = await runtime.store()
+    spec, state = await runtime.spec_of(inp.job), inp.state
     topics = [TopicTerms(name=t.name, terms=list(t.terms)) for t in spec.topics]
     as_of = datetime.fromisoformat(inp.as_of)
     # One acquisition per source name, the newest spec winning: two resolutions naming the
@@ -65,9 +65,9 @@ async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
 
     async def one(src: Any) -> Any:
         call_id = f"{spec.job_id}:{inp.context.step_id}:{src.name}"
-        res = await acquire(src, topics, call_id=call_id, as_of=as_of, turn=inp.turn)
-        results.append(res.tool_result.model_dump(mode="json"))
-        return res
+        acquisition = await acquire(src, topics, call_id=call_id, as_of=as_of, turn=inp.turn)
+        results.append(acquisition.tool_result.model_dump(mode="json"))
+        return acquisition
 
     acquired = await asyncio.gather(*(one(src) for src in sources))
     issued = [a.tool_call.model_dump(mode="json") for a in acquired]  # issue order

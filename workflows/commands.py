@@ -113,8 +113,9 @@ async def show_status(console: Console, job_id: str, address: str | None = None)
         console.print(f"  stage {live.stage}, revision round {live.revision_round}, "
                       f"destination {live.destination}")
         if live.pending_draft:
-            d = live.pending_draft
-            console.print(f"  pending draft r{d.revision} {d.content_hash}\n  {d.summary}")
+            pending = live.pending_draft
+            console.print(f"  pending draft r{pending.revision} {pending.content_hash}\n"
+                          f"  {pending.summary}")
         console.print(f"  manifests: {', '.join(live.manifest_ids) or '-'}")
     receipt = (live.receipt if live else None) or (view.result.receipt if view.result else None)
     if receipt is not None:
@@ -160,9 +161,9 @@ async def show_draft(console: Console, client: Client, job_id: str,
     view = await jobs.view_job(client, job_id)
     if view.live is None or view.live.pending_draft is None:
         raise JobNotFound(f"job {job_id!r} has no draft waiting for review ({view.summary})")
-    d = view.live.pending_draft
+    pending = view.live.pending_draft
     text = await pending_draft_text(view.live, store_url)
-    title = f"{job_id} draft r{d.revision} {d.content_hash[:19]}…"
+    title = f"{job_id} draft r{pending.revision} {pending.content_hash[:19]}…"
     console.print(Panel(Markdown(text), title=title,
                         subtitle=f"destination {view.live.destination}"))
     return view.live
@@ -225,11 +226,11 @@ async def explain(console: Console, job_id: str, step: str | None = None,
         if not ids:
             raise JobNotFound(f"job {job_id!r} has no manifests to explain ({view.summary})")
         shown = 0
-        for mid in ids:
-            m = await store.get_manifest(mid, principal=_principal(tenant, project))
-            if step and step not in (m.get("step_id"), m.get("stage"), mid):
+        for manifest_id in ids:
+            manifest = await store.get_manifest(manifest_id, principal=_principal(tenant, project))
+            if step and step not in (manifest.get("step_id"), manifest.get("stage"), manifest_id):
                 continue
-            render_manifest(console, m)
+            render_manifest(console, manifest)
             shown += 1
     finally:
         await store.close()

@@ -147,10 +147,10 @@ async def run_demo(console: Console, *, interactive: bool | None = None) -> int:
         if result is None or result.receipt is None:
             console.print(f"job ended {view.summary}; nothing published")
             return 0 if result is not None and result.status == "rejected" else 1
-        r = result.receipt
+        receipt = result.receipt
         console.print("[green]published[/green]")
-        console.print(f"  receipt {r.receipt_key}\n  content {r.content_hash}\n"
-                      f"  review  {r.review_decision_id}\n  at      {r.published_at}",
+        console.print(f"  receipt {receipt.receipt_key}\n  content {receipt.content_hash}\n"
+                      f"  review  {receipt.review_decision_id}\n  at      {receipt.published_at}",
                       highlight=False, soft_wrap=True)
-        console.print(f"  article {r.location}", highlight=False, soft_wrap=True)
+        console.print(f"  article {receipt.location}", highlight=False, soft_wrap=True)
     return 0

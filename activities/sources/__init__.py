@@ -10,7 +10,7 @@ are contracts the workflow carries: ``contracts.source_specs``.
 
 from activities.sources.acquire import TOOL_NAMES, acquire, tool_arguments
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
-from activities.sources.records import AcquisitionResult, EvidenceRecord, to_context_item
+from activities.sources.evidence import AcquisitionResult, EvidenceRecord, to_context_item
 from activities.sources.toolrecord import ToolCall, ToolResult
 
 __all__ = [

@@ -23,9 +23,9 @@ from typing import Any
 from activities.sources.documents import TOOL_NAME as DOCUMENT_TOOL
 from activities.sources.documents import acquire_documents
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.evidence import AcquisitionResult, Gathered
 from activities.sources.gitrepo import DEFAULT_TIMEOUT_S, acquire_git
 from activities.sources.gitrepo import TOOL_NAME as GIT_TOOL
-from activities.sources.records import AcquisitionResult, Gathered
 from activities.sources.toolrecord import (
     ToolCall,
     ToolResult,

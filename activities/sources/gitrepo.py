@@ -39,13 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from activities.sources.errors import RetrievalFailed
+from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import (
     all_terms,
     excerpt_text,
     failure_lines,
     windows,
 )
-from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
 from contracts.source_specs import GitSourceSpec, TopicTerms, expand_location, pressroom_home

@@ -23,8 +23,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import excerpt_text, markdown_sections, section_windows
-from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
 from contracts.source_specs import TopicTerms, WebPageSourceSpec, expand_location

@@ -1,5 +1,8 @@
 """Evidence records and acquisition results, and their mapping onto context items.
 
+(Named ``evidence``, not ``records``: ``context.records`` builds manifest entries and
+``artifacts.records`` seals store records, which are other things entirely.)
+
 An ``EvidenceRecord`` is one bounded excerpt of a source (seed 000 §5 source limits: code
 as excerpts with line ranges, test logs as failures plus an artifact ref, web pages as
 relevant sections plus a content hash) with everything the context engine's hard gates
