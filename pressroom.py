@@ -7,11 +7,14 @@ engine or the artifact store, and turns their typed errors into one clear line.
 from __future__ import annotations
 
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+
+T = TypeVar("T")
 
 app = typer.Typer(help="Pressroom: durable research jobs with auditable context assembly.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -34,7 +37,7 @@ _ADDR_HELP = "Temporal frontend HOST:PORT (default $PRESSROOM_TEMPORAL_ADDRESS o
 _QUEUE_HELP = "Task queue (default $PRESSROOM_TASK_QUEUE or 'pressroom')"
 
 
-def _job_cmd(coro: object) -> object:
+def _job_cmd(coro: Coroutine[Any, Any, T]) -> T:
     """Run a job command; its expected errors become one line on stderr and exit code 1."""
     import asyncio
 
@@ -45,7 +48,7 @@ def _job_cmd(coro: object) -> object:
     from contracts.errors import JobError
 
     try:
-        return asyncio.run(coro)  # type: ignore[arg-type]
+        return asyncio.run(coro)
     except (JobError, StoreError, ContextError, RPCError) as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(1) from None

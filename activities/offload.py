@@ -46,7 +46,7 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
@@ -103,13 +103,14 @@ def _init_helper(pickled_make_runtime: bytes, parent: int) -> None:
     _runner = asyncio.Runner()
 
 
-def _body(name: str) -> tuple[Callable[[Any, Any], Awaitable[BaseModel]], type[BaseModel]]:
+def _body(name: str) -> tuple[Callable[[Any, Any], Coroutine[Any, Any, BaseModel]],
+                             type[BaseModel]]:
     if name not in _BODIES:
         raise ValueError(f"activity {name!r} cannot run in a helper process")
     module, function, input_model = _BODIES[name]
-    contracts = importlib.import_module("contracts.activity_messages")
+    messages = importlib.import_module("contracts.activity_messages")
     return (getattr(importlib.import_module(module), function),
-            getattr(contracts, input_model))
+            getattr(messages, input_model))
 
 
 def _warm() -> None:
@@ -123,7 +124,8 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
     assert _runner is not None
     try:
         fn, input_type = _body(name)
-        result = _runner.run(fn(_runtime, input_type.model_validate_json(payload)))
+        result: BaseModel = _runner.run(
+            fn(_runtime, input_type.model_validate_json(payload)))
         return True, result.model_dump_json()
     except Exception as exc:  # re-raised in the worker as the same failure (docstring)
         return False, {
