@@ -5,6 +5,9 @@ the job wrote them — possibly with a ``${PRESSROOM_FIXTURES}`` or ``${PRESSROO
 placeholder — and are expanded only on the worker that runs the acquisition
 (``expand_location``). That keeps tool-call arguments and their hashes identical across
 machines whose fixture directories differ.
+
+They are contracts, not acquisition code: the job spec embeds them and a ``resolve`` signal
+can carry one, so the workflow needs them without importing ``activities.sources``.
 """
 
 from __future__ import annotations
