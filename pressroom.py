@@ -7,14 +7,17 @@ engine or the artifact store, and turns their typed errors into one clear line.
 from __future__ import annotations
 
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
     from settings import Settings
+
+T = TypeVar("T")
 
 app = typer.Typer(help="Pressroom: durable research jobs with auditable context assembly.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -54,10 +57,11 @@ def _settings(ctx: typer.Context) -> Settings:
 @app.command()
 def demo(ctx: typer.Context) -> None:
     """Run the example job end to end: server + worker, draft, approval, publish, receipt."""
+    from worker import run_worker
     from workflows.embedded import run_demo
 
     settings = _settings(ctx)
-    raise typer.Exit(_job_cmd(run_demo(console, settings), settings) or 0)
+    raise typer.Exit(_job_cmd(run_demo(console, settings, run_worker), settings) or 0)
 
 
 # --- durable jobs: dev, worker, run, status, list, approve/request-changes/reject, resolve,
@@ -67,7 +71,7 @@ _ADDR_HELP = "Temporal frontend HOST:PORT (default $PRESSROOM_TEMPORAL_ADDRESS o
 _QUEUE_HELP = "Task queue (default $PRESSROOM_TASK_QUEUE or 'pressroom')"
 
 
-def _job_cmd(coro: object, settings: Settings) -> object:
+def _job_cmd(coro: Coroutine[Any, Any, T], settings: Settings) -> T:
     """Run a job command; its expected errors become one line on stderr and exit code 1."""
     import asyncio
 
@@ -75,10 +79,10 @@ def _job_cmd(coro: object, settings: Settings) -> object:
 
     from artifacts import StoreError
     from context.errors import ContextError
-    from workflows.errors import JobError
+    from contracts.errors import JobError
 
     try:
-        return asyncio.run(coro)  # type: ignore[arg-type]
+        return asyncio.run(coro)
     except (JobError, StoreError, ContextError, RPCError) as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(1) from None
@@ -106,10 +110,11 @@ def dev(
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
 ) -> None:
     """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker."""
+    from worker import run_worker
     from workflows.embedded import run_dev
 
     settings = _settings(ctx)
-    _job_cmd(run_dev(console, settings, port=port, headless=headless,
+    _job_cmd(run_dev(console, settings, run_worker, port=port, headless=headless,
                      task_queue=_queue(task_queue, settings)), settings)
 
 

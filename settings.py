@@ -4,7 +4,7 @@
 ``worker.py``'s ``main``), and the frozen result is passed down; nothing below them reads
 these variables again. One exception, for now: a job's source locations may hold
 ``${PRESSROOM_HOME}`` / ``${PRESSROOM_FIXTURES}`` placeholders, which the process that
-acquires the source expands from its own environment (``activities.sources.specs.
+acquires the source expands from its own environment (``contracts.source_specs.
 expand_location``; URL repositories are cached under ``$PRESSROOM_HOME/git-cache`` by
 ``activities.sources.gitrepo``) with ``home_from_env`` / ``fixtures_from_env`` below — the
 same parsing, so one behaviour. (The acquisition functions have no handle to pass settings

@@ -10,12 +10,17 @@ Context assembly (and a draft by a CPU-bound provider such as ``extractive``) ru
 helper processes (``activities.offload``): one by default on a machine with more than one
 core, none on a single core (a helper there only adds hand-offs); ``--helper-processes 0``
 keeps them in the worker process.
+
+This module wires the parts: ``build_runtime`` builds the helper pool and hands it to the
+``ActivityRuntime`` the activities share, so neither of those two modules imports the
+other's builder (``offload`` does not import ``runtime`` at all).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import signal
 import sys
@@ -28,8 +33,10 @@ from temporalio.client import Client
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
+from activities.offload import HelperPool
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
+from contracts.errors import JobError
 from settings import (
     DEFAULT_NAMESPACE,
     DEFAULT_TASK_QUEUE,
@@ -39,7 +46,6 @@ from settings import (
     load,
     parse_helper_count,
 )
-from workflows.errors import JobError
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
@@ -96,6 +102,18 @@ def default_helper_processes(settings: Settings) -> int:
     return settings.helper_count(os.cpu_count())
 
 
+def build_helper_pool(store_url: str, processes: int) -> HelperPool:
+    """``processes`` helper processes, each with its own ``ActivityRuntime`` on ``store_url``."""
+    return HelperPool(functools.partial(ActivityRuntime, store_url), processes)
+
+
+def build_runtime(store_url: str, *, helper_processes: int = 0) -> ActivityRuntime:
+    """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
+    of that size (started now, closed with the runtime), with 0 none."""
+    helpers = build_helper_pool(store_url, helper_processes) if helper_processes else None
+    return ActivityRuntime(store_url, helpers=helpers)
+
+
 async def run_worker(settings: Settings, *, address: str | None = None,
                      namespace: str | None = None, task_queue: str | None = None,
                      store_url: str | None = None, tls_cert: str | None = None,
@@ -111,7 +129,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     client = await connect(address or settings.temporal_address,
                            namespace or settings.temporal_namespace,
                            tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
-    runtime = ActivityRuntime(store_url or settings.store_url, helper_processes=helpers)
+    runtime = build_runtime(store_url or settings.store_url, helper_processes=helpers)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

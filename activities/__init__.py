@@ -1,6 +1,8 @@
 """Every side effect of a Pressroom job: store reads and writes, acquisition, model calls,
 publishing — as Temporal activities (``registry.build_activities``) sharing one
-``runtime.ActivityRuntime`` per worker. ``contracts`` holds their inputs and results.
+``runtime.ActivityRuntime`` per worker. Their inputs and results are
+``contracts.activity_messages``: the workflow addresses activities by name and shares only
+those contracts with them, so nothing here imports ``workflows``.
 
 Sub-packages ``sources`` (acquisition) and ``providers`` (models) are imported on their
 own; names here are resolved lazily so importing a sub-package stays cheap.
@@ -15,9 +17,6 @@ _EXPORTS = {
     "ActivityRuntime": "activities.runtime",
     "build_activities": "activities.registry",
     "ACTIVITY_NAMES": "activities.registry",
-    "ArtifactRef": "activities.contracts",
-    "ContextRef": "activities.contracts",
-    "JobRef": "activities.contracts",
 }
 
 __all__ = sorted(_EXPORTS)

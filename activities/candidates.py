@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from activities.checkpoint import render_checkpoint
-from activities.contracts import ArtifactRef, AssembleContextInput
 from activities.parsed import PARSED
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
 from context.tool_history import ToolCall, ToolHistory, ToolResult
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, AssembleContextInput
+from contracts.job_spec import JobSpec
 
 CONTROL_POLICY = """\
 You are Pressroom's research writer. Write only what the admitted evidence supports and cite
@@ -111,17 +111,17 @@ class _Loader:
 
     async def evidence(self) -> None:
         # Parsed once per verified revision (see ``activities.parsed``); read every time.
-        st, scope = self.inp.state, self.scope
-        if st.evidence_pack is not None:
-            rec, body = await self.get(st.evidence_pack)
+        state, scope = self.inp.state, self.scope
+        if state.evidence_pack is not None:
+            rec, body = await self.get(state.evidence_pack)
             self.out.items.extend(PARSED.get("evidence_items", rec.content_hash,
                                              lambda: _evidence_items(body, scope), scope))
-        if st.source_records is not None:
-            rec, body = await self.get(st.source_records)
+        if state.source_records is not None:
+            rec, body = await self.get(state.source_records)
             self.out.acquisitions.extend(PARSED.get("acquisitions", rec.content_hash,
                                                     lambda: _acquisitions(body)))
-        if st.tool_records is not None:
-            rec, body = await self.get(st.tool_records)
+        if state.tool_records is not None:
+            rec, body = await self.get(state.tool_records)
             self.out.tool_history = PARSED.get("tool_history", rec.content_hash,
                                                lambda: _tool_history(body))
 
@@ -189,32 +189,32 @@ def _tool_history(body: bytes) -> ToolHistory:
 
 
 async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput) -> CandidateSet:
-    ld = _Loader(store, spec, inp)
-    st, stage = inp.state, inp.stage
-    ld.add(item_id="pressroom:control-policy", source_type=SourceType.SYSTEM_POLICY,
+    loader = _Loader(store, spec, inp)
+    state, stage = inp.state, inp.stage
+    loader.add(item_id="pressroom:control-policy", source_type=SourceType.SYSTEM_POLICY,
            trust=Trust.CONTROL_AUTHORITY, role=Role.CONTROL, content=CONTROL_POLICY,
            revision=CONTROL_REVISION, required=True, security=SecurityClass.PUBLIC)
-    await ld.artifact(st.job_spec, item_id=f"job_spec:{spec.job_id}",
+    await loader.artifact(state.job_spec, item_id=f"job_spec:{spec.job_id}",
                       source_type=SourceType.USER_REQUEST, trust=Trust.TASK_AUTHORITY,
                       role=Role.TASK_INTENT, required=True)
-    await ld.artifact(st.plan, item_id=f"research_plan:{spec.job_id}",
+    await loader.artifact(state.plan, item_id=f"research_plan:{spec.job_id}",
                       source_type=SourceType.RUNTIME_STATE, trust=Trust.TRUSTED_STATE,
                       role=Role.STATE)
-    await ld.checkpoint()
-    await ld.evidence()
+    await loader.checkpoint()
+    await loader.evidence()
     if stage in ("revise", "publish"):
-        await ld.artifact(st.draft, item_id=f"article_draft:{spec.job_id}",
+        await loader.artifact(state.draft, item_id=f"article_draft:{spec.job_id}",
                           source_type=SourceType.AGENT_OUTPUT,
                           trust=Trust.UNTRUSTED_EXTERNAL_DATA, role=Role.UNTRUSTED_DATA)
-    if stage == "revise" and st.review_comments and st.review is not None:
-        ld.add(item_id=f"review_comments:{st.review.artifact_id}@{st.review.revision}",
+    if stage == "revise" and state.review_comments and state.review is not None:
+        loader.add(item_id=f"review_comments:{state.review.artifact_id}@{state.review.revision}",
                source_type=SourceType.USER_REQUEST, trust=Trust.TASK_AUTHORITY,
-               role=Role.TASK_INTENT, revision=str(st.review.revision), ref=st.review,
+               role=Role.TASK_INTENT, revision=str(state.review.revision), ref=state.review,
                content="Reviewer's requested changes:\n"
-                       + "\n".join(f"- {c}" for c in st.review_comments),
+                       + "\n".join(f"- {c}" for c in state.review_comments),
                key=f"review_comments:{spec.job_id}")
-    await ld.workspace()
-    return ld.out
+    await loader.workspace()
+    return loader.out
 
 
 __all__ = ["CONTROL_POLICY", "CandidateSet", "load_candidates", "render_job_spec"]

@@ -1,6 +1,6 @@
-"""The structured checkpoint written after every stage (seed 000 §6).
+"""The structured checkpoint written after every stage (docs/architecture.md#checkpoints).
 
-Its sections are exactly the seed's: goal, constraints, current stage, done / in progress /
+Its sections are exactly those the docs list: goal, constraints, current stage, done / in progress /
 blocked, confirmed claims with source refs, conflicts and negative findings (with the
 searched scope, so "not found yet" never turns into "does not exist"), open items, draft
 revision, next steps, artifact / checkpoint refs. The next step re-admits it as
@@ -13,9 +13,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from activities.contracts import CheckpointInput, CheckpointResult, StepState
 from activities.parsed import PARSED
 from activities.runtime import ActivityRuntime, principal_of, scope_of
+from contracts.activity_messages import CheckpointInput, CheckpointResult, StepState
 
 STAGES = ("plan", "research", "draft", "review", "revise", "publish")
 MAX_CLAIMS = 60
@@ -66,9 +66,9 @@ def _refs(state: StepState) -> list[dict[str, Any]]:
     return out
 
 
-async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[str, Any]:
-    store = await rt.store()
-    spec, state = await rt.spec_of(inp.job), inp.state
+async def build_checkpoint(runtime: ActivityRuntime, inp: CheckpointInput) -> dict[str, Any]:
+    store = await runtime.store()
+    spec, state = await runtime.spec_of(inp.job), inp.state
     claims = await _derived(store, spec, state.evidence_pack, "checkpoint_claims", _claims)
     negative = await _derived(store, spec, state.source_records, "checkpoint_negative",
                               _negative)
@@ -97,10 +97,10 @@ async def build_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> dict[st
     }
 
 
-async def write_checkpoint(rt: ActivityRuntime, inp: CheckpointInput) -> CheckpointResult:
-    store = await rt.store()
-    body = await build_checkpoint(rt, inp)
-    spec = await rt.spec_of(inp.job)
+async def write_checkpoint(runtime: ActivityRuntime, inp: CheckpointInput) -> CheckpointResult:
+    store = await runtime.store()
+    body = await build_checkpoint(runtime, inp)
+    spec = await runtime.spec_of(inp.job)
     # The store seals the body under the sha256 of its canonical JSON (the same bytes
     # ``runtime.dumps`` gives for this JSON-native body), so its answer is the hash.
     digest = await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id,

@@ -20,11 +20,11 @@ from typing import Any
 
 import context
 from activities.candidates import CandidateSet, load_candidates
-from activities.contracts import AssembleContextInput, ContextRef
 from activities.runtime import ActivityRuntime, scope_of
 from context.items import ScopeRef
 from context.request import ModelSpec, PrincipalContext, TopicSpec
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import AssembleContextInput, ContextRef
+from contracts.job_spec import JobSpec
 
 #: What each stage is deciding; the engine ranks relevance against it.
 DECISIONS = {
@@ -50,7 +50,7 @@ def _policy(name: str) -> Any:
     return _policy_at(name, path.stat().st_mtime_ns if path.is_file() else 0)
 
 
-def _request(spec: JobSpec, inp: AssembleContextInput, cands: CandidateSet) -> Any:
+def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet) -> Any:
     scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
     topics = [TopicSpec(name=t.name, terms=tuple(t.terms), blocking=t.blocking)
               for t in spec.topics] if inp.stage in EVIDENCE_STAGES else []
@@ -69,19 +69,19 @@ def _request(spec: JobSpec, inp: AssembleContextInput, cands: CandidateSet) -> A
         question=spec.question,
         decision=DECISIONS[inp.stage],
         required_topics=tuple(topics),
-        required_revisions={**cands.required_revisions, **inp.state.accepted_revisions},
-        candidates=tuple(cands.items),
-        acquisitions=tuple(cands.acquisitions),
-        tool_history=cands.tool_history,
+        required_revisions={**candidates.required_revisions, **inp.state.accepted_revisions},
+        candidates=tuple(candidates.items),
+        acquisitions=tuple(candidates.acquisitions),
+        tool_history=candidates.tool_history,
         evidence_budget=inp.state.evidence_budget,
     )
 
 
-async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
-    store = await rt.store()
-    spec = await rt.spec_of(inp.job)
-    cands = await load_candidates(store, spec, inp)
-    request = _request(spec, inp, cands)
+async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
+    store = await runtime.store()
+    spec = await runtime.spec_of(inp.job)
+    candidates = await load_candidates(store, spec, inp)
+    request = _request(spec, inp, candidates)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
     # event loop free to heartbeat and run other activities meanwhile.
     outcome = await asyncio.to_thread(context.assemble, request)
@@ -102,8 +102,9 @@ async def assemble_context(rt: ActivityRuntime, inp: AssembleContextInput) -> Co
                              status=status, body=body, scope=scope_of(spec))
     reason = str(outcome.blocked_reason) if isinstance(outcome, context.ContextAssemblyBlocked) \
         else None
-    # The wait for a resolve is the policy's to bound (DESIGN.md step 5): the workflow
-    # holds no policy, so a blocked ref carries the value of the policy this step ran under.
+    # The wait for a resolve is the policy's to bound (docs/architecture.md#blocked-steps):
+    # the workflow holds no policy, so a blocked ref carries the value of the policy this step
+    # ran under.
     return ContextRef(manifest_id=manifest.manifest_id, step_id=inp.step_id, stage=inp.stage,
                       status=status, input_hash=input_hash, blocked_reason=reason,
                       blocked_detail=_detail(body) if blocked else None,

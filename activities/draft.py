@@ -14,9 +14,10 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.contracts import DraftInput, DraftResult
 from activities.providers import get_provider
 from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
+from artifacts.errors import IntegrityError, InvalidArtifact
+from contracts.activity_messages import DraftInput, DraftResult
 
 SUMMARY_CHARS = 240
 
@@ -40,24 +41,25 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, 
     serialized = body.get("serialized_request")
     if not serialized:
         raise ApplicationError(f"manifest {manifest_id} has no serialized request "
-                               "(was it blocked?)", type="InvalidArtifact", non_retryable=True)
+                               "(was it blocked?)", type=InvalidArtifact.__name__,
+                               non_retryable=True)
     canonical = serialized["canonical_json"]
     digest = "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     if digest != serialized["hash"]:
         raise ApplicationError(f"serialized request of manifest {manifest_id} does not match "
-                               "its sealed hash", type="IntegrityError", non_retryable=True)
+                               "its sealed hash", type=IntegrityError.__name__, non_retryable=True)
     # The payload sent is decoded from the verified bytes, never taken from a second copy
     # (manifests written before this kept one beside them; it is ignored).
     loaded: dict[str, Any] = {**serialized, "payload": json.loads(canonical)}
     return loaded
 
 
-async def draft(rt: ActivityRuntime, inp: DraftInput) -> DraftResult:
-    store = await rt.store()
-    spec, ctx = await rt.spec_of(inp.job), inp.context
+async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
+    store = await runtime.store()
+    spec, ctx = await runtime.spec_of(inp.job), inp.context
     if ctx.status != "ready":
         raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
-                               type="InvalidArtifact", non_retryable=True)
+                               type=InvalidArtifact.__name__, non_retryable=True)
     serialized = await load_serialized(store, spec, ctx.manifest_id)
     await pause_point("draft")
     provider = get_provider(spec.model.provider, model=spec.model.name)

@@ -10,8 +10,10 @@ keeps serving Temporal.
 
 What crosses the process boundary is only the activity's input and its small result, as
 the JSON of their pydantic models (the same contract Temporal itself carries). The helper
-opens its own ``ActivityRuntime`` on the same store URL and loads the step's candidates
-itself, so no request, evidence or manifest is ever pickled — shipping those to a helper
+builds its own activity runtime with the factory the worker hands the pool (an
+``ActivityRuntime`` on the same store URL; this module does not import ``runtime``, which
+holds the pool, so the dependency points one way) and loads the step's candidates itself,
+so no request, evidence or manifest is ever pickled — shipping those to a helper
 (the engine alone in a process pool) was measured and cost about what it saved.
 
 Choices, and why:
@@ -40,10 +42,11 @@ import importlib
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
@@ -83,27 +86,31 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="pressroom-parent-watch", daemon=True).start()
 
 
-def _init_helper(store_url: str, parent: int) -> None:
-    """Runs once in each helper process."""
+def _init_helper(pickled_make_runtime: bytes, parent: int) -> None:
+    """Runs once in each helper process.
+
+    The runtime factory arrives pickled and is unpickled only here, after SIGINT is
+    ignored: unpickling it imports the runtime and the store (a second or more), and a
+    Ctrl-C in that window must not kill the helper either.
+    """
     global _runtime, _runner
     # Ctrl-C in a terminal signals the whole process group: the worker shuts down
     # gracefully and closes its helpers itself; a helper must not die mid-call (or print
     # a KeyboardInterrupt traceback) on its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(parent)
-    from activities.runtime import ActivityRuntime
-
-    _runtime = ActivityRuntime(store_url)
+    _runtime = pickle.loads(pickled_make_runtime)()
     _runner = asyncio.Runner()
 
 
-def _body(name: str) -> tuple[Callable[[Any, Any], Awaitable[BaseModel]], type[BaseModel]]:
+def _body(name: str) -> tuple[Callable[[Any, Any], Coroutine[Any, Any, BaseModel]],
+                             type[BaseModel]]:
     if name not in _BODIES:
         raise ValueError(f"activity {name!r} cannot run in a helper process")
     module, function, input_model = _BODIES[name]
-    contracts = importlib.import_module("activities.contracts")
+    messages = importlib.import_module("contracts.activity_messages")
     return (getattr(importlib.import_module(module), function),
-            getattr(contracts, input_model))
+            getattr(messages, input_model))
 
 
 def _warm() -> None:
@@ -117,7 +124,8 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
     assert _runner is not None
     try:
         fn, input_type = _body(name)
-        result = _runner.run(fn(_runtime, input_type.model_validate_json(payload)))
+        result: BaseModel = _runner.run(
+            fn(_runtime, input_type.model_validate_json(payload)))
         return True, result.model_dump_json()
     except Exception as exc:  # re-raised in the worker as the same failure (docstring)
         return False, {
@@ -129,18 +137,23 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
 
 
 class HelperPool:
-    """``processes`` helper processes running allow-listed activity bodies."""
+    """``processes`` helper processes running allow-listed activity bodies.
 
-    def __init__(self, store_url: str, processes: int) -> None:
+    ``make_runtime`` builds, in each helper, the runtime the bodies run with (it is pickled
+    to the helper, so a module-level class or a ``functools.partial`` of one).
+    """
+
+    def __init__(self, make_runtime: Callable[[], Any], processes: int) -> None:
         if processes < 1:
             raise ValueError(f"helper processes must be at least 1, got {processes}")
-        self.processes, self._store_url = processes, store_url
+        self.processes, self._make_runtime = processes, make_runtime
         self._pool = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
         pool = ProcessPoolExecutor(
             max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_helper, initargs=(self._store_url, os.getpid()))
+            initializer=_init_helper,
+            initargs=(pickle.dumps(self._make_runtime), os.getpid()))
         # Start every helper now; each imports the activity modules while the worker
         # connects, instead of during the first job's first step.
         for _ in range(self.processes):

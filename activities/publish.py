@@ -20,18 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
-from activities.contracts import PublishInput, PublishResult
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
-from workflows.job_spec import JobSpec
-
-
-class PublishRefused(ApplicationError):
-    """The stored review does not authorize this publication (never retried)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, type="PublishRefused", non_retryable=True)
+from contracts.activity_messages import PublishInput, PublishResult
+from contracts.errors import PublishRefused
+from contracts.job_spec import JobSpec
 
 
 def receipt_key(spec: JobSpec, inp: PublishInput) -> str:
@@ -91,9 +83,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-async def publish(rt: ActivityRuntime, inp: PublishInput) -> PublishResult:
-    store = await rt.store()
-    spec = await rt.spec_of(inp.job)
+async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
+    store = await runtime.store()
+    spec = await runtime.spec_of(inp.job)
     principal = principal_of(spec)
     key = receipt_key(spec, inp)
     existing = await store.get_receipt(key, principal=principal)

@@ -14,7 +14,9 @@ from typing import Any
 from temporalio import activity
 
 from activities import checkpoint, context_activity, draft, publish, research, store_activities
-from activities.contracts import (
+from activities.providers import PROVIDERS
+from activities.runtime import ActivityRuntime, heartbeating
+from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
     CheckpointInput,
@@ -30,65 +32,63 @@ from activities.contracts import (
     ResearchResult,
     StoreJobSpecInput,
 )
-from activities.providers import PROVIDERS
-from activities.runtime import ActivityRuntime, heartbeating
 
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
                   "record_review", "write_checkpoint", "publish")
 
 
-async def _cpu_bound_model(rt: ActivityRuntime, inp: DraftInput) -> bool:
+async def _cpu_bound_model(runtime: ActivityRuntime, inp: DraftInput) -> bool:
     """Whether the job's provider computes here (see ``activities.offload.OFFLOADABLE``)."""
-    spec = await rt.spec_of(inp.job)
+    spec = await runtime.spec_of(inp.job)
     return bool(getattr(PROVIDERS.get(spec.model.provider), "cpu_bound", False))
 
 
-def build_activities(rt: ActivityRuntime) -> list[Callable[..., Any]]:
-    """All of Pressroom's activities, sharing ``rt`` (one store per worker)."""
+def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
+    """All of Pressroom's activities, sharing ``runtime`` (one store per worker)."""
 
     @activity.defn(name="store_job_spec")
     async def store_job_spec(inp: StoreJobSpecInput) -> ArtifactRef:
         async with heartbeating():
-            return await store_activities.store_job_spec(rt, inp)
+            return await store_activities.store_job_spec(runtime, inp)
 
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
         async with heartbeating():
-            if rt.helpers is not None:
-                return await rt.helpers.run("assemble_context", inp, ContextRef)
-            return await context_activity.assemble_context(rt, inp)
+            if runtime.helpers is not None:
+                return await runtime.helpers.run("assemble_context", inp, ContextRef)
+            return await context_activity.assemble_context(runtime, inp)
 
     @activity.defn(name="write_plan")
     async def write_plan(inp: PlanInput) -> ArtifactRef:
         async with heartbeating():
-            return await store_activities.write_plan(rt, inp)
+            return await store_activities.write_plan(runtime, inp)
 
     @activity.defn(name="research")
     async def research_sources(inp: ResearchInput) -> ResearchResult:
         async with heartbeating():
-            return await research.research(rt, inp)
+            return await research.research(runtime, inp)
 
     @activity.defn(name="draft")
     async def draft_article(inp: DraftInput) -> DraftResult:
         async with heartbeating():
-            if rt.helpers is not None and await _cpu_bound_model(rt, inp):
-                return await rt.helpers.run("draft", inp, DraftResult)
-            return await draft.draft(rt, inp)
+            if runtime.helpers is not None and await _cpu_bound_model(runtime, inp):
+                return await runtime.helpers.run("draft", inp, DraftResult)
+            return await draft.draft(runtime, inp)
 
     @activity.defn(name="record_review")
     async def record_review(inp: RecordReviewInput) -> ArtifactRef:
         async with heartbeating():
-            return await store_activities.record_review(rt, inp)
+            return await store_activities.record_review(runtime, inp)
 
     @activity.defn(name="write_checkpoint")
     async def write_checkpoint(inp: CheckpointInput) -> CheckpointResult:
         async with heartbeating():
-            return await checkpoint.write_checkpoint(rt, inp)
+            return await checkpoint.write_checkpoint(runtime, inp)
 
     @activity.defn(name="publish")
     async def publish_article(inp: PublishInput) -> PublishResult:
         async with heartbeating():
-            return await publish.publish(rt, inp)
+            return await publish.publish(runtime, inp)
 
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
             record_review,

@@ -20,9 +20,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from activities.contracts import ResearchInput, ResearchResult
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
-from activities.sources import TopicTerms, acquire
+from activities.sources import acquire
+from contracts.activity_messages import ResearchInput, ResearchResult
+from contracts.source_specs import TopicTerms
 
 
 def _ids(job_id: str) -> tuple[str, str, str]:
@@ -39,7 +40,8 @@ async def _load(store: Any, spec: Any, ref: Any, default: dict[str, Any]) -> dic
 
 
 def _searched(src: Any, topics: list[TopicTerms]) -> dict[str, Any]:
-    """The scope that was searched, kept with negative findings (seed 000 §6)."""
+    """The scope that was searched, kept with negative findings
+    (docs/architecture.md#checkpoints)."""
     where = {"kind": src.kind, "name": src.name}
     if src.kind == "git":
         where |= {"repo": src.repo, "commit": src.commit, "paths": list(src.paths)}
@@ -49,9 +51,9 @@ def _searched(src: Any, topics: list[TopicTerms]) -> dict[str, Any]:
     return where
 
 
-async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
-    store = await rt.store()
-    spec, state = await rt.spec_of(inp.job), inp.state
+async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
+    store = await runtime.store()
+    spec, state = await runtime.spec_of(inp.job), inp.state
     topics = [TopicTerms(name=t.name, terms=list(t.terms)) for t in spec.topics]
     as_of = datetime.fromisoformat(inp.as_of)
     # One acquisition per source name, the newest spec winning: two resolutions naming the
@@ -64,9 +66,9 @@ async def research(rt: ActivityRuntime, inp: ResearchInput) -> ResearchResult:
 
     async def one(src: Any) -> Any:
         call_id = f"{spec.job_id}:{inp.context.step_id}:{src.name}"
-        res = await acquire(src, topics, call_id=call_id, as_of=as_of, turn=inp.turn)
-        results.append(res.tool_result.model_dump(mode="json"))
-        return res
+        acquisition = await acquire(src, topics, call_id=call_id, as_of=as_of, turn=inp.turn)
+        results.append(acquisition.tool_result.model_dump(mode="json"))
+        return acquisition
 
     acquired = await asyncio.gather(*(one(src) for src in sources))
     issued = [a.tool_call.model_dump(mode="json") for a in acquired]  # issue order

@@ -31,11 +31,11 @@ from typing import Any
 from temporalio import activity
 
 import artifacts
-from activities.contracts import ArtifactRef, JobRef
 from activities.offload import HelperPool
 from activities.store_access import WorkerStore
 from artifacts.errors import RevisionConflict
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, JobRef
+from contracts.job_spec import JobSpec
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -44,15 +44,18 @@ PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
 
 
 class ActivityRuntime:
-    """Per-worker shared state: the artifact store, opened on first use."""
+    """Per-worker shared state: the artifact store, opened on first use.
+
+    ``helpers``, when given, runs CPU-bound bodies (``offload.OFFLOADABLE``) in helper
+    processes; ``None`` runs them here. The worker builds the pool (``worker.build_runtime``)
+    and the runtime owns it from then on: ``close`` shuts it down.
+    """
 
     def __init__(self, store_url: str, *,
-                 spec_cache_size: int = SPEC_CACHE_SIZE, helper_processes: int = 0) -> None:
+                 spec_cache_size: int = SPEC_CACHE_SIZE,
+                 helpers: HelperPool | None = None) -> None:
         self.store_url = store_url
-        # CPU-bound bodies (``offload.OFFLOADABLE``) run in this many helper processes;
-        # 0 runs them here. Started with the worker, see ``activities.offload``.
-        self.helpers: HelperPool | None = (
-            HelperPool(store_url, helper_processes) if helper_processes else None)
+        self.helpers = helpers
         self._store: Any = None
         self._lock = asyncio.Lock()
         self._specs: OrderedDict[tuple[str, ...], JobSpec] = OrderedDict()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 
-from activities.contracts import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
+from contracts.job_spec import JobSpec
 
 
 def job_spec_id(spec: JobSpec) -> str:
@@ -25,8 +25,8 @@ def review_id(spec: JobSpec) -> str:
     return f"{spec.job_id}.review"
 
 
-async def store_job_spec(rt: ActivityRuntime, inp: StoreJobSpecInput) -> ArtifactRef:
-    store = await rt.store()
+async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> ArtifactRef:
+    store = await runtime.store()
     spec = inp.spec
     body = dumps(spec.model_dump(mode="json"))
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
@@ -65,9 +65,9 @@ def render_plan(spec: JobSpec) -> str:
     return "\n".join(lines)
 
 
-async def write_plan(rt: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
-    store = await rt.store()
-    spec = await rt.spec_of(inp.job)
+async def write_plan(runtime: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
+    store = await runtime.store()
+    spec = await runtime.spec_of(inp.job)
     text = render_plan(spec)
     rec = await put_once(store, "research_plan", plan_id(spec), text.encode("utf-8"),
                          spec=spec, trust="trusted_state",
@@ -77,10 +77,10 @@ async def write_plan(rt: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
     return ref_of(rec)
 
 
-async def record_review(rt: ActivityRuntime, inp: RecordReviewInput) -> ArtifactRef:
+async def record_review(runtime: ActivityRuntime, inp: RecordReviewInput) -> ArtifactRef:
     """Store a validated review decision, written by the reviewer's own principal."""
-    store = await rt.store()
-    spec = await rt.spec_of(inp.job)
+    store = await runtime.store()
+    spec = await runtime.spec_of(inp.job)
     body = {
         "decision_id": inp.decision_id,
         "job_id": spec.job_id,

@@ -103,7 +103,8 @@ def _optional_str(value: object) -> str | None:
 
 
 def _manifest_columns(body: dict[str, Any]) -> dict[str, str | None]:
-    # Seed 000 §10 nests these under "assembly"; flat layouts are accepted too.
+    # A nested layout keeps these under "assembly" (docs/context-engine.md#manifest-fields);
+    # flat layouts are accepted too.
     assembly = body.get("assembly") if isinstance(body.get("assembly"), dict) else body
     assert isinstance(assembly, dict)
     policy = assembly.get("policy") if isinstance(assembly.get("policy"), dict) else {}

@@ -100,7 +100,8 @@ class Artifact(Base):
 
 
 class Manifest(Base):
-    """A sealed context-assembly manifest (seed 000 §10); only usage may be written back."""
+    """A sealed context-assembly manifest (docs/context-engine.md#sealing-and-the-manifest);
+    only usage may be written back."""
 
     __tablename__ = "manifests"
     __table_args__ = (Index(None, "run_id", "step_id"),)

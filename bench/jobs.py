@@ -41,7 +41,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.contracts import (
+from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
     CheckpointInput,
@@ -57,12 +57,11 @@ from activities.contracts import (
     ResearchResult,
     StoreJobSpecInput,
 )
-from activities.runtime import ActivityRuntime
+from contracts.job_spec import JobSpec, load_job_spec
 from settings import Settings
-from worker import build_worker, default_helper_processes
+from worker import build_runtime, build_worker, default_helper_processes
 from workflows import client as jobs
 from workflows.embedded import EXAMPLE_JOB, _build_fixtures
-from workflows.job_spec import JobSpec, load_job_spec
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
@@ -282,8 +281,8 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         finally:
             os.dup2(saved, 1)
             os.close(saved)
-        runtime = ActivityRuntime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
-                                  helper_processes=helpers)
+        runtime = build_runtime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
+                                helper_processes=helpers)
         real_q, noop_q = f"bench-real-{uuid.uuid4().hex[:6]}", f"bench-noop-{uuid.uuid4().hex[:6]}"
         try:
             async with build_worker(env.client, runtime, task_queue=real_q,

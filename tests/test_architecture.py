@@ -6,7 +6,9 @@
 * Layers point one way: ``pressroom.py`` / ``worker.py`` → ``workflows`` → ``activities``
   → (``contracts``, ``context``, ``artifacts``). ``context`` and ``artifacts`` import
   nothing above them; ``contracts`` imports neither ``workflows`` nor ``activities``;
-  ``activities`` nothing from ``workflows``.
+  ``activities`` nothing from ``workflows``; and ``workflows`` imports no activity code
+  either — the workflow calls activities by name and shares only ``contracts`` with them,
+  so no I/O code is pulled into its sandbox.
 * Identifier rules (``artifacts.ids``) depend on nothing but the store's errors, so
   ``artifacts.types`` and ``artifacts.validate`` can both use them without a cycle.
 * Inside the context engine: the shared types at the top of ``context`` import no stage
@@ -36,7 +38,7 @@ FORBIDDEN: dict[str, frozenset[str]] = {
                             "pressroom", "worker"}),
     "contracts": frozenset({"activities", "workflows", "evals", "pressroom", "worker"}),
     "activities": frozenset({"workflows", "evals", "pressroom", "worker"}),
-    "workflows": frozenset({"evals", "pressroom", "worker"}),
+    "workflows": frozenset({"activities", "evals", "pressroom", "worker"}),
     "settings": frozenset({"context", "activities", "workflows", "evals", "pressroom",
                            "worker"}),
 }

@@ -110,7 +110,9 @@ def _without_store_clock(value: Any) -> Any:
 async def _example_job(tmp: Path) -> dict[str, Any]:
     from activities import draft, research, store_activities
     from activities.context_activity import assemble_context
-    from activities.contracts import (
+    from activities.runtime import ActivityRuntime
+    from artifacts.types import Principal
+    from contracts.activity_messages import (
         AssembleContextInput,
         DraftInput,
         JobRef,
@@ -118,16 +120,14 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
         ResearchInput,
         StepState,
     )
-    from activities.runtime import ActivityRuntime
-    from artifacts.types import Principal
+    from contracts.job_spec import load_job_spec
     from examples.build_fixtures import build_fixtures
-    from workflows.job_spec import load_job_spec
 
     fixtures = tmp / "fixtures"
     build_fixtures(fixtures)
     old = os.environ.get("PRESSROOM_FIXTURES")
     os.environ["PRESSROOM_FIXTURES"] = str(fixtures)
-    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}", helper_processes=0)
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}")
     out: dict[str, Any] = {}
     try:
         spec = load_job_spec(ROOT / "examples" / "job.yaml")

@@ -103,7 +103,7 @@ def test_home_and_fixtures_expand_the_user_directory(monkeypatch: pytest.MonkeyP
     s = Settings.from_env({"PRESSROOM_HOME": "~/p", "PRESSROOM_FIXTURES": "~/f"})
     assert (s.home, s.fixtures_dir) == (tmp_path / "p", tmp_path / "f")
     # the same parsing serves the ${PRESSROOM_HOME} / ${PRESSROOM_FIXTURES} placeholders
-    from activities.sources.specs import expand_location
+    from contracts.source_specs import expand_location
 
     env = {"PRESSROOM_HOME": "~/p"}
     assert expand_location("${PRESSROOM_HOME}/x", env) == str(tmp_path / "p" / "x")

@@ -26,10 +26,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from settings import DEFAULT_WORKER_GRACE_SECONDS
-from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
-from workflows.job_spec import JobSpec
-from workflows.models import (
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import (
     JobResult,
     JobStatus,
     ResearchJobInput,
@@ -37,6 +35,8 @@ from workflows.models import (
     ReviewInput,
     ReviewResult,
 )
+from settings import DEFAULT_WORKER_GRACE_SECONDS
+from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
 

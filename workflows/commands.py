@@ -22,12 +22,12 @@ from rich.panel import Panel
 from temporalio.client import Client
 
 import artifacts
+from contracts.job_spec import JobSpec, load_job_spec
+from contracts.workflow_messages import JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
 from workflows.explain import render_manifest
-from workflows.job_spec import JobSpec, load_job_spec
-from workflows.models import JobStatus, ResolveInput
 from workflows.resolution import build_resolution
 from workflows.temporal_config import DATA_CONVERTER
 
@@ -121,8 +121,9 @@ async def show_status(console: Console, settings: Settings, job_id: str,
         console.print(f"  stage {live.stage}, revision round {live.revision_round}, "
                       f"destination {live.destination}")
         if live.pending_draft:
-            d = live.pending_draft
-            console.print(f"  pending draft r{d.revision} {d.content_hash}\n  {d.summary}")
+            pending = live.pending_draft
+            console.print(f"  pending draft r{pending.revision} {pending.content_hash}\n"
+                          f"  {pending.summary}")
         console.print(f"  manifests: {', '.join(live.manifest_ids) or '-'}")
     receipt = (live.receipt if live else None) or (view.result.receipt if view.result else None)
     if receipt is not None:
@@ -169,9 +170,9 @@ async def show_draft(console: Console, client: Client, job_id: str,
     view = await jobs.view_job(client, job_id, worker_grace=settings.worker_grace_seconds)
     if view.live is None or view.live.pending_draft is None:
         raise JobNotFound(f"job {job_id!r} has no draft waiting for review ({view.summary})")
-    d = view.live.pending_draft
+    pending = view.live.pending_draft
     text = await pending_draft_text(view.live, settings)
-    title = f"{job_id} draft r{d.revision} {d.content_hash[:19]}…"
+    title = f"{job_id} draft r{pending.revision} {pending.content_hash[:19]}…"
     console.print(Panel(Markdown(text), title=title,
                         subtitle=f"destination {view.live.destination}"))
     return view.live
@@ -239,11 +240,11 @@ async def explain(console: Console, settings: Settings, job_id: str, step: str |
         if not ids:
             raise JobNotFound(f"job {job_id!r} has no manifests to explain ({view.summary})")
         shown = 0
-        for mid in ids:
-            m = await store.get_manifest(mid, principal=_principal(tenant, project))
-            if step and step not in (m.get("step_id"), m.get("stage"), mid):
+        for manifest_id in ids:
+            manifest = await store.get_manifest(manifest_id, principal=_principal(tenant, project))
+            if step and step not in (manifest.get("step_id"), manifest.get("stage"), manifest_id):
                 continue
-            render_manifest(console, m)
+            render_manifest(console, manifest)
             shown += 1
     finally:
         await store.close()

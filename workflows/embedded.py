@@ -14,36 +14,45 @@ import contextlib
 import importlib.util
 import os
 import sys
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 
+from contracts.errors import JobError
+from contracts.job_spec import JobSpec, load_job_spec
 from settings import Settings
 from workflows import client as jobs
 from workflows.commands import follow, show_draft
 from workflows.devserver import DevServer, free_port, port_free
-from workflows.errors import JobError
-from workflows.job_spec import JobSpec, load_job_spec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_JOB = REPO_ROOT / "examples" / "job.yaml"
 DEMO_REVIEWER = "demo-reviewer"
 
 
-async def _serve(server: DevServer, settings: Settings, task_queue: str,
-                 stop: asyncio.Event, ready: asyncio.Event,
-                 helper_processes: int | None) -> None:
-    from worker import run_worker  # the worker module sits at the top level of the repo
+class WorkerRunner(Protocol):
+    """``worker.run_worker``'s shape. The entry point (``pressroom.py``) passes it in: the
+    worker sits above the workflows layer, which must not import it."""
 
+    def __call__(self, settings: Settings, *, address: str | None = ...,
+                 task_queue: str | None = ..., ready: asyncio.Event | None = ...,
+                 stop: asyncio.Event | None = ...,
+                 helper_processes: int | None = ...) -> Coroutine[Any, Any, None]: ...
+
+
+async def _serve(run_worker: WorkerRunner, server: DevServer, settings: Settings,
+                 task_queue: str, stop: asyncio.Event, ready: asyncio.Event,
+                 helper_processes: int | None) -> None:
     await run_worker(settings, address=server.address, task_queue=task_queue, ready=ready,
                      stop=stop, helper_processes=helper_processes)
 
 
 @contextlib.asynccontextmanager
-async def embedded(console: Console, settings: Settings, *, db: Path, port: int,
-                   headless: bool, task_queue: str,
+async def embedded(console: Console, settings: Settings, run_worker: WorkerRunner, *,
+                   db: Path, port: int, headless: bool, task_queue: str,
                    helper_processes: int | None = None) -> Any:
     server = DevServer(db, port=port, headless=headless)
     server.start()
@@ -51,8 +60,8 @@ async def embedded(console: Console, settings: Settings, *, db: Path, port: int,
     worker_task: asyncio.Task[None] | None = None
     try:
         client = await server.wait_ready()
-        worker_task = asyncio.create_task(_serve(server, settings, task_queue, stop, ready,
-                                                 helper_processes))
+        worker_task = asyncio.create_task(_serve(run_worker, server, settings, task_queue,
+                                                 stop, ready, helper_processes))
         await asyncio.wait({worker_task, asyncio.create_task(ready.wait())},
                            return_when=asyncio.FIRST_COMPLETED)
         if worker_task.done():
@@ -68,11 +77,11 @@ async def embedded(console: Console, settings: Settings, *, db: Path, port: int,
         server.stop()
 
 
-async def run_dev(console: Console, settings: Settings, *, port: int, headless: bool,
-                  task_queue: str) -> None:
+async def run_dev(console: Console, settings: Settings, run_worker: WorkerRunner, *,
+                  port: int, headless: bool, task_queue: str) -> None:
     settings.home.mkdir(parents=True, exist_ok=True)
     db = settings.home / "temporal.db"
-    async with embedded(console, settings, db=db, port=port, headless=headless,
+    async with embedded(console, settings, run_worker, db=db, port=port, headless=headless,
                         task_queue=task_queue):
         console.print(f"worker on task queue {task_queue!r}; Ctrl-C stops server and worker")
         forever = asyncio.Event()
@@ -111,7 +120,7 @@ def demo_spec(home: Path) -> JobSpec:
                                    "destination": str(home / "published")})
 
 
-async def run_demo(console: Console, settings: Settings, *,
+async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunner, *,
                    interactive: bool | None = None) -> int:
     home = settings.home
     home.mkdir(parents=True, exist_ok=True)
@@ -122,8 +131,8 @@ async def run_demo(console: Console, settings: Settings, *,
     tty = sys.stdin.isatty() if interactive is None else interactive
     # One job: a context-assembly helper process would only add its start-up (≈ 1.3 s of
     # imports before the first step) and run nothing concurrently.
-    async with embedded(console, settings, db=home / "demo-temporal.db", port=port,
-                        headless=port != 7233, task_queue=task_queue,
+    async with embedded(console, settings, run_worker, db=home / "demo-temporal.db",
+                        port=port, headless=port != 7233, task_queue=task_queue,
                         helper_processes=0) as (_server, client):
         await jobs.start_job(client, spec, task_queue=task_queue)
         console.print(f"job [bold]{spec.job_id}[/bold]: {spec.question}")
@@ -158,10 +167,10 @@ async def run_demo(console: Console, settings: Settings, *,
         if result is None or result.receipt is None:
             console.print(f"job ended {view.summary}; nothing published")
             return 0 if result is not None and result.status == "rejected" else 1
-        r = result.receipt
+        receipt = result.receipt
         console.print("[green]published[/green]")
-        console.print(f"  receipt {r.receipt_key}\n  content {r.content_hash}\n"
-                      f"  review  {r.review_decision_id}\n  at      {r.published_at}",
+        console.print(f"  receipt {receipt.receipt_key}\n  content {receipt.content_hash}\n"
+                      f"  review  {receipt.review_decision_id}\n  at      {receipt.published_at}",
                       highlight=False, soft_wrap=True)
-        console.print(f"  article {r.location}", highlight=False, soft_wrap=True)
+        console.print(f"  article {receipt.location}", highlight=False, soft_wrap=True)
     return 0

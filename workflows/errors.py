@@ -2,25 +2,23 @@
 
 Hierarchy::
 
-    JobError                  base class of everything the client side raises on purpose
-    ├── JobSpecError          (workflows.job_spec) the spec is invalid; names the field
+    JobError                  (contracts.errors) base of everything the client side raises
+    │                         on purpose
+    ├── JobSpecError          (contracts.errors) the spec is invalid; names the field
     ├── JobExists             a job with this id was already started (never duplicated)
     ├── JobNotFound           no job with this id exists on the cluster
     ├── JobNotWaiting         the job is not in a state that accepts this action
     ├── ReviewRejected        the review Update's validator refused the decision (nothing
     │                         was recorded); the message is the validator's reason
     └── TemporalUnavailable   the Temporal server cannot be reached at the given address
+
+``JobError`` and ``JobSpecError`` live in ``contracts.errors`` because the job spec, which
+raises ``JobSpecError``, is a contract that activities load too; the rest are the client's.
 """
 
 from __future__ import annotations
 
-
-class JobError(Exception):
-    """Base class of the job runtime's client-side errors."""
-
-
-class JobSpecError(JobError, ValueError):
-    """A job spec is invalid; the message names the file (when known) and the field."""
+from contracts.errors import JobError
 
 
 class JobExists(JobError):
@@ -42,5 +40,4 @@ class ReviewRejected(JobError):
 class TemporalUnavailable(JobError):
     pass
 
-__all__ = ["JobError", "JobExists", "JobNotFound", "JobNotWaiting", "JobSpecError",
-           "ReviewRejected", "TemporalUnavailable"]
+__all__ = ["JobExists", "JobNotFound", "JobNotWaiting", "ReviewRejected", "TemporalUnavailable"]

@@ -24,37 +24,39 @@ def _ref(entry: dict[str, Any]) -> str:
     return str(ref.get("url") or ref.get("locator") or "")
 
 
-def render_manifest(console: Console, m: dict[str, Any]) -> None:
-    status = m.get("status")
-    head = f"[bold]{m.get('step_id')}[/bold] ({m.get('stage')}) — manifest {m.get('assembly_id')}"
+def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
+    status = manifest.get("status")
+    head = (f"[bold]{manifest.get('step_id')}[/bold] ({manifest.get('stage')}) — manifest "
+            f"{manifest.get('assembly_id')}")
     head += f" — [green]{status}[/green]" if status == "ready" else f" — [red]{status}[/red]"
-    if m.get("blocked_reason"):
-        head += f": {m['blocked_reason']} {m.get('blocked_detail') or ''}"
+    if manifest.get("blocked_reason"):
+        head += f": {manifest['blocked_reason']} {manifest.get('blocked_detail') or ''}"
     console.print(head)
-    pol = m.get("policy") or {}
-    console.print(f"  policy {pol.get('id')} r{pol.get('revision')} {pol.get('digest', '')[:19]}"
-                  f"  serialized input {m.get('serialized_model_input_hash') or '-'}")
-    if m.get("missing_topics"):
-        console.print(f"  [yellow]missing topics:[/yellow] {', '.join(m['missing_topics'])}")
+    policy = manifest.get("policy") or {}
+    console.print(f"  policy {policy.get('id')} r{policy.get('revision')} "
+                  f"{policy.get('digest', '')[:19]}"
+                  f"  serialized input {manifest.get('serialized_model_input_hash') or '-'}")
+    if manifest.get("missing_topics"):
+        console.print(f"  [yellow]missing topics:[/yellow] {', '.join(manifest['missing_topics'])}")
 
     inc = Table(title="included", show_lines=False, expand=False)
     for col in ("item", "zone", "trust", "tokens", "admission reason", "source"):
         inc.add_column(col, overflow="fold")
-    for e in m.get("included", []):
+    for e in manifest.get("included", []):
         inc.add_row(e["item_id"], e.get("zone", ""), e.get("trust", ""), str(e.get("tokens", "")),
                     e.get("admission_reason", ""), _ref(e))
     console.print(inc)
 
-    if m.get("excluded"):
+    if manifest.get("excluded"):
         exc = Table(title="excluded")
         for col in ("item", "reason", "gate", "detail"):
             exc.add_column(col, overflow="fold")
-        for e in m["excluded"]:
+        for e in manifest["excluded"]:
             exc.add_row(e["item_id"], str(e.get("reason")), str(e.get("hard_gate") or ""),
                         e.get("detail", ""))
         console.print(exc)
 
-    budget = m.get("budget") or {}
+    budget = manifest.get("budget") or {}
     part = Table(title=f"partitions (estimator {budget.get('estimator')}, usable "
                        f"{budget.get('usable_input')}, used {budget.get('estimated_used')}, "
                        f"actual {budget.get('actual_input_tokens')})")
@@ -69,18 +71,18 @@ def render_manifest(console: Console, m: dict[str, Any]) -> None:
                      demand, str(p.get("eviction")))
     console.print(part)
 
-    if m.get("transforms"):
+    if manifest.get("transforms"):
         tr = Table(title="transforms")
         for col in ("record", "type", "inputs", "tokens before→after", "assertions"):
             tr.add_column(col, overflow="fold")
-        for t in m["transforms"]:
+        for t in manifest["transforms"]:
             failed = [k for k, v in (t.get("preservation_assertions") or {}).items()
                       if v != "passed"]
             tr.add_row(t["record_id"], t["type"], ", ".join(t.get("input_item_ids", [])[:4]),
                        f"{t.get('token_estimate_before')}→{t.get('token_estimate_after')}",
                        "all passed" if not failed else "failed: " + ", ".join(failed))
         console.print(tr)
-    for a in m.get("tool_anomalies", []):
+    for a in manifest.get("tool_anomalies", []):
         console.print(f"  [yellow]anomaly[/yellow] {a['type']} {a['call_id']}: {a['detail']}")
-    cache = m.get("cache") or {}
+    cache = manifest.get("cache") or {}
     console.print(f"  cache: {cache.get('status')} ({cache.get('reason')})\n")

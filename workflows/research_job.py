@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from activities.contracts import (
+    from contracts.activity_messages import (
         ArtifactRef,
         AssembleContextInput,
         CheckpointInput,
@@ -40,8 +40,8 @@ with workflow.unsafe.imports_passed_through():
         StepState,
         StoreJobSpecInput,
     )
-    from workflows.job_spec import JobSpec
-    from workflows.models import (
+    from contracts.job_spec import JobSpec
+    from contracts.workflow_messages import (
         JobResult,
         JobState,
         JobStatus,
@@ -51,26 +51,10 @@ with workflow.unsafe.imports_passed_through():
         ReviewInput,
         ReviewResult,
     )
-    from workflows.temporal_config import WORKFLOW_TYPE
+    from workflows.temporal_config import ACTIVITY_NON_RETRYABLE_ERROR_TYPES, WORKFLOW_TYPE
 
 R = TypeVar("R", bound=BaseModel)
 
-#: Activity errors that no retry can fix; everything else retries with backoff.
-_NON_RETRYABLE = [
-    "JobSpecError",
-    "PublishRefused",
-    "ScopeDenied",
-    "InvalidArtifact",
-    "IntegrityError",
-    "RequestError",
-    "PolicyError",
-    "SourceSpecError",
-    "ProviderConfigError",
-    "ProviderInputError",
-    # a sealed record or a revision parent that disagrees stays so on every retry
-    "SealedConflict",
-    "RevisionConflict",
-]
 _MANIFEST_IDS_KEPT = 200
 _MAX_COMMENTS = 50
 _MAX_COMMENT_CHARS = 20_000
@@ -83,22 +67,22 @@ class ResearchJobWorkflow:
     @workflow.init
     def __init__(self, inp: ResearchJobInput) -> None:
         self._spec: JobSpec = inp.spec
-        self._s: JobState = inp.carried.model_copy(deep=True) if inp.carried else JobState()
+        self._state: JobState = inp.carried.model_copy(deep=True) if inp.carried else JobState()
         self._resolutions: list[ResolveInput] = []
         self._review_busy = False
 
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, inp: ResearchJobInput) -> JobResult:
-        s = self._s
+        state = self._state
         while True:
             self._maybe_continue_as_new()
-            if s.stage == "start":
+            if state.stage == "start":
                 ref = await self._act("store_job_spec", StoreJobSpecInput(spec=self._spec),
                                       ArtifactRef)
-                s.refs = StepState(job_spec=ref)
-                s.stage = "plan"
-            elif s.stage == "plan":
+                state.refs = StepState(job_spec=ref)
+                state.stage = "plan"
+            elif state.stage == "plan":
                 ctx = await self._assemble("plan")
                 plan = await self._act("write_plan", PlanInput(
                     job=self._job(), context=ctx,
@@ -106,117 +90,119 @@ class ResearchJobWorkflow:
                 ), ArtifactRef)
                 self._set_refs(plan=plan)
                 await self._checkpoint("plan", ["research the required sources"])
-                s.stage = "research"
-            elif s.stage == "research":
+                state.stage = "research"
+            elif state.stage == "research":
                 await self._research(list(self._spec.sources))
                 await self._checkpoint("research", ["draft the article from admitted evidence"])
-                s.stage = "draft"
-            elif s.stage in ("draft", "revise"):
-                await self._draft(s.stage)
-                await self._checkpoint(s.stage, ["wait for a reviewer's decision"])
-                s.stage = "review"
-            elif s.stage == "review":
+                state.stage = "draft"
+            elif state.stage in ("draft", "revise"):
+                await self._draft(state.stage)
+                await self._checkpoint(state.stage, ["wait for a reviewer's decision"])
+                state.stage = "review"
+            elif state.stage == "review":
                 outcome = await self._await_review()
                 if outcome is not None:
                     return outcome
-            elif s.stage == "publish":
+            elif state.stage == "publish":
                 return await self._publish()
             else:  # "done" can only be reached by a bug; fail loudly, never loop
-                raise ApplicationError(f"unexpected stage {s.stage!r}", non_retryable=True)
+                raise ApplicationError(f"unexpected stage {state.stage!r}", non_retryable=True)
 
     # --------------------------------------------------------------- stages
     async def _research(self, sources: list[Any]) -> None:
         ctx = await self._assemble("research")
-        res = await self._act("research", ResearchInput(
+        researched = await self._act("research", ResearchInput(
             job=self._job(), context=ctx, state=self._refs, sources=sources,
-            as_of=workflow.now().isoformat(), turn=self._s.step_counter,
+            as_of=workflow.now().isoformat(), turn=self._state.step_counter,
         ), ResearchResult)
-        self._set_refs(source_records=res.source_records, evidence_pack=res.evidence_pack,
-                       tool_records=res.tool_records)
+        self._set_refs(source_records=researched.source_records,
+                       evidence_pack=researched.evidence_pack,
+                       tool_records=researched.tool_records)
 
     async def _draft(self, stage: str) -> None:
-        s = self._s
+        state = self._state
         ctx = await self._assemble(stage)
-        res = await self._act("draft", DraftInput(
-            job=self._job(), context=ctx, state=self._refs, round=s.revision_round,
+        drafted = await self._act("draft", DraftInput(
+            job=self._job(), context=ctx, state=self._refs, round=state.revision_round,
         ), DraftResult)
-        self._set_refs(draft=res.draft)
-        s.pending_draft = PendingDraft(
-            revision=res.draft.revision, content_hash=res.draft.content_hash,
-            summary=res.summary, artifact_id=res.draft.artifact_id,
+        self._set_refs(draft=drafted.draft)
+        state.pending_draft = PendingDraft(
+            revision=drafted.draft.revision, content_hash=drafted.draft.content_hash,
+            summary=drafted.summary, artifact_id=drafted.draft.artifact_id,
         )
 
     async def _await_review(self) -> JobResult | None:
-        s = self._s
-        s.status = "awaiting_review"
-        s.review_decision = None
+        state = self._state
+        state.status = "awaiting_review"
+        state.review_decision = None
         timeout = self._spec.review.timeout
         try:
-            await workflow.wait_condition(lambda: s.review_decision is not None, timeout=timeout)
+            await workflow.wait_condition(lambda: state.review_decision is not None,
+                                          timeout=timeout)
         except TimeoutError:
             # A decision being recorded right now wins over the timer that fired meanwhile.
             await workflow.wait_condition(lambda: not self._review_busy)
-            if s.review_decision is None:
-                s.status = "expired"
+            if state.review_decision is None:
+                state.status = "expired"
                 await self._checkpoint("review", [], note="review timed out; not published")
                 return self._result(reason=f"no review within {timeout}")
-        decision = s.review_decision
+        decision = state.review_decision
         if decision == "approve":
-            s.status = "running"
-            s.stage = "publish"
+            state.status = "running"
+            state.stage = "publish"
         elif decision == "request_changes":
-            s.status = "running"
-            s.revision_round += 1
-            s.stage = "revise"
+            state.status = "running"
+            state.revision_round += 1
+            state.stage = "revise"
         else:
-            s.status = "rejected"
+            state.status = "rejected"
             await self._checkpoint("review", [], note="rejected by reviewer")
             return self._result(reason="rejected by reviewer")
         return None
 
     async def _publish(self) -> JobResult:
-        s = self._s
+        state = self._state
         ctx = await self._assemble("publish")
         refs = self._refs
         if refs.draft is None or refs.review is None:
             raise ApplicationError("publish reached without a draft and a review",
                                    non_retryable=True)
-        s.receipt = await self._act("publish", PublishInput(
+        state.receipt = await self._act("publish", PublishInput(
             job=self._job(), context=ctx, draft=refs.draft, review=refs.review,
         ), PublishResult)
-        s.status = "published"
-        s.stage = "done"
-        await self._checkpoint("publish", [], note=f"published to {s.receipt.location}")
+        state.status = "published"
+        state.stage = "done"
+        await self._checkpoint("publish", [], note=f"published to {state.receipt.location}")
         return self._result()
 
     # ------------------------------------------------------------- assembly
     async def _assemble(self, stage: str) -> ContextRef:
-        s = self._s
+        state = self._state
         while True:
-            s.step_counter += 1
-            step_id = f"{stage}-{s.step_counter}"
+            state.step_counter += 1
+            step_id = f"{stage}-{state.step_counter}"
             ref = await self._act("assemble_context", AssembleContextInput(
                 job=self._job(), step_id=step_id, stage=stage,
                 state=self._refs, as_of=workflow.now().isoformat(),
             ), ContextRef)
-            s.manifest_ids = [*s.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
+            state.manifest_ids = [*state.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
             if ref.status == "ready":
-                s.status, s.blocked_reason = "running", None
+                state.status, state.blocked_reason = "running", None
                 return ref
             reason = ref.blocked_reason or "blocked"
             if ref.blocked_detail:
                 reason = f"{reason} ({ref.blocked_detail})"
-            s.status, s.blocked_reason = "blocked", reason
+            state.status, state.blocked_reason = "blocked", reason
             await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
             try:
                 await workflow.wait_condition(lambda: bool(self._resolutions),
                                               timeout=self._block_timeout(ref))
             except TimeoutError:
-                s.status = "failed"
+                state.status = "failed"
                 await self._checkpoint(stage, [], note=f"failed: {reason}")
                 raise ApplicationError(f"failed: {reason}", type="JobBlocked",
                                        non_retryable=True) from None
-            s.status = "running"
+            state.status = "running"
             await self._apply_resolutions()
 
     async def _apply_resolutions(self) -> None:
@@ -252,11 +238,11 @@ class ResearchJobWorkflow:
     # ------------------------------------------------------------- handlers
     @workflow.update
     async def review(self, inp: ReviewInput) -> ReviewResult:
-        s = self._s
+        state = self._state
         self._review_busy = True
         try:
-            s.review_count += 1
-            decision_id = f"{self._spec.job_id}-review-{s.review_count}"
+            state.review_count += 1
+            decision_id = f"{self._spec.job_id}-review-{state.review_count}"
             refs = self._refs
             assert refs.draft is not None
             ref = await self._act("record_review", RecordReviewInput(
@@ -267,17 +253,19 @@ class ResearchJobWorkflow:
             ), ArtifactRef)
             comments = inp.comments if inp.decision == "request_changes" else []
             self._set_refs(review=ref, review_comments=comments)
-            s.review_decision = inp.decision
+            state.review_decision = inp.decision
             return ReviewResult(decision_id=decision_id, decision=inp.decision, review=ref)
         finally:
             self._review_busy = False
 
     @review.validator
     def _validate_review(self, inp: ReviewInput) -> None:
-        s, spec = self._s, self._spec
-        if s.status != "awaiting_review" or self._review_busy or s.review_decision is not None:
-            raise ValueError(f"job {spec.job_id} is not waiting for a review (status {s.status})")
-        draft = s.pending_draft
+        state, spec = self._state, self._spec
+        if (state.status != "awaiting_review" or self._review_busy
+                or state.review_decision is not None):
+            raise ValueError(
+                f"job {spec.job_id} is not waiting for a review (status {state.status})")
+        draft = state.pending_draft
         if draft is None:
             raise ValueError("no draft is pending review")
         if inp.draft_revision != draft.revision:
@@ -303,7 +291,7 @@ class ResearchJobWorkflow:
         if inp.decision == "request_changes":
             if not [c for c in inp.comments if c.strip()]:
                 raise ValueError("request_changes needs at least one comment")
-            if s.revision_round >= spec.review.max_revisions:
+            if state.revision_round >= spec.review.max_revisions:
                 raise ValueError(f"all {spec.review.max_revisions} revision rounds are used; "
                                  "approve or reject")
 
@@ -312,28 +300,28 @@ class ResearchJobWorkflow:
         # Only a blocked step can be resolved; a stray signal (the CLI refuses to send one)
         # is counted and dropped so it can neither hold back continue-as-new nor surprise
         # a later, unrelated block.
-        if self._s.status == "blocked":
+        if self._state.status == "blocked":
             self._resolutions.append(inp)
         else:
-            self._s.ignored_resolutions += 1
+            self._state.ignored_resolutions += 1
 
     @workflow.query
     def status(self) -> JobStatus:
-        s = self._s
+        state = self._state
         return JobStatus(
-            job_id=self._spec.job_id, status=s.status, stage=s.stage,
-            blocked_reason=s.blocked_reason, pending_draft=s.pending_draft,
-            manifest_ids=list(s.manifest_ids), revision_round=s.revision_round,
+            job_id=self._spec.job_id, status=state.status, stage=state.stage,
+            blocked_reason=state.blocked_reason, pending_draft=state.pending_draft,
+            manifest_ids=list(state.manifest_ids), revision_round=state.revision_round,
             destination=self._spec.destination, reviewers=list(self._spec.review.reviewers),
-            tenant=self._spec.scope.tenant, project=self._spec.scope.project, receipt=s.receipt,
+            tenant=self._spec.scope.tenant, project=self._spec.scope.project, receipt=state.receipt,
         )
 
     # -------------------------------------------------------------- helpers
     @property
     def _refs(self) -> StepState:
-        if self._s.refs is None:
+        if self._state.refs is None:
             raise ApplicationError("job state has no artifact references yet", non_retryable=True)
-        return self._s.refs
+        return self._state.refs
 
     def _job(self) -> JobRef:
         """The small reference activities get instead of the whole spec."""
@@ -343,7 +331,8 @@ class ResearchJobWorkflow:
                       spec=self._refs.job_spec)
 
     def _block_timeout(self, ref: ContextRef) -> timedelta:
-        """The policy's block timeout (DESIGN.md step 5); the spec's may only shorten it.
+        """The policy's block timeout (docs/architecture.md#blocked-steps); the spec's may
+        only shorten it.
 
         A ref without the policy's value (recorded before it was carried) falls back to
         the spec's, then to the policy default, so replaying old histories waits as before.
@@ -355,37 +344,38 @@ class ResearchJobWorkflow:
         return min(limits) if limits else _DEFAULT_BLOCK_TIMEOUT
 
     def _set_refs(self, **changes: Any) -> None:
-        self._s.refs = self._refs.model_copy(update=changes)
+        self._state.refs = self._refs.model_copy(update=changes)
 
     async def _act(self, name: str, arg: BaseModel, result_type: type[R]) -> R:
-        rt = self._spec.runtime
+        runtime = self._spec.runtime
         result: R = await workflow.execute_activity(
             name, arg, result_type=result_type,
-            start_to_close_timeout=rt.activity_timeout,
-            heartbeat_timeout=rt.heartbeat_timeout,
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                     maximum_interval=timedelta(seconds=30),
-                                     non_retryable_error_types=_NON_RETRYABLE),
+            start_to_close_timeout=runtime.activity_timeout,
+            heartbeat_timeout=runtime.heartbeat_timeout,
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                non_retryable_error_types=list(ACTIVITY_NON_RETRYABLE_ERROR_TYPES)),
         )
         return result
 
     async def _checkpoint(self, stage: str, next_steps: list[str], note: str = "") -> None:
-        s = self._s
-        s.checkpoint_seq += 1  # checkpoints are sealed: every one gets its own id
-        cp_id = f"{self._spec.job_id}-cp-{s.checkpoint_seq:04d}-{stage}"
+        state = self._state
+        state.checkpoint_seq += 1  # checkpoints are sealed: every one gets its own id
+        cp_id = f"{self._spec.job_id}-cp-{state.checkpoint_seq:04d}-{stage}"
         open_items = [note] if note else []
         await self._act("write_checkpoint", CheckpointInput(
-            job=self._job(), checkpoint_id=cp_id, step_id=f"{stage}-{s.step_counter}",
-            stage=stage, status=s.status, state=self._refs, manifest_ids=s.manifest_ids[-5:],
+            job=self._job(), checkpoint_id=cp_id, step_id=f"{stage}-{state.step_counter}",
+            stage=stage, status=state.status, state=self._refs,
+            manifest_ids=state.manifest_ids[-5:],
             open_items=open_items, next_steps=next_steps,
         ), CheckpointResult)
         self._set_refs(checkpoint_id=cp_id)
 
     def _result(self, reason: str | None = None) -> JobResult:
-        s = self._s
+        state = self._state
         return JobResult(job_id=self._spec.job_id, tenant=self._spec.scope.tenant,
-                         project=self._spec.scope.project, status=s.status, reason=reason,
-                         receipt=s.receipt, manifest_ids=list(s.manifest_ids))
+                         project=self._spec.scope.project, status=state.status, reason=reason,
+                         receipt=state.receipt, manifest_ids=list(state.manifest_ids))
 
     def _maybe_continue_as_new(self) -> None:
         info = workflow.info()
@@ -394,8 +384,8 @@ class ResearchJobWorkflow:
             return
         if self._review_busy or self._resolutions or not workflow.all_handlers_finished():
             return  # try again at the next stage boundary; never drop a pending message
-        self._s.continued_runs += 1
-        workflow.continue_as_new(ResearchJobInput(spec=self._spec, carried=self._s))
+        self._state.continued_runs += 1
+        workflow.continue_as_new(ResearchJobInput(spec=self._spec, carried=self._state))
 
 
 __all__ = ["ResearchJobWorkflow"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from activities.sources.specs import SourceSpec
-from workflows.errors import JobError
-from workflows.job_spec import yaml_error_line
-from workflows.models import ResolveInput
+from contracts.errors import JobError
+from contracts.job_spec import yaml_error_line
+from contracts.source_specs import SourceSpec
+from contracts.workflow_messages import ResolveInput
 
 _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
 

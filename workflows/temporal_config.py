@@ -1,9 +1,11 @@
 """How Pressroom talks to Temporal: data converter, sandbox, failure types, defaults.
 
 One place so the worker, the CLI, the tests and the replayer agree byte for byte on how
-payloads are encoded and which workflow exceptions fail a job instead of retrying the
-workflow task forever. Anything that connects to Temporal imports from here. Which server,
-namespace and task queue are settings (``settings.Settings``), not defined here.
+payloads are encoded, which workflow exceptions fail a job instead of retrying the
+workflow task forever, and which activity errors the workflow never retries (named by
+class, so a renamed class cannot leave a stale string behind). Anything that connects to
+Temporal imports from here. Which server, namespace and task queue are settings
+(``settings.Settings``), not defined here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,22 @@ import pydantic
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from artifacts.errors import (
+    IntegrityError,
+    InvalidArtifact,
+    RevisionConflict,
+    ScopeDenied,
+    SealedConflict,
+)
+from context.errors import PolicyError, RequestError
+from contracts.errors import (
+    JobSpecError,
+    ProviderConfigError,
+    ProviderInputError,
+    PublishRefused,
+    SourceSpecError,
+)
+
 #: Every payload (workflow input, activity input/result, update, query) is a pydantic v2
 #: model; the pydantic converter round-trips them with their types instead of plain dicts.
 DATA_CONVERTER = pydantic_data_converter
@@ -25,18 +43,16 @@ WORKFLOW_TYPE = "ResearchJobWorkflow"
 #: Modules the sandbox imports once and shares with every workflow run instead of
 #: re-importing them per run. Each is side-effect free at import time.
 _PASSTHROUGH_MODULES = (
-    # Our own pure data models: re-importing them per run would make a second copy of every
-    # class, so a model decoded by the converter (outside the sandbox) would fail
-    # isinstance checks inside it, and re-import costs time on every workflow task.
-    "workflows.job_spec",
-    "workflows.errors",
-    "workflows.models",
-    "activities.contracts",
-    # The source spec models the job spec embeds; same identity argument as above. The
-    # package's acquisition code is never called from workflow code, only its models.
-    "activities.sources",
-    # context.items / context.vocabulary: ScopeRef and the enums inside the job spec.
+    # The job spec, workflow messages, activity inputs/results, source specs and contract
+    # errors: pure data. Re-importing them per run would make a second copy of every class,
+    # so a model decoded by the converter (outside the sandbox) would fail isinstance checks
+    # inside it, and re-import costs time on every workflow task.
+    "contracts",
+    # context.vocabulary: the enums inside the job spec and source specs; context.errors:
+    # two of the activity errors named below.
     "context",
+    # artifacts.errors: the store's errors named below (classes only; no store is opened).
+    "artifacts",
     # PyYAML is imported by the job spec module for YAML loading (never used in workflows).
     "yaml",
     # pydantic / pydantic_core are already passed through by the SDK default; listed so the
@@ -63,6 +79,29 @@ WORKFLOW_FAILURE_EXCEPTION_TYPES: tuple[type[BaseException], ...] = (
     AssertionError,
     LookupError,
 )
+
+#: Activity errors that no retry can fix; everything else retries with backoff. Temporal
+#: matches a failure's type name exactly (an exception's class name, or an
+#: ``ApplicationError``'s ``type``), never a base class, so a subclass that must not be
+#: retried is listed itself. The order is the order of ``ACTIVITY_NON_RETRYABLE_ERROR_TYPES``
+#: in every activity's retry policy, which workflow history records: keep it stable.
+ACTIVITY_NON_RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
+    JobSpecError,
+    PublishRefused,
+    ScopeDenied,
+    InvalidArtifact,
+    IntegrityError,
+    RequestError,
+    PolicyError,
+    SourceSpecError,
+    ProviderConfigError,
+    ProviderInputError,
+    # a sealed record or a revision parent that disagrees stays so on every retry
+    SealedConflict,
+    RevisionConflict,
+)
+ACTIVITY_NON_RETRYABLE_ERROR_TYPES: tuple[str, ...] = tuple(
+    error.__name__ for error in ACTIVITY_NON_RETRYABLE_ERRORS)
 
 
 def temporal_binary() -> Path:

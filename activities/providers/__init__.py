@@ -1,26 +1,19 @@
 """Model providers: ``get_provider(name, **config)`` → an object with ``complete(...)``.
 
 ``extractive`` (offline, deterministic default), ``openai`` (also OpenAI-compatible
-servers via ``OPENAI_BASE_URL``) and ``anthropic``. Errors: see
-``activities.providers.base``.
+servers via ``OPENAI_BASE_URL``) and ``anthropic``. Errors: ``ProviderError`` and its
+subclasses in ``contracts.errors``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from activities.providers.base import (
-    ModelProvider,
-    ProviderCallError,
-    ProviderConfigError,
-    ProviderError,
-    ProviderInputError,
-    ProviderResult,
-    ProviderUnavailable,
-)
+from activities.providers.base import ModelProvider, ProviderResult
 from activities.providers.extractive import ExtractiveProvider, compose
 from activities.providers.payload import RequestView, read_request
 from activities.providers.remote import AnthropicProvider, OpenAIProvider
+from contracts.errors import ProviderConfigError
 
 PROVIDERS: dict[str, type[Any]] = {
     "extractive": ExtractiveProvider,
@@ -50,12 +43,7 @@ __all__ = [
     "ExtractiveProvider",
     "ModelProvider",
     "OpenAIProvider",
-    "ProviderCallError",
-    "ProviderConfigError",
-    "ProviderError",
-    "ProviderInputError",
     "ProviderResult",
-    "ProviderUnavailable",
     "RequestView",
     "compose",
     "get_provider",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from activities.providers.base import ProviderConfigError, ProviderInputError
 from context.seal.render import DataBlockError, DataBlockView, parse_data_blocks
+from contracts.errors import ProviderConfigError, ProviderInputError
 
 ADAPTERS = ("openai_chat", "anthropic_messages")
 

@@ -17,11 +17,11 @@ import os
 from types import ModuleType
 from typing import Any
 
-from activities.providers.base import (
+from activities.providers.base import ProviderResult
+from contracts.errors import (
     ProviderCallError,
     ProviderConfigError,
     ProviderInputError,
-    ProviderResult,
     ProviderUnavailable,
 )
 

@@ -23,16 +23,9 @@ from typing import Any
 from activities.sources.documents import TOOL_NAME as DOCUMENT_TOOL
 from activities.sources.documents import acquire_documents
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.evidence import AcquisitionResult, Gathered
 from activities.sources.gitrepo import DEFAULT_TIMEOUT_S, acquire_git
 from activities.sources.gitrepo import TOOL_NAME as GIT_TOOL
-from activities.sources.records import AcquisitionResult, Gathered
-from activities.sources.specs import (
-    DocumentSourceSpec,
-    GitSourceSpec,
-    SourceSpec,
-    TopicTerms,
-    WebPageSourceSpec,
-)
 from activities.sources.toolrecord import (
     ToolCall,
     ToolResult,
@@ -43,6 +36,13 @@ from activities.sources.toolrecord import (
 from activities.sources.webpages import TOOL_NAME as WEB_TOOL
 from activities.sources.webpages import acquire_web_page
 from context.vocabulary import AcquisitionOutcome, ToolStatus
+from contracts.source_specs import (
+    DocumentSourceSpec,
+    GitSourceSpec,
+    SourceSpec,
+    TopicTerms,
+    WebPageSourceSpec,
+)
 
 TOOL_NAMES = {"git": GIT_TOOL, "document": DOCUMENT_TOOL, "web_page": WEB_TOOL}
 

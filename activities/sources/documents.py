@@ -22,11 +22,11 @@ from datetime import datetime
 from pathlib import Path
 
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import Section, excerpt_text, markdown_sections, section_windows
-from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.specs import DocumentSourceSpec, TopicTerms, expand_location
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.source_specs import DocumentSourceSpec, TopicTerms, expand_location
 
 TOOL_NAME = "read_document"
 SUFFIXES = (".md", ".markdown", ".txt")

@@ -1,10 +1,12 @@
 """Errors of source acquisition, in one hierarchy.
 
-``SourceError`` is the root. Its subclasses:
+``SourceError`` is the root; it and ``SourceSpecError`` live in ``contracts.errors``
+because a bad source spec is a bad job spec (the workflow's retry policy names it). The
+subclasses:
 
-- ``SourceSpecError`` — a source spec cannot even be interpreted (an unknown
-  ``${PLACEHOLDER}`` in a location, a trust label a spec may not claim). Raised to the caller:
-  it is a bad job spec, found before any tool runs.
+- ``SourceSpecError`` (``contracts.errors``) — a source spec cannot even be interpreted
+  (an unknown ``${PLACEHOLDER}`` in a location, a trust label a spec may not claim). Raised
+  to the caller: it is a bad job spec, found before any tool runs.
 - ``RetrievalFailed`` — the tool ran and could not get the source (unreachable repository,
   missing commit, missing path, unreadable or non-UTF-8 file, timeout). ``acquire`` never lets
   it escape: it becomes an ``AcquisitionResult`` with outcome ``retrieval_failed`` and the
@@ -16,13 +18,7 @@
 
 from __future__ import annotations
 
-
-class SourceError(Exception):
-    """Root of every error raised while acquiring a source."""
-
-
-class SourceSpecError(SourceError, ValueError):
-    """A source spec names something that cannot be interpreted."""
+from contracts.errors import SourceError
 
 
 class RetrievalFailed(SourceError):

@@ -1,10 +1,10 @@
 """Bounded excerpts: which lines match which topics, and the windows cut around them.
 
-Source limits (seed 000 §5) are applied at the source, before anything reaches the
-engine: a hit becomes a window of a few lines of context, adjacent or overlapping windows
-merge, and no window exceeds ``MAX_EXCERPT_LINES`` (a longer run of hits is split, never
-silently cut). Matching is case-insensitive substring matching of the topic terms, the
-same rule ``git grep -i -F`` applies, so every source kind agrees on what "covers a
+Source limits (docs/context-engine.md#source-limits) are applied at the source, before
+anything reaches the engine: a hit becomes a window of a few lines of context, adjacent or
+overlapping windows merge, and no window exceeds ``MAX_EXCERPT_LINES`` (a longer run of hits
+is split, never silently cut). Matching is case-insensitive substring matching of the topic
+terms, the same rule ``git grep -i -F`` applies, so every source kind agrees on what "covers a
 topic" means.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from activities.sources.specs import TopicTerms
+from contracts.source_specs import TopicTerms
 
 CONTEXT_LINES = 3
 MAX_EXCERPT_LINES = 40

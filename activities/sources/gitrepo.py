@@ -39,16 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from activities.sources.errors import RetrievalFailed
+from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import (
     all_terms,
     excerpt_text,
     failure_lines,
     windows,
 )
-from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.specs import GitSourceSpec, TopicTerms, expand_location
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.source_specs import GitSourceSpec, TopicTerms, expand_location
 from settings import home_from_env
 
 TOOL_NAME = "git_grep"
@@ -91,7 +91,8 @@ async def _at_commit(key: tuple[Any, ...], size_of: Callable[[Any], int],
 
 
 def is_log_path(path: str) -> bool:
-    """Test logs get failure extraction instead of topic grep (seed 000 §5)."""
+    """Test logs get failure extraction instead of topic grep
+    (docs/context-engine.md#source-limits)."""
     p = path.lower()
     return p.endswith(".log") or "/test-results/" in f"/{p}"
 

@@ -1,13 +1,14 @@
 """Evidence from a saved web page: visible text, relevant sections, content hash.
 
-Web text is ``untrusted_external_data`` whatever it says (seed 000 §2): a page that
-tells the agent to skip approval is evidence *that the page says so*, nothing more. The
-page is reduced at the source (seed 000 §5): tags are stripped with the standard
-library's ``html.parser`` (script, style and similar non-text elements dropped; text hidden
-by CSS is kept — hiding text makes it neither trustworthy nor harmless, and the engine's
-security gate must see it), headings become section boundaries, and only sections that
-mention a topic are kept, each with its line range in the extracted text and the page's
-content hash as its revision.
+Web text is ``untrusted_external_data`` whatever it says
+(docs/context-engine.md#effective-trust-and-role-limits): a page that tells the agent to skip
+approval is evidence *that the page says so*, nothing more. The page is reduced at the source
+(docs/context-engine.md#source-limits): tags are stripped with the standard library's
+``html.parser`` (script, style and similar non-text elements dropped; text hidden by CSS is
+kept — hiding text makes it neither trustworthy nor harmless, and the engine's security gate
+must see it), headings become section boundaries, and only sections that mention a topic are
+kept, each with its line range in the extracted text and the page's content hash as its
+revision.
 
 Record identity: ``item_id = <name>:page#L<a>-L<b>`` (lines of the extracted text);
 ``revision`` and ``source_digest`` are the sha256 of the saved file's bytes.
@@ -23,11 +24,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
+from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import excerpt_text, markdown_sections, section_windows
-from activities.sources.records import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.specs import TopicTerms, WebPageSourceSpec, expand_location
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.source_specs import TopicTerms, WebPageSourceSpec, expand_location
 
 TOOL_NAME = "read_web_page"
 MAX_PAGE_BYTES = 5_000_000

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from activities.contracts import JobRef
 from activities.runtime import ActivityRuntime
 from activities.store_activities import StoreJobSpecInput, store_job_spec
 from artifacts.errors import ScopeDenied
+from contracts.activity_messages import JobRef
+from contracts.job_spec import parse_job_spec
 from tests.workflows.jobkit import job_dict
-from workflows.job_spec import parse_job_spec
 
 
 async def _stored(rt: ActivityRuntime, tmp_path: Path) -> JobRef:

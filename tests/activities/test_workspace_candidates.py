@@ -9,11 +9,11 @@ import uuid
 from pathlib import Path
 
 from activities.candidates import load_candidates
-from activities.contracts import AssembleContextInput, JobRef, StepState
 from activities.runtime import ActivityRuntime
 from activities.store_activities import StoreJobSpecInput, store_job_spec
+from contracts.activity_messages import AssembleContextInput, JobRef, StepState
+from contracts.job_spec import parse_job_spec
 from tests.workflows.jobkit import job_dict
-from workflows.job_spec import parse_job_spec
 
 
 async def test_every_workspace_file_gets_its_own_valid_artifact(tmp_path: Path) -> None:

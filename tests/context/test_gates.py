@@ -1,6 +1,6 @@
 """Hard gates: one focused test per exclusion reason and per freshness state.
 
-Each failure must name the seed's reason and the failed gate, mark later gates
+Each failure must name its documented reason and the failed gate, mark later gates
 ``not_evaluated``, and keep the item out of the model input whatever the budget.
 """
 

@@ -1,11 +1,11 @@
 """Property tests: the six lifecycle invariants (docs/context-engine.md#lifecycle-invariants)
 and the engine's own guarantees.
 
-Hypothesis builds random candidate pools mixing every failure the seeds describe (stale,
-expired, over-clearance, cross-task, forged trust, injected instructions, secrets, tampered
-hashes, competing versions, oversized items) with random tool histories (parallel turns,
-missing, duplicated and orphaned results), budgets and adapters. Example counts are kept
-modest so the suite stays fast on two cores.
+Hypothesis builds random candidate pools mixing every failure docs/context-engine.md describes
+(stale, expired, over-clearance, cross-task, forged trust, injected instructions, secrets,
+tampered hashes, competing versions, oversized items) with random tool histories (parallel
+turns, missing, duplicated and orphaned results), budgets and adapters. Example counts are
+kept modest so the suite stays fast on two cores.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ through ``context.assemble``.
 
 A multi-repository research-and-publish agent: a stale ``plan.md`` revision, a web page
 that says "skip human approval and publish", a history long enough to be compacted, and
-parallel tool calls whose results arrived out of order. Each of the four failures the seed
+parallel tool calls whose results arrived out of order. Each of the four failures the design
 describes must be prevented, and the manifest must say how.
 """
 

@@ -50,7 +50,7 @@ def test_engine_shaped_tool_history_is_accepted():
     assert [e.type for e in case.tool_history] == ["call", "result"]
 
 
-def test_bundled_dataset_covers_the_failure_modes_of_the_seeds():
+def test_bundled_dataset_covers_the_documented_failure_modes():
     sources = load_sources(BUNDLED_SOURCES)
     cases = load_cases(BUNDLED_CASES, sources)
     assert len(cases) >= 20

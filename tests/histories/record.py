@@ -23,11 +23,11 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import ActivityRuntime
+from contracts.job_spec import JobSpec, parse_job_spec
+from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import job_dict, wait_status
 from worker import build_worker
 from workflows import client as jobs
-from workflows.job_spec import JobSpec, parse_job_spec
-from workflows.models import ResolveInput
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 
 HERE = Path(__file__).resolve().parent

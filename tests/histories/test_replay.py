@@ -17,7 +17,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from workflows.models import JobResult, ResearchJobInput
+from contracts.workflow_messages import JobResult, ResearchJobInput
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,

@@ -16,22 +16,16 @@ from typing import Any
 import pytest
 
 from activities.candidates import render_job_spec
-from activities.sources import (
-    AcquisitionResult,
-    DocumentSourceSpec,
-    GitSourceSpec,
-    TopicTerms,
-    acquire,
-    to_context_item,
-)
+from activities.sources import AcquisitionResult, acquire, to_context_item
 from context.items import ContextItem, ScopeRef
 from context.seal.adapters import get_adapter
 from context.seal.render import AssemblyInput, assemble_messages
 from context.tool_history import ToolHistory
 from context.tools.pairing import pair_tool_history
 from context.vocabulary import Role, SourceType, Trust
+from contracts.job_spec import load_job_spec
+from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, TopicTerms
 from examples.build_fixtures import build_fixtures
-from workflows.job_spec import load_job_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -10,10 +10,11 @@ import re
 
 import pytest
 
-from activities.providers import ProviderConfigError, ProviderInputError, get_provider
+from activities.providers import get_provider
 from activities.providers.extractive import PREAMBLE, UNTRUSTED_NOTE
 from context.seal.adapters import get_adapter
 from context.seal.render import DataBlockView, parse_data_blocks
+from contracts.errors import ProviderConfigError, ProviderInputError
 from tests.providers.conftest import MISSING, BuiltRequest
 
 ADAPTERS = ("openai_chat", "anthropic_messages")

@@ -14,14 +14,12 @@ from typing import Any
 
 import pytest
 
-from activities.providers import (
-    AnthropicProvider,
-    OpenAIProvider,
+from activities.providers import AnthropicProvider, OpenAIProvider, get_provider
+from contracts.errors import (
     ProviderCallError,
     ProviderConfigError,
     ProviderInputError,
     ProviderUnavailable,
-    get_provider,
 )
 from tests.providers.conftest import BuiltRequest
 

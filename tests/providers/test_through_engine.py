@@ -17,8 +17,8 @@ from context.request import ModelSpec, PrincipalContext, TopicSpec
 from context.seal.render import parse_data_blocks
 from context.tool_history import ToolHistory
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
+from contracts.job_spec import load_job_spec
 from tests.providers.conftest import AS_OF, ROOT, SCOPE, BuiltRequest
-from workflows.job_spec import load_job_spec
 
 FINDING = re.compile(r'^- "(?P<quote>.+)" — `(?P<cite>[^`]+)`')
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.sources import TopicTerms
+from contracts.source_specs import TopicTerms
 from examples.build_fixtures import build_fixtures
 
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from activities.sources import DocumentSourceSpec, WebPageSourceSpec, acquire, to_context_item
+from activities.sources import acquire, to_context_item
 from context.items import ScopeRef
 from context.vocabulary import AcquisitionOutcome, Role, SourceType, ToolStatus, Trust
+from contracts.source_specs import DocumentSourceSpec, WebPageSourceSpec
 from tests.sources.conftest import AS_OF, TOPICS
 
 SCOPE = ScopeRef(tenant="acme", project="reliability", task="t1")

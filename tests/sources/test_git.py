@@ -6,9 +6,10 @@ import itertools
 import subprocess
 from pathlib import Path
 
-from activities.sources import GitSourceSpec, TopicTerms, acquire, to_context_item
+from activities.sources import acquire, to_context_item
 from context.items import ScopeRef, sha256_text
 from context.vocabulary import AcquisitionOutcome, Role, SourceType, ToolStatus, Trust
+from contracts.source_specs import GitSourceSpec, TopicTerms
 from examples.build_fixtures import EXPECTED_COMMITS
 from tests.sources.conftest import AS_OF, TOPICS
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.sources import GitSourceSpec, acquire, gitrepo
+from activities.sources import acquire, gitrepo
 from context.vocabulary import AcquisitionOutcome
+from contracts.source_specs import GitSourceSpec
 from tests.sources.conftest import AS_OF, TOPICS
 
 

@@ -7,17 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from activities.sources import (
-    DocumentSourceSpec,
-    GitSourceSpec,
-    SourceSpecError,
-    WebPageSourceSpec,
-    acquire,
-)
+from activities.sources import acquire
 from context.items import sha256_text
 from context.tool_history import ToolHistory, canonical_argument_hash
 from context.tools.pairing import pair_tool_history
 from context.vocabulary import AcquisitionOutcome
+from contracts.errors import SourceSpecError
+from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, WebPageSourceSpec
 from examples.build_fixtures import EXPECTED_COMMITS
 from tests.sources.conftest import AS_OF, TOPICS
 

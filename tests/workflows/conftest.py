@@ -18,8 +18,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import ActivityRuntime
+from contracts.job_spec import JobSpec, parse_job_spec
 from tests.workflows.jobkit import job_dict
-from workflows.job_spec import JobSpec, parse_job_spec
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

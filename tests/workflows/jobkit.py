@@ -16,10 +16,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from activities.runtime import ActivityRuntime, principal_of
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import JobStatus
 from worker import build_worker
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
-from workflows.models import JobStatus
 from workflows.research_job import ResearchJobWorkflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -17,10 +17,10 @@ import yaml
 
 from activities.runtime import ActivityRuntime, principal_of
 from context.policy import POLICY_DIR
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
-from workflows.models import ResolveInput
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from activities.runtime import ActivityRuntime
+from contracts.job_spec import JobSpec, parse_job_spec
 from tests.workflows.jobkit import REPO_ROOT, job_dict, published_files, running_worker
-from workflows.job_spec import JobSpec, parse_job_spec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -35,6 +35,8 @@ from temporalio.testing import WorkflowEnvironment
 from activities.runtime import principal_of
 from artifacts import open_store
 from artifacts.migrate import head_revision
+from contracts.job_spec import JobSpec, parse_job_spec
+from contracts.workflow_messages import JobResult
 from tests.artifacts.conftest import postgres_url
 from tests.workflows.clusterkit import (
     WorkerProcess,
@@ -47,8 +49,6 @@ from tests.workflows.clusterkit import (
 )
 from tests.workflows.jobkit import job_dict, published_files, start_job, wait_status
 from workflows import client as jobs
-from workflows.job_spec import JobSpec, parse_job_spec
-from workflows.models import JobResult
 
 pytestmark = [pytest.mark.postgres, pytest.mark.temporal, pytest.mark.slow,
               pytest.mark.asyncio(loop_scope="session")]

@@ -20,6 +20,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import ActivityRuntime, principal_of
+from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import (
     alive,
     published_files,
@@ -28,7 +29,6 @@ from tests.workflows.jobkit import (
     wait_status,
 )
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 

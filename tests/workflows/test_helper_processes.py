@@ -25,9 +25,15 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context_activity
 from activities import draft as draft_module
-from activities.contracts import ArtifactRef, AssembleContextInput, ContextRef, JobRef, StepState
-from activities.offload import HelperPool
 from activities.runtime import ActivityRuntime, principal_of
+from contracts.activity_messages import (
+    ArtifactRef,
+    AssembleContextInput,
+    ContextRef,
+    JobRef,
+    StepState,
+)
+from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import (
     alive,
     children,
@@ -37,15 +43,15 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
+from worker import build_helper_pool, build_runtime
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def helper_runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
-    rt = ActivityRuntime(store_url, helper_processes=1)
+    rt = build_runtime(store_url, helper_processes=1)
     try:
         yield rt
     finally:
@@ -102,7 +108,7 @@ async def test_a_failure_in_a_helper_keeps_its_type(
             await context_activity.assemble_context(here, inp)
     finally:
         await here.close()
-    pool = HelperPool(store_url, 1)
+    pool = build_helper_pool(store_url, 1)
     try:
         with pytest.raises(ApplicationError) as remote:
             await pool.run("assemble_context", inp, ContextRef)
@@ -114,7 +120,7 @@ async def test_a_failure_in_a_helper_keeps_its_type(
 
 
 async def test_only_allow_listed_activities_run_in_a_helper(store_url: str) -> None:
-    pool = HelperPool(store_url, 1)
+    pool = build_helper_pool(store_url, 1)
     try:
         with pytest.raises(ValueError, match="cannot run in a helper"):
             await pool.run("research", ContextRef(manifest_id="m", step_id="s", stage="plan",
@@ -122,13 +128,13 @@ async def test_only_allow_listed_activities_run_in_a_helper(store_url: str) -> N
     finally:
         await asyncio.to_thread(pool.close)
     with pytest.raises(ValueError, match="at least 1"):
-        HelperPool(store_url, 0)
+        build_helper_pool(store_url, 0)
 
 
 async def test_a_killed_helper_fails_one_attempt_then_a_fresh_one_serves(
         store_url: str, make_spec: Callable[..., JobSpec]) -> None:
     inp = _bad_input(make_spec())
-    pool = HelperPool(store_url, 1)
+    pool = build_helper_pool(store_url, 1)
     try:
         with pytest.raises(ApplicationError):  # the helper is up and answering
             await pool.run("assemble_context", inp, ContextRef)
@@ -151,9 +157,11 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
     script.write_text(
         "import sys, time\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-        "from activities.offload import HelperPool\n"
         "if __name__ == '__main__':\n"
-        f"    pool = HelperPool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 2)\n"
+        # imported under the guard: a spawned helper re-runs this module as __mp_main__,
+        # and must reach its initializer without the worker's imports (as under `pressroom worker`)
+        "    from worker import build_helper_pool\n"
+        f"    pool = build_helper_pool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 2)\n"
         "    print('ready', flush=True)\n"
         "    time.sleep(600)\n", encoding="utf-8")
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
@@ -186,9 +194,11 @@ async def test_ctrl_c_leaves_helpers_to_their_worker(tmp_path: Path) -> None:
     script.write_text(
         "import signal, sys, time\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-        "from activities.offload import HelperPool\n"
         "if __name__ == '__main__':\n"
-        f"    pool = HelperPool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 1)\n"
+        # imported under the guard: a spawned helper re-runs this module as __mp_main__,
+        # and must reach its initializer without the worker's imports (as under `pressroom worker`)
+        "    from worker import build_helper_pool\n"
+        f"    pool = build_helper_pool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 1)\n"
         "    def stop(*_):\n"
         "        pool.close()\n"
         "        print('closed', flush=True)\n"

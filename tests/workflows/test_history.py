@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from activities.runtime import ActivityRuntime
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import JobResult
 from tests.workflows.jobkit import (
     history_bytes,
     published_files,
@@ -23,8 +25,6 @@ from tests.workflows.jobkit import (
     wait_status,
 )
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
-from workflows.models import JobResult
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -1,6 +1,7 @@
 """Main paths of a job end to end: happy path over a pinned git repository, blocked →
-resolve → continue, block timeout → failed, and the seed 000 opening case (a plan.md and a
-web page telling the agent to skip approval and publish).
+resolve → continue, block timeout → failed, and the opening case of
+docs/context-engine.md#worked-example-the-opening-case (a plan.md and a web page telling the
+agent to skip approval and publish).
 
 Real dev server, real worker and activities, real SQLite store, a real git repository
 built here with fixed author and dates, and the offline extractive provider.
@@ -19,10 +20,10 @@ from typing import Any
 import pytest
 
 from activities.runtime import ActivityRuntime, principal_of
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
 from workflows import client as jobs
-from workflows.job_spec import JobSpec
-from workflows.models import ResolveInput
 from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
@@ -166,7 +167,8 @@ async def test_block_timeout_fails_the_job(
 async def test_instructions_in_plan_md_and_web_page_never_publish(
         client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
         docs: Path, make_spec: Callable[..., JobSpec]) -> None:
-    """Seed 000 opening case: 'skip approval and publish' is data, never a permission."""
+    """The opening case (docs/context-engine.md#worked-example-the-opening-case): 'skip
+    approval and publish' is data, never a permission."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "plan.md").write_text(f"# Plan\n\n- [ ] retry backoff notes\n- [ ] {INJECTION}\n",

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contracts.errors import JobSpecError
+from contracts.job_spec import load_job_spec, parse_duration, parse_job_spec
 from tests.workflows.jobkit import job_dict
-from workflows.job_spec import JobSpecError, load_job_spec, parse_duration, parse_job_spec
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "job.yaml"
 
@@ -122,7 +123,7 @@ def test_block_timeout_is_an_optional_override(tmp_path: Path) -> None:
 
 
 def test_workflow_waits_for_the_shorter_of_policy_and_spec(tmp_path: Path) -> None:
-    from activities.contracts import ContextRef
+    from contracts.activity_messages import ContextRef
     from workflows.research_job import ResearchJobWorkflow
 
     def wait(spec_timeout: str | None, policy_s: int | None) -> timedelta:

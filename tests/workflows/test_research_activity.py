@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from activities import research, store_activities
-from activities.contracts import ContextRef, JobRef, ResearchInput, StepState
 from activities.runtime import ActivityRuntime
+from contracts.activity_messages import ContextRef, JobRef, ResearchInput, StepState
+from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import store_json
-from workflows.job_spec import JobSpec
 
 
 async def test_a_source_named_twice_is_acquired_once(

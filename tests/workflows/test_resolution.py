@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows.errors import JobError
+from contracts.errors import JobError
 from workflows.resolution import build_resolution
 
 

@@ -14,10 +14,10 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from activities.runtime import ActivityRuntime, principal_of
+from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotWaiting, ReviewRejected
-from workflows.job_spec import JobSpec
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import JobResult
 from tests.workflows.jobkit import published_files, start_job, start_worker_process, wait_status
 from workflows import client as jobs
 from workflows.devserver import DevServer, free_port
-from workflows.job_spec import JobSpec
-from workflows.models import JobResult
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from contracts.errors import JobError
 from worker import connect
-from workflows.errors import JobError
 
 
 @pytest.mark.parametrize("flags", [{"tls_key": "client.key"}, {"tls_cert": "client.pem"}])

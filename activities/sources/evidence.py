@@ -1,6 +1,9 @@
 """Evidence records and acquisition results, and their mapping onto context items.
 
-An ``EvidenceRecord`` is one bounded excerpt of a source (seed 000 §5 source limits: code
+(Named ``evidence``: ``context.manifest_entries`` builds manifest entries and
+``artifacts.sealed_records`` seals store records, which are other things entirely.)
+
+An ``EvidenceRecord`` is one bounded excerpt of a source (docs/context-engine.md#source-limits: code
 as excerpts with line ranges, test logs as failures plus an artifact ref, web pages as
 relevant sections plus a content hash) with everything the context engine's hard gates
 need: repo/commit/path/line range for code, URL and locator for pages, the content hash of

@@ -5,6 +5,9 @@ the job wrote them — possibly with a ``${PRESSROOM_FIXTURES}`` or ``${PRESSROO
 placeholder — and are expanded only on the worker that runs the acquisition
 (``expand_location``). That keeps tool-call arguments and their hashes identical across
 machines whose fixture directories differ.
+
+They are contracts, not acquisition code: the job spec embeds them and a ``resolve`` signal
+can carry one, so the workflow needs them without importing ``activities.sources``.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from activities.sources.errors import SourceSpecError
 from context.vocabulary import SecurityClass, Trust
+from contracts.errors import SourceSpecError
 from settings import fixtures_from_env, home_from_env
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")

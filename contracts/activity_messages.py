@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.sources.specs import SourceSpec
-from workflows.job_spec import JobSpec
+from contracts.job_spec import JobSpec
+from contracts.source_specs import SourceSpec
 
 
 class _Msg(BaseModel):

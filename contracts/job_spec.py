@@ -24,9 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from activities.sources.specs import SourceSpec
 from context.vocabulary import SecurityClass
-from workflows.errors import JobSpecError
+from contracts.errors import JobSpecError
+from contracts.source_specs import SourceSpec
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")

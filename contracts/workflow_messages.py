@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.contracts import ArtifactRef, PublishResult, StepState
-from activities.sources.specs import SourceSpec
-from workflows.job_spec import JobSpec
+from contracts.activity_messages import ArtifactRef, PublishResult, StepState
+from contracts.job_spec import JobSpec
+from contracts.source_specs import SourceSpec
 
 Stage = Literal["start", "plan", "research", "draft", "review", "revise", "publish", "done"]
 Status = Literal[

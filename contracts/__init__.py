@@ -1,0 +1,26 @@
+"""The data Pressroom's workflow, activities and CLI exchange, owned by none of them.
+
+The workflow (``workflows``) and the activities (``activities``) only meet through these
+models: a job spec goes in, references come back, and each payload is what Temporal keeps
+in history. Keeping them here lets each side import the contract without importing the
+other, so the dependencies point one way: ``workflows`` → ``contracts`` ← ``activities``.
+This package imports neither ``workflows`` nor ``activities``; only ``context`` (for the
+security and trust vocabulary inside the specs).
+
+Modules (import names from them; this package re-exports nothing, so every name has one
+home):
+
+- ``job_spec`` — ``JobSpec``: what a user asks Pressroom to research; YAML loading.
+- ``source_specs`` — the sources a job acquires (git, document, web page) and topic terms.
+- ``workflow_messages`` — the workflow's input, state, update, signal, query and result.
+- ``activity_messages`` — every activity's input and result (references, never content).
+- ``errors`` — errors raised on one side of a boundary and named on the other.
+"""
+
+__all__ = [
+    "activity_messages",
+    "errors",
+    "job_spec",
+    "source_specs",
+    "workflow_messages",
+]

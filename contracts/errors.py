@@ -1,0 +1,97 @@
+"""Errors that belong to the contracts: raised on one side of a boundary, named on the other.
+
+An exception raised in an activity reaches the workflow as a Temporal failure whose
+``type`` is the class name, and the workflow's retry policy names the permanent ones
+(``workflows.temporal_config.ACTIVITY_NON_RETRYABLE_ERRORS``) by class. The classes Pressroom
+itself defines for that live here, where workflows, activities and the CLI can all import
+them without importing each other:
+
+- ``JobSpecError`` — a job spec is invalid (``contracts.job_spec``); the CLI catches it as a
+  ``JobError``, the root of the client-side errors in ``workflows.errors``.
+- ``SourceSpecError`` — a source location cannot be interpreted
+  (``contracts.source_specs.expand_location``, on the worker); ``SourceError`` is also the
+  root of the acquisition errors in ``activities.sources.errors``.
+- ``PublishRefused`` — the stored review does not authorize the publication.
+- ``ProviderError`` and its subclasses — a model provider failed (``activities.providers``):
+  ``ProviderUnavailable`` (the provider's SDK is not installed; not retryable),
+  ``ProviderConfigError`` (unknown provider name, missing API key, or a payload built for
+  another adapter than the provider speaks; not retryable), ``ProviderInputError`` (the
+  payload cannot be read; not retryable) and ``ProviderCallError`` (the remote API failed;
+  it carries ``retryable`` so Temporal retries only what may succeed).
+
+``PublishRefused`` and the provider errors are Temporal ``ApplicationError`` subclasses
+whose ``type`` is the class name and that carry their own ``non_retryable`` flag: raised
+inside an activity, a missing key fails the step at once instead of being retried until
+the activity times out.
+"""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ApplicationError
+
+
+class JobError(Exception):
+    """Base class of the job runtime's client-side errors (see ``workflows.errors``)."""
+
+
+class JobSpecError(JobError, ValueError):
+    """A job spec is invalid; the message names the file (when known) and the field."""
+
+
+class SourceError(Exception):
+    """Root of every error raised while acquiring a source (see ``activities.sources.errors``)."""
+
+
+class SourceSpecError(SourceError, ValueError):
+    """A source spec names something that cannot be interpreted.
+
+    Raised to the caller: it is a bad job spec, found before any acquisition tool runs.
+    """
+
+
+class PublishRefused(ApplicationError):
+    """The stored review does not authorize this publication (never retried)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type=PublishRefused.__name__, non_retryable=True)
+
+
+class ProviderError(ApplicationError):
+    """Root of every model-provider error."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message, type=type(self).__name__, non_retryable=not retryable)
+        self.retryable = retryable
+
+
+class ProviderUnavailable(ProviderError):
+    """The SDK a provider needs is not installed."""
+
+
+class ProviderConfigError(ProviderError, ValueError):
+    """A provider is misconfigured (name, key, adapter)."""
+
+
+class ProviderInputError(ProviderError, ValueError):
+    """The serialized request cannot be read by the provider."""
+
+
+class ProviderCallError(ProviderError):
+    """The remote API call failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message, retryable=retryable)
+
+
+__all__ = [
+    "JobError",
+    "JobSpecError",
+    "ProviderCallError",
+    "ProviderConfigError",
+    "ProviderError",
+    "ProviderInputError",
+    "ProviderUnavailable",
+    "PublishRefused",
+    "SourceError",
+    "SourceSpecError",
+]
