@@ -2,13 +2,10 @@
 
 ``Settings.from_env(os.environ)`` runs once, in the entry points (``pressroom.py``'s and
 ``worker.py``'s ``main``), and the frozen result is passed down; nothing below them reads
-these variables again. One exception, for now: a job's source locations may hold
-``${PRESSROOM_HOME}`` / ``${PRESSROOM_FIXTURES}`` placeholders, which the process that
-acquires the source expands from its own environment (``contracts.source_specs.
-expand_location``; URL repositories are cached under ``$PRESSROOM_HOME/git-cache`` by
-``activities.sources.gitrepo``) with ``home_from_env`` / ``fixtures_from_env`` below — the
-same parsing, so one behaviour. (The acquisition functions have no handle to pass settings
-through yet; ``pressroom demo`` exports its fixture directory for that reason.)
+these variables again. A job's source locations may hold ``${PRESSROOM_HOME}`` /
+``${PRESSROOM_FIXTURES}`` placeholders: the worker expands them on the machine that reads
+the source, from ``Settings.locations`` handed to its runtime (``worker.build_runtime``)
+and on to every acquisition — never from the environment of the moment.
 
 This module imports nothing from Pressroom, so every layer may import it without a cycle.
 
@@ -231,6 +228,13 @@ class Settings(BaseModel):
     def fixtures_dir(self) -> Path:
         """``fixtures``, else ``home / "fixtures"``."""
         return self.fixtures or self.home / "fixtures"
+
+    @property
+    def locations(self) -> dict[str, str]:
+        """What ``${PRESSROOM_HOME}`` and ``${PRESSROOM_FIXTURES}`` in a job's source
+        locations stand for on this machine: the worker hands it to every acquisition
+        (``contracts.source_specs.expand_location``), which reads no environment itself."""
+        return {HOME: str(self.home), FIXTURES: str(self.fixtures_dir)}
 
     def helper_count(self, cpu_count: int | None) -> int:
         """``helper_processes``, else 1 with two or more cores, else 0."""

@@ -24,7 +24,7 @@ import functools
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -102,16 +102,21 @@ def default_helper_processes(settings: Settings) -> int:
     return settings.helper_count(os.cpu_count())
 
 
-def build_helper_pool(store_url: str, processes: int) -> HelperPool:
+def build_helper_pool(store_url: str, processes: int, *,
+                      locations: Mapping[str, str]) -> HelperPool:
     """``processes`` helper processes, each with its own ``ActivityRuntime`` on ``store_url``."""
-    return HelperPool(functools.partial(ActivityRuntime, store_url), processes)
+    return HelperPool(functools.partial(ActivityRuntime, store_url, locations=dict(locations)),
+                      processes)
 
 
-def build_runtime(store_url: str, *, helper_processes: int = 0) -> ActivityRuntime:
+def build_runtime(store_url: str, *, locations: Mapping[str, str],
+                  helper_processes: int = 0) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
-    of that size (started now, closed with the runtime), with 0 none."""
-    helpers = build_helper_pool(store_url, helper_processes) if helper_processes else None
-    return ActivityRuntime(store_url, helpers=helpers)
+    of that size (started now, closed with the runtime), with 0 none. ``locations``:
+    ``Settings.locations``, what source-location placeholders stand for on this worker."""
+    helpers = (build_helper_pool(store_url, helper_processes, locations=locations)
+               if helper_processes else None)
+    return ActivityRuntime(store_url, locations=locations, helpers=helpers)
 
 
 async def run_worker(settings: Settings, *, address: str | None = None,
@@ -129,7 +134,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     client = await connect(address or settings.temporal_address,
                            namespace or settings.temporal_namespace,
                            tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
-    runtime = build_runtime(store_url or settings.store_url, helper_processes=helpers)
+    runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
+                            helper_processes=helpers)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -24,7 +24,7 @@ import gc
 import json
 import os
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +46,19 @@ PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
 class ActivityRuntime:
     """Per-worker shared state: the artifact store, opened on first use.
 
-    ``helpers``, when given, runs CPU-bound bodies (``offload.OFFLOADABLE``) in helper
-    processes; ``None`` runs them here. The worker builds the pool (``worker.build_runtime``)
-    and the runtime owns it from then on: ``close`` shuts it down.
+    ``locations`` is what the placeholders in a job's source locations stand for on this
+    worker (``settings.Settings.locations``); acquisitions expand them from it, never from
+    the environment. ``helpers``, when given, runs CPU-bound bodies
+    (``offload.OFFLOADABLE``) in helper processes; ``None`` runs them here. The worker
+    builds the pool (``worker.build_runtime``) and the runtime owns it from then on:
+    ``close`` shuts it down.
     """
 
-    def __init__(self, store_url: str, *,
+    def __init__(self, store_url: str, *, locations: Mapping[str, str],
                  spec_cache_size: int = SPEC_CACHE_SIZE,
                  helpers: HelperPool | None = None) -> None:
         self.store_url = store_url
+        self.locations = dict(locations)
         self.helpers = helpers
         self._store: Any = None
         self._lock = asyncio.Lock()

@@ -282,6 +282,7 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
             os.dup2(saved, 1)
             os.close(saved)
         runtime = build_runtime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
+                                locations=Settings.from_env(os.environ).locations,
                                 helper_processes=helpers)
         real_q, noop_q = f"bench-real-{uuid.uuid4().hex[:6]}", f"bench-noop-{uuid.uuid4().hex[:6]}"
         try:

@@ -12,7 +12,6 @@ can carry one, so the workflow needs them without importing ``activities.sources
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -114,17 +113,17 @@ class TopicTerms(BaseModel):
         return value
 
 
-def expand_location(value: str, env: Mapping[str, str] | None = None) -> str:
+def expand_location(value: str, locations: Mapping[str, str]) -> str:
     """Replace ``${PRESSROOM_FIXTURES}`` / ``${PRESSROOM_HOME}`` in a spec location.
 
+    ``locations`` is what they stand for on the machine that reads the source (the worker
+    passes ``Settings.locations``; read the same way as the variables, ``~`` expanded).
     Any other placeholder is a ``SourceSpecError`` naming it, instead of a path that
-    silently does not exist. ``env`` defaults to this process's environment (see
-    ``settings``: the worker that acquires expands them).
+    silently does not exist.
     """
-    env = os.environ if env is None else env
     known = {
-        "PRESSROOM_FIXTURES": str(fixtures_from_env(env)),
-        "PRESSROOM_HOME": str(home_from_env(env)),
+        "PRESSROOM_FIXTURES": str(fixtures_from_env(locations)),
+        "PRESSROOM_HOME": str(home_from_env(locations)),
     }
 
     def _sub(match: re.Match[str]) -> str:

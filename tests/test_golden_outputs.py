@@ -26,7 +26,6 @@ import asyncio
 import hashlib
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -125,9 +124,8 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
 
     fixtures = tmp / "fixtures"
     build_fixtures(fixtures)
-    old = os.environ.get("PRESSROOM_FIXTURES")
-    os.environ["PRESSROOM_FIXTURES"] = str(fixtures)
-    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}")
+    locations = {"PRESSROOM_HOME": str(tmp / "home"), "PRESSROOM_FIXTURES": str(fixtures)}
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}", locations=locations)
     out: dict[str, Any] = {}
     try:
         spec = load_job_spec(ROOT / "examples" / "job.yaml")
@@ -174,10 +172,6 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
         out["draft"] = written.draft.content_hash
     finally:
         await runtime.close()
-        if old is None:
-            os.environ.pop("PRESSROOM_FIXTURES", None)
-        else:
-            os.environ["PRESSROOM_FIXTURES"] = old
     return out
 
 

@@ -110,6 +110,21 @@ def test_home_and_fixtures_expand_the_user_directory(monkeypatch: pytest.MonkeyP
     assert expand_location("${PRESSROOM_FIXTURES}/x", env) == str(tmp_path / "p/fixtures/x")
 
 
+def test_the_worker_expands_locations_from_its_settings_not_the_environment(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What a worker was started with decides where ``${PRESSROOM_FIXTURES}`` points; a
+    later change of the process environment does not (nothing below the entry points reads
+    it)."""
+    from contracts.source_specs import expand_location
+
+    settings = Settings.from_env({"PRESSROOM_HOME": str(tmp_path / "h")})
+    monkeypatch.setenv("PRESSROOM_FIXTURES", str(tmp_path / "elsewhere"))
+    assert settings.locations == {"PRESSROOM_HOME": str(tmp_path / "h"),
+                                  "PRESSROOM_FIXTURES": str(tmp_path / "h" / "fixtures")}
+    assert expand_location("${PRESSROOM_FIXTURES}/docs", settings.locations) == str(
+        tmp_path / "h" / "fixtures" / "docs")
+
+
 def test_reading_does_not_create_home(tmp_path: Path) -> None:
     Settings.from_env({"PRESSROOM_HOME": str(tmp_path / "home")})
     assert not (tmp_path / "home").exists()

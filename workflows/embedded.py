@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import os
 import sys
 from collections.abc import Coroutine
 from datetime import UTC, datetime
@@ -95,12 +94,8 @@ async def run_dev(console: Console, settings: Settings, run_worker: WorkerRunner
 
 
 def _build_fixtures(console: Console, settings: Settings) -> None:
-    """Build the example's fixtures under ``settings.fixtures_dir``.
-
-    The in-process worker expands ``${PRESSROOM_FIXTURES}`` in the example's source
-    locations from this process's environment (see ``settings``), so the directory is
-    exported there too.
-    """
+    """Build the example's fixtures under ``settings.fixtures_dir`` — where the in-process
+    worker, given the same settings, resolves ``${PRESSROOM_FIXTURES}``."""
     path = REPO_ROOT / "examples" / "build_fixtures.py"
     spec = importlib.util.spec_from_file_location("pressroom_example_fixtures", path)
     if spec is None or spec.loader is None:
@@ -108,7 +103,6 @@ def _build_fixtures(console: Console, settings: Settings) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     target = settings.fixtures_dir
-    os.environ["PRESSROOM_FIXTURES"] = str(target)  # the worker expands ${PRESSROOM_FIXTURES}
     module.build_fixtures(target)
     console.print(f"fixture repositories built under {target}")
 

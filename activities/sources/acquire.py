@@ -16,7 +16,7 @@ otherwise ``success``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -58,14 +58,18 @@ def tool_arguments(spec: SourceSpec, topics: Sequence[TopicTerms]) -> dict[str, 
 
 
 async def _gather(
-    spec: SourceSpec, topics: Sequence[TopicTerms], call_id: str, as_of: datetime, timeout: float
+    spec: SourceSpec, topics: Sequence[TopicTerms], call_id: str, as_of: datetime,
+    timeout: float, locations: Mapping[str, str],
 ) -> Gathered:
     if isinstance(spec, GitSourceSpec):
-        return await acquire_git(spec, topics, call_id=call_id, as_of=as_of, timeout=timeout)
+        return await acquire_git(spec, topics, call_id=call_id, as_of=as_of, timeout=timeout,
+                                 locations=locations)
     if isinstance(spec, DocumentSourceSpec):
-        return await acquire_documents(spec, topics, call_id=call_id, as_of=as_of)
+        return await acquire_documents(spec, topics, call_id=call_id, as_of=as_of,
+                                       locations=locations)
     if isinstance(spec, WebPageSourceSpec):
-        return await acquire_web_page(spec, topics, call_id=call_id, as_of=as_of)
+        return await acquire_web_page(spec, topics, call_id=call_id, as_of=as_of,
+                                      locations=locations)
     raise TypeError(f"unknown source spec {type(spec).__name__}")
 
 
@@ -75,10 +79,14 @@ async def acquire(
     *,
     call_id: str,
     as_of: datetime,
+    locations: Mapping[str, str],
     turn: int = 0,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> AcquisitionResult:
     """Acquire ``spec`` for ``topics``; never raises for a source that cannot be read.
+
+    ``locations`` says what the placeholders in the spec's location stand for on this
+    worker (``settings.Settings.locations``).
 
     ``SourceSpecError`` (an unknown placeholder) does propagate: that is a bad job spec,
     not a retrieval outcome.
@@ -89,7 +97,7 @@ async def acquire(
     gathered: Gathered | None = None
     reason: str | None = None
     try:
-        gathered = await _gather(spec, topics, call_id, as_of, timeout)
+        gathered = await _gather(spec, topics, call_id, as_of, timeout, locations)
         outcome = AcquisitionOutcome.RETRIEVED
     except RetrievalFailed as exc:
         outcome, reason = AcquisitionOutcome.RETRIEVAL_FAILED, str(exc)

@@ -17,7 +17,7 @@ Record identity: ``item_id = <name>:<relpath>#L<a>-L<b>``; ``revision`` and
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -77,9 +77,10 @@ async def acquire_documents(
     *,
     call_id: str,
     as_of: datetime,
+    locations: Mapping[str, str],
 ) -> Gathered:
     """Matching sections of every document under ``spec.path``."""
-    root = Path(expand_location(spec.path))
+    root = Path(expand_location(spec.path, locations))
     files = _files(root)
     warnings: list[str] = []
     records: list[EvidenceRecord] = []

@@ -33,7 +33,7 @@ import re
 import shutil
 import tempfile
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -130,8 +130,9 @@ async def run_git(
     return code, out
 
 
-async def _local_repo(location: str, commit: str, timeout: float) -> str:
-    """A local directory to run git in: the repo itself, or a bare clone of a URL."""
+async def _local_repo(location: str, commit: str, timeout: float, cache_root: Path) -> str:
+    """A local directory to run git in: the repo itself, or a bare clone of a URL (cached
+    under ``cache_root``)."""
     if not _URL.match(location):
         if not Path(location).is_dir():
             raise RetrievalFailed(f"repository {location} does not exist or is not a directory")
@@ -141,8 +142,7 @@ async def _local_repo(location: str, commit: str, timeout: float) -> str:
         if code != 0:
             raise RetrievalFailed(f"{location} is not a git repository")
         return location
-    cache = (home_from_env(os.environ) / "git-cache"
-             / hashlib.sha256(location.encode()).hexdigest()[:24])
+    cache = cache_root / hashlib.sha256(location.encode()).hexdigest()[:24]
     if not (cache / "HEAD").exists():
         cache.parent.mkdir(parents=True, exist_ok=True)
         # Clone beside the cache and rename into place, so a concurrent or crashed clone
@@ -257,10 +257,14 @@ async def acquire_git(
     *,
     call_id: str,
     as_of: datetime,
+    locations: Mapping[str, str],
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> Gathered:
-    """Excerpts around topic hits (and test-log failures) at the pinned commit."""
-    repo = await _local_repo(expand_location(spec.repo), spec.commit, timeout)
+    """Excerpts around topic hits (and test-log failures) at the pinned commit; a URL
+    repository is cloned once into ``$PRESSROOM_HOME/git-cache`` (from ``locations``)."""
+    cache_root = home_from_env(locations) / "git-cache"
+    repo = await _local_repo(expand_location(spec.repo, locations), spec.commit, timeout,
+                             cache_root)
     sha = await _resolve(repo, spec.commit, timeout)
     blobs: dict[str, tuple[str, int]] = await _at_commit(
         ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))

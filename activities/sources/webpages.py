@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -116,9 +116,10 @@ async def acquire_web_page(
     *,
     call_id: str,
     as_of: datetime,
+    locations: Mapping[str, str],
 ) -> Gathered:
     """Relevant sections of a saved page, labelled untrusted external data."""
-    path = Path(expand_location(spec.path))
+    path = Path(expand_location(spec.path, locations))
     if not path.is_file():
         raise RetrievalFailed(f"saved web page {path} does not exist")
     data = path.read_bytes()

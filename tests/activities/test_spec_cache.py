@@ -5,6 +5,7 @@ Real SQLite store; specs are written through the real ``store_job_spec`` activit
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -15,7 +16,11 @@ from activities.store_activities import StoreJobSpecInput, store_job_spec
 from artifacts.errors import ScopeDenied
 from contracts.activity_messages import JobRef
 from contracts.job_spec import parse_job_spec
+from settings import Settings
 from tests.workflows.jobkit import job_dict
+
+#: what source-location placeholders stand for here (as a worker started now is told)
+LOCAL = Settings.from_env(os.environ).locations
 
 
 async def _stored(rt: ActivityRuntime, tmp_path: Path) -> JobRef:
@@ -26,7 +31,8 @@ async def _stored(rt: ActivityRuntime, tmp_path: Path) -> JobRef:
 
 
 async def test_cache_is_bounded_and_evicted_specs_still_load(tmp_path: Path) -> None:
-    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", spec_cache_size=2)
+    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", spec_cache_size=2,
+                         locations=LOCAL)
     try:
         jobs = [await _stored(rt, tmp_path) for _ in range(4)]
         for job in jobs:
@@ -38,7 +44,7 @@ async def test_cache_is_bounded_and_evicted_specs_still_load(tmp_path: Path) -> 
 
 
 async def test_a_cached_spec_is_not_served_to_another_tenant(tmp_path: Path) -> None:
-    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", locations=LOCAL)
     try:
         job = await _stored(rt, tmp_path)
         await rt.spec_of(job)  # cached now, for tenant acme

@@ -5,6 +5,7 @@ Real SQLite store, real files; no Temporal needed (the loader is called directly
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -13,7 +14,11 @@ from activities.runtime import ActivityRuntime
 from activities.store_activities import StoreJobSpecInput, store_job_spec
 from contracts.activity_messages import AssembleContextInput, JobRef, StepState
 from contracts.job_spec import parse_job_spec
+from settings import Settings
 from tests.workflows.jobkit import job_dict
+
+#: what source-location placeholders stand for here (as a worker started now is told)
+LOCAL = Settings.from_env(os.environ).locations
 
 
 async def test_every_workspace_file_gets_its_own_valid_artifact(tmp_path: Path) -> None:
@@ -26,7 +31,7 @@ async def test_every_workspace_file_gets_its_own_valid_artifact(tmp_path: Path) 
     docs.mkdir()
     spec = parse_job_spec(job_dict(tmp_path, docs, workspace=str(ws),
                                    job_id=f"ws-{uuid.uuid4().hex[:8]}"))
-    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
+    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", locations=LOCAL)
     try:
         ref = await store_job_spec(rt, StoreJobSpecInput(spec=spec))
         job = JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
@@ -25,10 +26,14 @@ from temporalio.testing import WorkflowEnvironment
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.workflow_messages import ResolveInput
+from settings import Settings
 from tests.workflows.jobkit import job_dict, wait_status
 from worker import build_worker
 from workflows import client as jobs
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+
+#: what source-location placeholders stand for here (as a worker started now is told)
+LOCAL = Settings.from_env(os.environ).locations
 
 HERE = Path(__file__).resolve().parent
 
@@ -91,7 +96,7 @@ async def record(out_dir: Path = HERE) -> list[Path]:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             docs = _docs(root)
-            runtime = ActivityRuntime(f"sqlite+aiosqlite:///{root / 'store.db'}")
+            runtime = ActivityRuntime(f"sqlite+aiosqlite:///{root / 'store.db'}", locations=LOCAL)
             queue = f"record-{uuid.uuid4().hex[:8]}"
             async with build_worker(env.client, runtime, task_queue=queue):
                 for name, (overrides, scenario) in SCENARIOS.items():

@@ -26,6 +26,7 @@ from context.vocabulary import Role, SourceType, Trust
 from contracts.job_spec import load_job_spec
 from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, TopicTerms
 from examples.build_fixtures import build_fixtures
+from settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -74,7 +75,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltRequest:
 
         async def run() -> list[AcquisitionResult]:
             return list(await asyncio.gather(*(
-                acquire(s, topics, call_id=f"acq-{i}", as_of=AS_OF)
+                acquire(s, topics, call_id=f"acq-{i}", as_of=AS_OF,
+                        locations=Settings.from_env(os.environ).locations)
                 for i, s in enumerate(sources)
             )))
 

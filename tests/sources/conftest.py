@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from contracts.source_specs import TopicTerms
 from examples.build_fixtures import build_fixtures
+from settings import Settings
 
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -18,6 +20,13 @@ TOPICS = [
     TopicTerms(name="retry_after", terms=["Retry-After", "RetryAfter", "retry_after"]),
     TopicTerms(name="idempotency", terms=["idempotent", "Idempotency-Key"]),
 ]
+
+
+def locations() -> dict[str, str]:
+    """What source-location placeholders stand for, as a worker started now would be told
+    (``Settings.locations``): the tests point ``PRESSROOM_FIXTURES`` / ``PRESSROOM_HOME``
+    at their own trees with ``monkeypatch`` first."""
+    return Settings.from_env(os.environ).locations
 
 
 @pytest.fixture(scope="session")

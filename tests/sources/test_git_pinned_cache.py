@@ -15,7 +15,7 @@ import pytest
 from activities.sources import acquire, gitrepo
 from context.vocabulary import AcquisitionOutcome
 from contracts.source_specs import GitSourceSpec
-from tests.sources.conftest import AS_OF, TOPICS
+from tests.sources.conftest import AS_OF, TOPICS, locations
 
 
 async def test_second_acquisition_reuses_reads_at_the_commit(
@@ -31,16 +31,16 @@ async def test_second_acquisition_reuses_reads_at_the_commit(
         return await real(repo_dir, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(gitrepo, "run_git", counting)
-    first = await acquire(spec, TOPICS, call_id="c1", as_of=AS_OF)
+    first = await acquire(spec, TOPICS, call_id="c1", as_of=AS_OF, locations=locations())
     assert first.outcome is AcquisitionOutcome.RETRIEVED and first.records
     assert {"ls-tree", "grep", "cat-file"} <= set(commands)
     commands.clear()
-    second = await acquire(spec, TOPICS, call_id="c1", as_of=AS_OF)
+    second = await acquire(spec, TOPICS, call_id="c1", as_of=AS_OF, locations=locations())
     assert commands == ["rev-parse", "rev-parse"]
     assert [r.model_dump() for r in second.records] == [r.model_dump() for r in first.records]
 
     shutil.rmtree(repo)
-    gone = await acquire(spec, TOPICS, call_id="c1", as_of=AS_OF)
+    gone = await acquire(spec, TOPICS, call_id="c1", as_of=AS_OF, locations=locations())
     assert gone.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
     assert gone.records == []
 
@@ -48,7 +48,7 @@ async def test_second_acquisition_reuses_reads_at_the_commit(
 async def test_cached_commit_still_checked(fresh_fixtures: Path) -> None:
     repo = fresh_fixtures / "repos" / "backoff-lib"
     spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit="v2")
-    assert (await acquire(spec, TOPICS, call_id="c", as_of=AS_OF)).records
+    assert (await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())).records
     missing = spec.model_copy(update={"commit": "0123456789abcdef0123456789abcdef01234567"})
-    result = await acquire(missing, TOPICS, call_id="c", as_of=AS_OF)
+    result = await acquire(missing, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
     assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED

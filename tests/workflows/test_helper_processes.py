@@ -34,6 +34,7 @@ from contracts.activity_messages import (
     StepState,
 )
 from contracts.job_spec import JobSpec
+from settings import Settings
 from tests.workflows.jobkit import (
     alive,
     children,
@@ -46,12 +47,15 @@ from tests.workflows.jobkit import (
 from worker import build_helper_pool, build_runtime
 from workflows import client as jobs
 
+#: what source-location placeholders stand for here (as a worker started now is told)
+LOCAL = Settings.from_env(os.environ).locations
+
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def helper_runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
-    rt = build_runtime(store_url, helper_processes=1)
+    rt = build_runtime(store_url, locations=LOCAL, helper_processes=1)
     try:
         yield rt
     finally:
@@ -76,7 +80,7 @@ async def test_job_assembles_in_a_helper_and_publishes(
         result = await handle.result()
     assert result.status == "published"
     assert len(published_files(spec)) == 1
-    rt = ActivityRuntime(helper_runtime.store_url)
+    rt = ActivityRuntime(helper_runtime.store_url, locations=LOCAL)
     try:
         store = await rt.store()
         manifests = [await store.get_manifest(m, principal=principal_of(spec))
@@ -102,13 +106,13 @@ async def test_a_failure_in_a_helper_keeps_its_type(
         store_url: str, make_spec: Callable[..., JobSpec]) -> None:
     spec = make_spec()
     inp = _bad_input(spec)
-    here = ActivityRuntime(store_url)
+    here = ActivityRuntime(store_url, locations=LOCAL)
     try:
         with pytest.raises(Exception) as local:
             await context_activity.assemble_context(here, inp)
     finally:
         await here.close()
-    pool = build_helper_pool(store_url, 1)
+    pool = build_helper_pool(store_url, 1, locations=LOCAL)
     try:
         with pytest.raises(ApplicationError) as remote:
             await pool.run("assemble_context", inp, ContextRef)
@@ -120,7 +124,7 @@ async def test_a_failure_in_a_helper_keeps_its_type(
 
 
 async def test_only_allow_listed_activities_run_in_a_helper(store_url: str) -> None:
-    pool = build_helper_pool(store_url, 1)
+    pool = build_helper_pool(store_url, 1, locations=LOCAL)
     try:
         with pytest.raises(ValueError, match="cannot run in a helper"):
             await pool.run("research", ContextRef(manifest_id="m", step_id="s", stage="plan",
@@ -128,13 +132,13 @@ async def test_only_allow_listed_activities_run_in_a_helper(store_url: str) -> N
     finally:
         await asyncio.to_thread(pool.close)
     with pytest.raises(ValueError, match="at least 1"):
-        build_helper_pool(store_url, 0)
+        build_helper_pool(store_url, 0, locations=LOCAL)
 
 
 async def test_a_killed_helper_fails_one_attempt_then_a_fresh_one_serves(
         store_url: str, make_spec: Callable[..., JobSpec]) -> None:
     inp = _bad_input(make_spec())
-    pool = build_helper_pool(store_url, 1)
+    pool = build_helper_pool(store_url, 1, locations=LOCAL)
     try:
         with pytest.raises(ApplicationError):  # the helper is up and answering
             await pool.run("assemble_context", inp, ContextRef)
@@ -161,7 +165,8 @@ async def test_helpers_die_with_a_sigkilled_worker(tmp_path: Path) -> None:
         # imported under the guard: a spawned helper re-runs this module as __mp_main__,
         # and must reach its initializer without the worker's imports (as under `pressroom worker`)
         "    from worker import build_helper_pool\n"
-        f"    pool = build_helper_pool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 2)\n"
+        f"    pool = build_helper_pool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 2,\n"
+        "                             locations={})\n"
         "    print('ready', flush=True)\n"
         "    time.sleep(600)\n", encoding="utf-8")
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
@@ -198,7 +203,8 @@ async def test_ctrl_c_leaves_helpers_to_their_worker(tmp_path: Path) -> None:
         # imported under the guard: a spawned helper re-runs this module as __mp_main__,
         # and must reach its initializer without the worker's imports (as under `pressroom worker`)
         "    from worker import build_helper_pool\n"
-        f"    pool = build_helper_pool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 1)\n"
+        f"    pool = build_helper_pool('sqlite+aiosqlite:///{tmp_path / 's.db'}', 1,\n"
+        "                             locations={})\n"
         "    def stop(*_):\n"
         "        pool.close()\n"
         "        print('closed', flush=True)\n"
