@@ -129,7 +129,11 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         spec = load_job_spec(ROOT / "examples" / "job.yaml")
-        spec = spec.model_copy(update={"workspace": str(tmp / "workspace")})
+        # The destination is rendered into the task contract; the job file resolves it
+        # against its own folder, so it is pinned here to keep the digests independent of
+        # where the repository is checked out (nothing is published).
+        spec = spec.model_copy(update={"workspace": str(tmp / "workspace"),
+                                       "destination": "/golden/published"})
         (tmp / "workspace").mkdir()
         store = await runtime.store()
         principal = Principal(principal_id=spec.principal.principal_id,
