@@ -251,6 +251,45 @@ async def _read_blobs(repo: str, blob_ids: Sequence[str], timeout: float) -> dic
     return found
 
 
+class PinnedTree:
+    """One repository at one resolved commit: its files and their contents, read through
+    the object database (never a working tree) and kept per worker like every read at a
+    pinned commit. The research tools read sources through this."""
+
+    def __init__(self, repo: str, sha: str, files: dict[str, tuple[str, int]],
+                 timeout: float) -> None:
+        self.repo = repo
+        self.sha = sha
+        #: path -> (blob id, size) of every file at ``sha``
+        self.files = files
+        self._timeout = timeout
+
+    async def read(self, paths: Sequence[str]) -> dict[str, bytes]:
+        """The contents of ``paths`` (each a key of ``files``) at the pinned commit."""
+        wanted = tuple(sorted({self.files[p][0] for p in paths}))
+        contents: dict[str, bytes] = await _at_commit(
+            ("blobs", self.repo, wanted), lambda c: sum(len(v) for v in c.values()) + 1,
+            lambda: _read_blobs(self.repo, wanted, self._timeout))
+        return {p: contents[self.files[p][0]] for p in paths}
+
+
+async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
+                      timeout: float = DEFAULT_TIMEOUT_S) -> PinnedTree:
+    """``spec``'s repository at its pinned commit; ``RetrievalFailed`` names what failed."""
+    cache_root = home_from_env(locations) / "git-cache"
+    repo = await _local_repo(expand_location(spec.repo, locations), spec.commit, timeout,
+                             cache_root)
+    sha = await _resolve(repo, spec.commit, timeout)
+    files: dict[str, tuple[str, int]] = await _at_commit(
+        ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))
+    return PinnedTree(repo, sha, files, timeout)
+
+
+def in_scope(path: str, pathspecs: Sequence[str]) -> bool:
+    """Whether ``path`` lies inside one of a git source's declared ``paths`` (all: none)."""
+    return _in_scope(path, pathspecs)
+
+
 async def acquire_git(
     spec: GitSourceSpec,
     topics: Sequence[TopicTerms],

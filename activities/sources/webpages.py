@@ -106,7 +106,7 @@ def html_to_lines(html: str) -> list[str]:
     return [line for line in parser.lines if line.strip("# ")]
 
 
-def _looks_like_html(path: Path, text: str) -> bool:
+def looks_like_html(path: Path, text: str) -> bool:
     return path.suffix.lower() in (".html", ".htm", ".xhtml") or text.lstrip().startswith("<")
 
 
@@ -131,7 +131,7 @@ async def acquire_web_page(
         raise RetrievalFailed(
             f"saved web page {path.name} is not valid UTF-8 (byte {exc.start})"
         ) from exc
-    lines = html_to_lines(text) if _looks_like_html(path, text) else text.splitlines()
+    lines = html_to_lines(text) if looks_like_html(path, text) else text.splitlines()
     if not any(line.strip() for line in lines):
         raise NothingToRetrieve(f"saved web page {path.name} has no visible text")
     digest = "sha256:" + hashlib.sha256(data).hexdigest()

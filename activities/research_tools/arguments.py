@@ -1,0 +1,108 @@
+"""The arguments of the source tools — ``list``, ``search``, ``read`` — with their limits.
+
+One pydantic model per tool, so the definition offered to the model (``TOOL_DEFINITIONS``,
+JSON Schema from the model) and the validation of what it sends back cannot drift apart.
+Limits are part of the contract the model sees: a call over one is refused with
+``arguments_over_limit`` naming it, not silently truncated.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from activities.research_tools.rejected import RejectionKind, ToolRejected
+from context.tool_history import ToolDefinition
+
+#: at most this many entries in one ``list`` result
+MAX_LIST_ENTRIES = 500
+#: a ``search`` query (literal or regular expression) is at most this long
+MAX_QUERY_CHARS = 200
+#: at most this many hit lines in one ``search`` result
+MAX_HITS = 50
+#: a hit line is shown up to this many characters
+MAX_HIT_LINE_CHARS = 300
+#: a ``read`` returns at most this many lines
+MAX_READ_LINES = 200
+#: a regular expression gets this long per file before the search is refused
+REGEX_TIMEOUT_S = 0.25
+
+
+class _Arguments(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class ListArguments(_Arguments):
+    """List the files and folders of a declared source under a folder (its root by default)."""
+
+    source: str = Field(min_length=1, max_length=64, description="a declared source's name")
+    path: str = Field(default="", max_length=1000,
+                      description="a folder inside the source, relative; empty for its root")
+
+
+class SearchArguments(_Arguments):
+    """Find the lines of a declared source that contain the query (case-insensitive), or
+    match it as a regular expression; each hit has its path, line number and revision."""
+
+    source: str = Field(min_length=1, max_length=64, description="a declared source's name")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    regex: bool = Field(default=False, description="treat query as a regular expression")
+    paths: list[str] = Field(default_factory=list, max_length=20,
+                             description="limit the search to these files or folders")
+
+
+class ReadArguments(_Arguments):
+    """Read lines start_line to end_line (1-based, inclusive) of one file of a declared source."""
+
+    source: str = Field(min_length=1, max_length=64, description="a declared source's name")
+    path: str = Field(min_length=1, max_length=1000)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+
+
+ARGUMENTS: dict[str, type[_Arguments]] = {
+    "list": ListArguments,
+    "search": SearchArguments,
+    "read": ReadArguments,
+}
+
+#: the definitions offered to the model, serialized by the provider adapters
+TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = tuple(
+    ToolDefinition(name=name, description=inspect.cleandoc(model.__doc__ or ""),
+                   parameters=model.model_json_schema())
+    for name, model in ARGUMENTS.items()
+)
+
+#: which field bound is a limit (``arguments_over_limit``) rather than a malformed value
+_LIMIT_ERRORS = {"string_too_long", "too_long"}
+
+
+def parse_arguments(tool_name: str, raw: Any) -> _Arguments:
+    """The validated arguments of one call; ``ToolRejected`` says what is wrong."""
+    model = ARGUMENTS.get(tool_name)
+    if model is None:
+        raise ToolRejected("unknown_tool",
+                           f"no tool {tool_name[:64]!r}; the tools are {sorted(ARGUMENTS)}")
+    if not isinstance(raw, dict):
+        raise ToolRejected("malformed_arguments",
+                           f"{tool_name} takes an object, got {type(raw).__name__}")
+    try:
+        arguments = model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "arguments"
+        kind: RejectionKind = ("arguments_over_limit" if first["type"] in _LIMIT_ERRORS
+                               else "malformed_arguments")
+        raise ToolRejected(kind, f"{tool_name}.{where}: {first['msg']}") from None
+    if isinstance(arguments, ReadArguments):
+        if arguments.end_line < arguments.start_line:
+            raise ToolRejected("malformed_arguments",
+                               f"read.end_line {arguments.end_line} is before start_line "
+                               f"{arguments.start_line}")
+        if arguments.end_line - arguments.start_line + 1 > MAX_READ_LINES:
+            raise ToolRejected("arguments_over_limit",
+                               f"read asks for {arguments.end_line - arguments.start_line + 1}"
+                               f" lines; at most {MAX_READ_LINES} per call")
+    return arguments

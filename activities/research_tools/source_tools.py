@@ -1,0 +1,124 @@
+"""``run_source_tool``: one ``list``, ``search`` or ``read`` call over the job's sources.
+
+The call's arguments are validated (``arguments``), its source must be one the job
+declared and its paths must stay inside that source (``source_files``); only then is
+anything read. The result is a JSON-able dict that names the source and the revision each
+line was read at (a commit sha, or the file's content hash), so a note can cite exactly
+what the model saw. Bad input raises ``ToolRejected``; the caller records it as an error
+result for the model, never as a crash.
+
+Search is one engine for every source kind — the ``regex`` module, case-insensitive, with
+a per-file time limit — so a literal and a pattern mean the same over a repository, a
+folder and a page, and a pathological pattern is refused instead of stalling the worker.
+(Repositories are still read only at the pinned commit, through ``git cat-file``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import regex
+
+from activities.research_tools.arguments import (
+    MAX_HIT_LINE_CHARS,
+    MAX_HITS,
+    MAX_LIST_ENTRIES,
+    REGEX_TIMEOUT_S,
+    ListArguments,
+    ReadArguments,
+    SearchArguments,
+    parse_arguments,
+)
+from activities.research_tools.rejected import RejectionKind, ToolRejected
+from activities.research_tools.source_files import SourceFiles, confine, declared, open_source
+from contracts.source_specs import SourceSpec
+
+
+async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[SourceSpec],
+                          locations: Mapping[str, str]) -> dict[str, Any]:
+    """Run one source tool call; ``ToolRejected`` for a call that cannot run as asked."""
+    arguments = parse_arguments(tool_name, raw_arguments)
+    assert isinstance(arguments, ListArguments | SearchArguments | ReadArguments)
+    files = await open_source(declared(sources, arguments.source), locations)
+    if isinstance(arguments, ListArguments):
+        return _list(files, arguments)
+    if isinstance(arguments, SearchArguments):
+        return await _search(files, arguments)
+    return await _read(files, arguments)
+
+
+def _list(files: SourceFiles, arguments: ListArguments) -> dict[str, Any]:
+    folder = confine(arguments.path)
+    prefix = f"{folder}/" if folder else ""
+    below = [p for p in files.paths() if p.startswith(prefix)]
+    if folder and not below:
+        kind: RejectionKind = "not_found" if folder in files.paths() else "path_outside_source"
+        raise ToolRejected(kind, f"{files.name}:{folder} is not a folder of this source")
+    entries = sorted({p[len(prefix):].split("/", 1)[0] + ("/" if "/" in p[len(prefix):] else "")
+                      for p in below})
+    return {"source": files.name, "path": folder, "entries": entries[:MAX_LIST_ENTRIES],
+            "truncated": len(entries) > MAX_LIST_ENTRIES}
+
+
+def _selected(files: SourceFiles, scopes: Sequence[str]) -> list[str]:
+    if not scopes:
+        return files.paths()
+    chosen: list[str] = []
+    for scope in (confine(s) for s in scopes):
+        inside = [p for p in files.paths() if p == scope or p.startswith(f"{scope}/")]
+        if not inside:
+            raise ToolRejected("path_outside_source",
+                               f"{files.name}:{scope} is no file or folder of this source")
+        chosen += [p for p in inside if p not in chosen]
+    return sorted(chosen)
+
+
+async def _search(files: SourceFiles, arguments: SearchArguments) -> dict[str, Any]:
+    try:
+        pattern = regex.compile(arguments.query if arguments.regex
+                                else regex.escape(arguments.query), regex.IGNORECASE)
+    except regex.error as exc:
+        raise ToolRejected("malformed_arguments",
+                           f"search.query is not a valid pattern: {exc}") from None
+    hits: list[dict[str, Any]] = []
+    truncated = False
+    searched = 0
+    for path in _selected(files, arguments.paths):
+        try:
+            revision, lines = await files.lines(path)
+        except ToolRejected:
+            continue  # binary or oversized files hold no searchable lines
+        searched += 1
+        for number, line in enumerate(lines, start=1):
+            try:
+                found = pattern.search(line, timeout=REGEX_TIMEOUT_S)
+            except TimeoutError:
+                raise ToolRejected("arguments_over_limit",
+                                   f"search.query took over {REGEX_TIMEOUT_S}s on one line; "
+                                   "use a simpler pattern") from None
+            if found is None:
+                continue
+            if len(hits) == MAX_HITS:
+                truncated = True
+                break
+            hits.append({"path": path, "line": number, "revision": revision,
+                         "text": line[:MAX_HIT_LINE_CHARS]})
+        if truncated:
+            break
+    return {"source": files.name, "query": arguments.query, "regex": arguments.regex,
+            "files_searched": searched, "hits": hits, "truncated": truncated}
+
+
+async def _read(files: SourceFiles, arguments: ReadArguments) -> dict[str, Any]:
+    path = confine(arguments.path)
+    if path not in files.paths():
+        raise ToolRejected("not_found", f"{files.name}:{path} is no file of this source")
+    revision, lines = await files.lines(path)
+    if arguments.start_line > len(lines):
+        raise ToolRejected("not_found", f"{files.name}:{path} has {len(lines)} lines; "
+                                        f"start_line {arguments.start_line} is past its end")
+    end = min(arguments.end_line, len(lines))
+    return {"source": files.name, "path": path, "revision": revision,
+            "start_line": arguments.start_line, "end_line": end, "total_lines": len(lines),
+            "lines": lines[arguments.start_line - 1:end]}
