@@ -13,7 +13,15 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import checkpoint, context_activity, draft, publish, research, store_activities
+from activities import (
+    checkpoint,
+    context_activity,
+    draft,
+    publish,
+    research,
+    store_activities,
+    tool_call,
+)
 from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
 from contracts.activity_messages import (
@@ -31,10 +39,12 @@ from contracts.activity_messages import (
     ResearchInput,
     ResearchResult,
     StoreJobSpecInput,
+    ToolCallInput,
+    ToolCallResult,
 )
 
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
-                  "record_review", "write_checkpoint", "publish")
+                  "record_review", "write_checkpoint", "publish", "run_tool")
 
 
 async def _cpu_bound_model(runtime: ActivityRuntime, inp: DraftInput) -> bool:
@@ -90,6 +100,10 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating():
             return await publish.publish(runtime, inp)
 
+    @activity.defn(name="run_tool")
+    async def run_tool(inp: ToolCallInput) -> ToolCallResult:
+        async with heartbeating():
+            return await tool_call.run_tool_call(runtime, inp)
+
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
-            record_review,
-            write_checkpoint, publish_article]
+            record_review, write_checkpoint, publish_article, run_tool]

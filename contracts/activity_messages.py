@@ -7,12 +7,16 @@ bytes live in the artifact store; an activity that needs them reads them by refe
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contracts.job_spec import JobSpec
 from contracts.source_specs import SourceSpec
+
+#: a tool call's arguments are at most this many characters of JSON (they travel in history)
+MAX_TOOL_ARGUMENT_CHARS = 4000
 
 
 class _Msg(BaseModel):
@@ -167,3 +171,40 @@ class PublishResult(_Msg):
     content_hash: str
     review_decision_id: str
     published_at: str
+
+
+class ToolCallInput(_Msg):
+    """One tool call the model asked for, to run over the job's declared sources.
+
+    The arguments are the model's, unchecked: whatever they hold, the activity answers with
+    a result (a typed error for a bad call), so this model accepts any JSON object and only
+    bounds its size — the arguments travel in history.
+    """
+
+    job: JobRef
+    call_id: str = Field(min_length=1, max_length=200)
+    tool_name: str = Field(max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    turn: int = Field(default=0, ge=0)
+
+    @field_validator("arguments")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        size = len(json.dumps(value, default=str))
+        if size > MAX_TOOL_ARGUMENT_CHARS:
+            raise ValueError(f"tool arguments are {size} characters of JSON; the limit is "
+                             f"{MAX_TOOL_ARGUMENT_CHARS}")
+        return value
+
+
+class ToolCallResult(_Msg):
+    """What a tool call left: the stored exchange's reference and its shape, never content."""
+
+    call_id: str
+    status: Literal["success", "error"]
+    #: the stored exchange (the call and its full result), one ``tool_record`` per call id
+    exchange: ArtifactRef
+    result_hash: str
+    result_chars: int = Field(ge=0)
+    #: for an ``error``: the refusal kind (``ToolRejected.kind``)
+    rejection: str | None = None

@@ -1,0 +1,76 @@
+"""``run_tool_call``: one research tool call, run once and stored once, by its call id.
+
+Why this exists: a worker can die after a tool ran and before the workflow heard back;
+Temporal then runs the activity again. The exchange — the call, its argument hash, the
+full result and its hash — is stored as one ``tool_record`` artifact per call id, written
+with the call id as its write id, so a retry finds the stored exchange and returns it:
+nothing is written twice and the model sees the same result. The workflow gets only a
+reference and the result's size; the content stays in the store (results can be large, and
+history must stay flat over hundreds of turns).
+
+A call the runtime refuses (``ToolRejected``: unknown tool, malformed or over-limit
+arguments, undeclared source, path outside it …) is stored the same way as an ``error``
+result whose content names the refusal, so the model can correct itself next turn and the
+manifest can count it; it never fails the activity.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from activities.research_tools import ToolRejected, run_source_tool
+from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
+from context.errors import ToolHistoryError
+from context.items import sha256_text
+from context.tool_history import canonical_argument_hash
+from contracts.activity_messages import ToolCallInput, ToolCallResult
+
+
+def exchange_id(job_id: str, call_id: str) -> str:
+    """The artifact id of one call's stored exchange."""
+    return f"{job_id}:tool:{call_id}"
+
+
+def _argument_hash(tool_name: str, arguments: dict[str, Any]) -> str | None:
+    try:
+        return canonical_argument_hash(tool_name, arguments)
+    except ToolHistoryError:  # not canonical JSON (the refusal says why): no hash
+        return None
+
+
+async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCallResult:
+    store = await runtime.store()
+    spec = await runtime.spec_of(inp.job)
+    principal = principal_of(spec)
+    artifact_id = exchange_id(spec.job_id, inp.call_id)
+    # a retry after a crash finds the exchange the first attempt stored, and runs nothing
+    existing = await store.head("tool_record", artifact_id, principal=principal)
+    if existing is None:
+        try:
+            result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
+                                           runtime.locations)
+            status, rejection = "success", None
+            content = json.dumps(result, sort_keys=True, ensure_ascii=False)
+        except ToolRejected as refused:
+            status, rejection = "error", refused.kind
+            content = json.dumps({"error": refused.kind, "detail": refused.detail},
+                                 sort_keys=True, ensure_ascii=False)
+        body = {
+            "call": {"call_id": inp.call_id, "tool_name": inp.tool_name,
+                     "arguments": inp.arguments, "turn": inp.turn,
+                     "argument_hash": _argument_hash(inp.tool_name, inp.arguments)},
+            "result": {"call_id": inp.call_id, "tool_name": inp.tool_name, "status": status,
+                       "content": content, "result_hash": sha256_text(content),
+                       "rejection": rejection},
+        }
+        existing = await put_once(store, "tool_record", artifact_id, dumps(body), spec=spec,
+                                  trust="untrusted_external_data", parent_revision=None,
+                                  write_id=inp.call_id)
+    _, raw = await store.get("tool_record", artifact_id, principal=principal,
+                             revision=existing.revision)
+    result = json.loads(raw)["result"]
+    return ToolCallResult(call_id=inp.call_id, status=result["status"],
+                          exchange=ref_of(existing), result_hash=result["result_hash"],
+                          result_chars=len(result["content"]), rejection=result["rejection"])
+

@@ -1,0 +1,109 @@
+"""The ``run_tool`` activity called directly: real SQLite store, real document source.
+
+A tool call is run once and stored once by its call id — a retry after a crash (the same
+call id again, even while the first attempt is still running) gets the stored exchange
+back and writes nothing — and a call the runtime refuses is stored as a typed error result
+instead of failing the activity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from activities import store_activities
+from activities.runtime import ActivityRuntime, principal_of
+from activities.tool_call import exchange_id, run_tool_call
+from contracts.activity_messages import JobRef, ToolCallInput
+from contracts.job_spec import JobSpec
+
+
+async def _job(runtime: ActivityRuntime, spec: JobSpec) -> JobRef:
+    ref = await store_activities.store_job_spec(
+        runtime, store_activities.StoreJobSpecInput(spec=spec))
+    return JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
+                  tenant=spec.scope.tenant, project=spec.scope.project, spec=ref)
+
+
+async def _stored(runtime: ActivityRuntime, spec: JobSpec, call_id: str) -> list[Any]:
+    store = await runtime.store()
+    return list(await store.history("tool_record", exchange_id(spec.job_id, call_id),
+                                    principal=principal_of(spec)))
+
+
+async def _exchange(runtime: ActivityRuntime, spec: JobSpec, call_id: str) -> dict[str, Any]:
+    store = await runtime.store()
+    _, raw = await store.get("tool_record", exchange_id(spec.job_id, call_id),
+                             principal=principal_of(spec))
+    body: dict[str, Any] = json.loads(raw)
+    return body
+
+
+async def test_a_call_is_stored_with_its_hashes_and_only_a_reference_returns(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    result = await run_tool_call(runtime, ToolCallInput(
+        job=job, call_id="turn1-call1", tool_name="search", turn=1,
+        arguments={"source": "handbook", "query": "exponential backoff"}))
+    assert result.status == "success" and result.rejection is None
+    assert result.exchange.kind == "tool_record" and result.result_chars > 0
+    assert "exponential backoff" not in result.model_dump_json()  # content stays in the store
+    body = await _exchange(runtime, spec, "turn1-call1")
+    assert body["call"]["argument_hash"].startswith("sha256:")
+    assert body["result"]["result_hash"] == result.result_hash
+    hits = json.loads(body["result"]["content"])["hits"]
+    assert hits and all(hit["path"] == "retries.md" for hit in hits)
+
+
+async def test_a_retried_call_runs_once_and_returns_the_first_result(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    first_input = ToolCallInput(job=job, call_id="c-1", tool_name="read",
+                                arguments={"source": "handbook", "path": "retries.md",
+                                           "start_line": 1, "end_line": 2})
+    # two attempts at once (a retry while the first still runs), then a late one
+    first, concurrent = await asyncio.gather(run_tool_call(runtime, first_input),
+                                             run_tool_call(runtime, first_input))
+    # even if a retry carried other arguments, the call id's stored exchange is the answer
+    late = await run_tool_call(runtime, first_input.model_copy(
+        update={"arguments": {"source": "handbook", "path": "resume.md", "start_line": 1,
+                              "end_line": 1}}))
+    assert first == concurrent == late
+    assert len(await _stored(runtime, spec, "c-1")) == 1
+
+
+@pytest.mark.parametrize(("tool", "arguments", "kind"), [
+    ("list", {"source": "somebody-elses-repo"}, "undeclared_source"),
+    ("read", {"source": "handbook", "path": "../../etc/passwd", "start_line": 1,
+              "end_line": 1}, "path_outside_source"),
+    ("shell", {"command": "rm -rf /"}, "unknown_tool"),
+    ("search", {"source": "handbook"}, "malformed_arguments"),
+])
+async def test_a_refused_call_is_a_stored_error_result(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec], tool: str,
+        arguments: dict[str, Any], kind: str) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    result = await run_tool_call(runtime, ToolCallInput(
+        job=job, call_id=f"bad-{tool}", tool_name=tool, arguments=arguments))
+    assert (result.status, result.rejection) == ("error", kind)
+    content = json.loads((await _exchange(runtime, spec, f"bad-{tool}"))["result"]["content"])
+    assert content["error"] == kind and content["detail"]
+
+
+def test_oversized_arguments_are_refused_before_they_reach_history() -> None:
+    from contracts.activity_messages import ArtifactRef
+
+    job = JobRef(job_id="j", principal_id="p", tenant="t", project="q",
+                 spec=ArtifactRef(kind="job_spec", artifact_id="j", revision=1,
+                                  content_hash="sha256:" + "0" * 64))
+    with pytest.raises(ValidationError, match="limit is 4000"):
+        ToolCallInput(job=job, call_id="c", tool_name="search",
+                      arguments={"source": "handbook", "query": "x" * 5000})
