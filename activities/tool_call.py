@@ -8,10 +8,12 @@ nothing is written twice and the model sees the same result. The workflow gets o
 reference and the result's size; the content stays in the store (results can be large, and
 history must stay flat over hundreds of turns).
 
-A call the runtime refuses (``ToolRejected``: unknown tool, malformed or over-limit
-arguments, undeclared source, path outside it …) is stored the same way as an ``error``
-result whose content names the refusal, so the model can correct itself next turn and the
-manifest can count it; it never fails the activity.
+A ``note`` is checked against the stored exchanges its citations name
+(``research_tools.notes``). A call the runtime refuses (``ToolRejected``: unknown tool,
+malformed or over-limit arguments, undeclared source, path outside it, a citation that does
+not match …) is stored the same way as an ``error`` result whose content names the refusal,
+so the model can correct itself next turn and the manifest can count it; it never fails
+the activity.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ import json
 from typing import Any
 
 from activities.research_tools import ToolRejected, run_source_tool
+from activities.research_tools.arguments import parse_arguments
+from activities.research_tools.notes import NoteArguments, verify_note
 from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
 from context.errors import ToolHistoryError
 from context.items import sha256_text
 from context.tool_history import canonical_argument_hash
 from contracts.activity_messages import ToolCallInput, ToolCallResult
+from contracts.job_spec import JobSpec
 
 
 def exchange_id(job_id: str, call_id: str) -> str:
@@ -39,6 +44,22 @@ def _argument_hash(tool_name: str, arguments: dict[str, Any]) -> str | None:
         return None
 
 
+async def _note(store: Any, spec: JobSpec, principal: Any,
+                raw_arguments: dict[str, Any]) -> dict[str, Any]:
+    """A ``note`` checked against the stored results its citations name (``notes``)."""
+    arguments = parse_arguments("note", raw_arguments)
+    assert isinstance(arguments, NoteArguments)
+    exchanges: dict[str, Any] = {}
+    for call_id in sorted({citation.call_id for citation in arguments.citations}):
+        record = await store.head("tool_record", exchange_id(spec.job_id, call_id),
+                                  principal=principal)
+        if record is not None:
+            _, raw = await store.get("tool_record", record.artifact_id, principal=principal,
+                                     revision=record.revision)
+            exchanges[call_id] = json.loads(raw)
+    return verify_note(arguments, [topic.name for topic in spec.topics], exchanges)
+
+
 async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCallResult:
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
@@ -48,8 +69,11 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
     existing = await store.head("tool_record", artifact_id, principal=principal)
     if existing is None:
         try:
-            result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
-                                           runtime.locations)
+            if inp.tool_name == "note":
+                result = await _note(store, spec, principal, inp.arguments)
+            else:
+                result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
+                                               runtime.locations)
             status, rejection = "success", None
             content = json.dumps(result, sort_keys=True, ensure_ascii=False)
         except ToolRejected as refused:

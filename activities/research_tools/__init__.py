@@ -1,6 +1,7 @@
-"""The research agent's source tools: ``list``, ``search`` and ``read`` over the job's
-declared sources at their pinned revisions (issue 12's tool layer; the loop that offers
-them to the model turn by turn is built on top).
+"""The research agent's tools: ``list``, ``search`` and ``read`` over the job's declared
+sources at their pinned revisions, and ``note``, a finding whose citations are verified
+against the stored results they name (issue 12's tool layer; the loop that offers them to
+the model turn by turn is built on top).
 
 ``run_source_tool(name, arguments, sources, locations)`` runs one call and returns a
 JSON-able result; a call that cannot run as asked — unknown tool, malformed arguments,
@@ -20,6 +21,7 @@ from activities.research_tools.arguments import (
     ReadArguments,
     SearchArguments,
 )
+from activities.research_tools.notes import Citation, NoteArguments, verify_note
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from activities.research_tools.source_tools import run_source_tool
 
@@ -29,10 +31,13 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_READ_LINES",
     "TOOL_DEFINITIONS",
+    "Citation",
     "ListArguments",
+    "NoteArguments",
     "ReadArguments",
     "RejectionKind",
     "SearchArguments",
     "ToolRejected",
     "run_source_tool",
+    "verify_note",
 ]

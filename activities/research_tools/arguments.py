@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from activities.research_tools.notes import NoteArguments
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from context.tool_history import ToolDefinition
 
@@ -62,10 +63,11 @@ class ReadArguments(_Arguments):
     end_line: int = Field(ge=1)
 
 
-ARGUMENTS: dict[str, type[_Arguments]] = {
+ARGUMENTS: dict[str, type[BaseModel]] = {
     "list": ListArguments,
     "search": SearchArguments,
     "read": ReadArguments,
+    "note": NoteArguments,
 }
 
 #: the definitions offered to the model, serialized by the provider adapters
@@ -79,7 +81,7 @@ TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = tuple(
 _LIMIT_ERRORS = {"string_too_long", "too_long"}
 
 
-def parse_arguments(tool_name: str, raw: Any) -> _Arguments:
+def parse_arguments(tool_name: str, raw: Any) -> BaseModel:
     """The validated arguments of one call; ``ToolRejected`` says what is wrong."""
     model = ARGUMENTS.get(tool_name)
     if model is None:

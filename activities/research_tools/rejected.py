@@ -19,6 +19,7 @@ RejectionKind = Literal[
     "path_outside_source",
     "not_found",
     "source_unavailable",
+    "citation_mismatch",
 ]
 
 

@@ -39,7 +39,8 @@ async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[
                           locations: Mapping[str, str]) -> dict[str, Any]:
     """Run one source tool call; ``ToolRejected`` for a call that cannot run as asked."""
     arguments = parse_arguments(tool_name, raw_arguments)
-    assert isinstance(arguments, ListArguments | SearchArguments | ReadArguments)
+    if not isinstance(arguments, ListArguments | SearchArguments | ReadArguments):
+        raise ToolRejected("unknown_tool", f"{tool_name!r} does not read a source")
     files = await open_source(declared(sources, arguments.source), locations)
     if isinstance(arguments, ListArguments):
         return _list(files, arguments)

@@ -107,3 +107,59 @@ def test_oversized_arguments_are_refused_before_they_reach_history() -> None:
     with pytest.raises(ValidationError, match="limit is 4000"):
         ToolCallInput(job=job, call_id="c", tool_name="search",
                       arguments={"source": "handbook", "query": "x" * 5000})
+
+
+async def _call(runtime: ActivityRuntime, job: JobRef, call_id: str, tool: str,
+                **arguments: Any) -> Any:
+    return await run_tool_call(runtime, ToolCallInput(job=job, call_id=call_id,
+                                                      tool_name=tool, arguments=arguments))
+
+
+def _cite(call_id: str, revision: str, start: int, end: int, *, path: str = "retries.md",
+          source: str = "handbook") -> dict[str, Any]:
+    return {"call_id": call_id, "source": source, "revision": revision, "path": path,
+            "start_line": start, "end_line": end}
+
+
+async def test_a_note_is_accepted_only_for_lines_a_stored_result_showed(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    read = await _call(runtime, job, "r1", "read", source="handbook", path="retries.md",
+                       start_line=3, end_line=4)
+    found = await _call(runtime, job, "s1", "search", source="handbook", query="twice as long")
+    refused = await _call(runtime, job, "x1", "read", source="handbook", path="nope.md",
+                          start_line=1, end_line=1)
+    assert (read.status, found.status, refused.status) == ("success", "success", "error")
+    exchange = await _exchange(runtime, spec, "r1")
+    revision = json.loads(exchange["result"]["content"])["revision"]
+    hit_line = json.loads((await _exchange(runtime, spec, "s1"))["result"]["content"])[
+        "hits"][0]["line"]
+
+    async def note(call_id: str, *citations: dict[str, Any], topic: str = "retries") -> Any:
+        return await _call(runtime, job, call_id, "note", topic=topic,
+                           claim="Each retry waits twice as long as the one before.",
+                           citations=list(citations))
+
+    accepted = await note("n1", _cite("r1", revision, 3, 4), _cite("s1", revision, hit_line,
+                                                                   hit_line))
+    assert accepted.status == "success", accepted
+    stored = json.loads((await _exchange(runtime, spec, "n1"))["result"]["content"])
+    assert stored["accepted"] and stored["topic"] == "retries"
+
+    mismatches = {
+        "n2": _cite("r1", revision, 2, 4),                      # line 2 was not read
+        "n3": _cite("never-called", revision, 3, 3),            # no such call stored
+        "n4": _cite("r1", "sha256:" + "0" * 64, 3, 3),          # another revision
+        "n5": _cite("r1", revision, 3, 3, path="resume.md"),    # another file
+        "n6": _cite("s1", revision, hit_line + 1, hit_line + 1),  # not a hit line
+        "n7": _cite("x1", revision, 1, 1, path="nope.md"),      # a refused call shows nothing
+        "n8": _cite("r1", revision, 3, 3, source="other"),      # another source
+    }
+    for call_id, citation in mismatches.items():
+        result = await note(call_id, citation)
+        assert (result.status, result.rejection) == ("error", "citation_mismatch"), call_id
+    off_topic = await note("n9", _cite("r1", revision, 3, 3), topic="weather")
+    assert off_topic.rejection == "malformed_arguments"
+    too_many = await note("n10", *[_cite("r1", revision, 3, 3)] * 11)
+    assert too_many.rejection == "arguments_over_limit"

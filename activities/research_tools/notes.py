@@ -1,0 +1,95 @@
+"""The ``note`` tool: a finding is accepted only with citations that check out.
+
+A note is how a research turn turns what the model read into evidence: a topic of the job,
+a claim, and one or more citations. Each citation names the call whose stored result the
+model saw (``call_id``) and the source, revision, path and line range it cites; it is
+verified against that stored exchange — the call must be a successful ``read`` or
+``search`` of the same source, the revision and path must be the ones that result
+reported, and every cited line must have been in it. A note that cites what no result
+showed is refused with ``citation_mismatch`` naming the first citation that failed; a
+model cannot make evidence out of text it did not read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.research_tools.rejected import ToolRejected
+
+#: a note's claim is at most this long
+MAX_CLAIM_CHARS = 1000
+#: and cites at most this many ranges
+MAX_CITATIONS = 10
+
+
+class Citation(BaseModel):
+    """Lines a stored tool result showed: which call, source, revision, path and range."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    call_id: str = Field(min_length=1, max_length=200)
+    source: str = Field(min_length=1, max_length=64)
+    revision: str = Field(min_length=1, max_length=100)
+    path: str = Field(min_length=1, max_length=1000)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+
+
+class NoteArguments(BaseModel):
+    """Record a finding for one of the job's topics: a claim and the lines that support it.
+    Every citation must name a read or search call whose result showed those lines."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    topic: str = Field(min_length=1, max_length=200)
+    claim: str = Field(min_length=1, max_length=MAX_CLAIM_CHARS)
+    citations: list[Citation] = Field(min_length=1, max_length=MAX_CITATIONS)
+
+
+def _shown_lines(exchange: Mapping[str, Any], citation: Citation) -> set[int]:
+    """The lines of ``citation.path`` the stored result showed, at ``citation.revision``."""
+    call, result = exchange["call"], exchange["result"]
+    if result["status"] != "success" or call["tool_name"] not in ("read", "search"):
+        return set()
+    if call["arguments"].get("source") != citation.source:
+        return set()
+    content = json.loads(result["content"])
+    if call["tool_name"] == "read":
+        if content["path"] != citation.path or content["revision"] != citation.revision:
+            return set()
+        return set(range(content["start_line"], content["end_line"] + 1))
+    return {hit["line"] for hit in content["hits"]
+            if hit["path"] == citation.path and hit["revision"] == citation.revision}
+
+
+def verify_note(arguments: NoteArguments, topics: Sequence[str],
+                exchanges: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The accepted note, or ``ToolRejected`` naming what does not check out.
+
+    ``exchanges`` maps each cited call id to its stored exchange (absent: never stored).
+    """
+    if arguments.topic not in topics:
+        raise ToolRejected("malformed_arguments",
+                           f"note.topic {arguments.topic[:200]!r} is not a topic of this job; "
+                           f"its topics are {sorted(topics)}")
+    for number, citation in enumerate(arguments.citations, start=1):
+        where = f"citation {number} ({citation.call_id[:200]!r})"
+        if citation.end_line < citation.start_line:
+            raise ToolRejected("malformed_arguments",
+                               f"{where}: end_line is before start_line")
+        exchange = exchanges.get(citation.call_id)
+        if exchange is None:
+            raise ToolRejected("citation_mismatch", f"{where}: no stored result of that call")
+        cited = set(range(citation.start_line, citation.end_line + 1))
+        missing = cited - _shown_lines(exchange, citation)
+        if missing:
+            raise ToolRejected(
+                "citation_mismatch",
+                f"{where}: {citation.source}@{citation.revision[:12]}:{citation.path} "
+                f"line {min(missing)} was not in that call's result")
+    return {"accepted": True, "topic": arguments.topic, "claim": arguments.claim,
+            "citations": [c.model_dump() for c in arguments.citations]}
