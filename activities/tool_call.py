@@ -94,7 +94,11 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
     _, raw = await store.get("tool_record", artifact_id, principal=principal,
                              revision=existing.revision)
     result = json.loads(raw)["result"]
+    note_topic = None
+    if result["tool_name"] == "note" and result["status"] == "success":
+        note_topic = json.loads(result["content"])["topic"]
     return ToolCallResult(call_id=inp.call_id, status=result["status"],
                           exchange=ref_of(existing), result_hash=result["result_hash"],
-                          result_chars=len(result["content"]), rejection=result["rejection"])
+                          result_chars=len(result["content"]), rejection=result["rejection"],
+                          note_topic=note_topic)
 

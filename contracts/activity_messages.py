@@ -208,3 +208,6 @@ class ToolCallResult(_Msg):
     result_chars: int = Field(ge=0)
     #: for an ``error``: the refusal kind (``ToolRejected.kind``)
     rejection: str | None = None
+    #: for an accepted ``note``: its topic, so the workflow can check ``finish`` against the
+    #: topics covered without reading any content
+    note_topic: str | None = None

@@ -144,6 +144,7 @@ async def test_a_note_is_accepted_only_for_lines_a_stored_result_showed(
     accepted = await note("n1", _cite("r1", revision, 3, 4), _cite("s1", revision, hit_line,
                                                                    hit_line))
     assert accepted.status == "success", accepted
+    assert accepted.note_topic == "retries" and read.note_topic is None
     stored = json.loads((await _exchange(runtime, spec, "n1"))["result"]["content"])
     assert stored["accepted"] and stored["topic"] == "retries"
 
