@@ -198,7 +198,8 @@ async def _tree(repo: str, sha: str, timeout: float) -> dict[str, tuple[str, int
     return blobs
 
 
-def _in_scope(path: str, pathspecs: Sequence[str]) -> bool:
+def in_scope(path: str, pathspecs: Sequence[str]) -> bool:
+    """Whether ``path`` lies inside one of a git source's declared ``paths`` (all: none)."""
     if not pathspecs:
         return True
     return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in pathspecs)
@@ -285,11 +286,6 @@ async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
     return PinnedTree(repo, sha, files, timeout)
 
 
-def in_scope(path: str, pathspecs: Sequence[str]) -> bool:
-    """Whether ``path`` lies inside one of a git source's declared ``paths`` (all: none)."""
-    return _in_scope(path, pathspecs)
-
-
 async def acquire_git(
     spec: GitSourceSpec,
     topics: Sequence[TopicTerms],
@@ -301,14 +297,10 @@ async def acquire_git(
 ) -> Gathered:
     """Excerpts around topic hits (and test-log failures) at the pinned commit; a URL
     repository is cloned once into ``$PRESSROOM_HOME/git-cache`` (from ``locations``)."""
-    cache_root = home_from_env(locations) / "git-cache"
-    repo = await _local_repo(expand_location(spec.repo, locations), spec.commit, timeout,
-                             cache_root)
-    sha = await _resolve(repo, spec.commit, timeout)
-    blobs: dict[str, tuple[str, int]] = await _at_commit(
-        ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))
+    tree = await open_pinned(spec, locations, timeout)
+    repo, sha, blobs = tree.repo, tree.sha, tree.files
     for p in spec.paths:
-        if not any(_in_scope(f, [p]) for f in blobs):
+        if not any(in_scope(f, [p]) for f in blobs):
             raise RetrievalFailed(f"path {p!r} does not exist at commit {sha}")
     terms = all_terms(topics)
     hits: dict[str, list[int]]
@@ -318,7 +310,7 @@ async def acquire_git(
         lambda r: 64 * sum(len(v) + 1 for v in r[0].values()) + 1,
         lambda: _grep(repo, sha, terms, spec.paths, timeout)) if terms else ({}, False)
     warnings = [f"more than {MAX_HIT_LINES} hit lines; the rest were not read"] if capped else []
-    logs = sorted(f for f in blobs if is_log_path(f) and _in_scope(f, spec.paths))
+    logs = sorted(f for f in blobs if is_log_path(f) and in_scope(f, spec.paths))
     targets: list[str] = []
     total = 0
     for path in sorted({*(p for p in hits if not is_log_path(p)), *logs}):
