@@ -85,7 +85,9 @@ async def _search(files: SourceFiles, arguments: SearchArguments) -> dict[str, A
     hits: list[dict[str, Any]] = []
     truncated = False
     searched = 0
-    for path in _selected(files, arguments.paths):
+    selected = _selected(files, arguments.paths)
+    await files.prefetch(selected)
+    for path in selected:
         try:
             revision, lines = await files.lines(path)
         except ToolRejected:
