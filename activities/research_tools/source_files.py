@@ -115,7 +115,8 @@ class FolderFiles:
                 and inside in file.resolve().parents
             }
         else:
-            raise RetrievalFailed(f"document path of source {spec.name!r} does not exist")
+            raise RetrievalFailed(f"document path of source {spec.name!r} does not exist "
+                                  "(or is a symbolic link, which is never followed)")
 
     def paths(self) -> list[str]:
         return sorted(self._files)
@@ -137,7 +138,8 @@ class PageFiles:
     def __init__(self, spec: WebPageSourceSpec, path: Path) -> None:
         self.name = spec.name
         if not path.is_file() or path.is_symlink():
-            raise RetrievalFailed(f"saved web page of source {spec.name!r} does not exist")
+            raise RetrievalFailed(f"saved web page of source {spec.name!r} does not exist "
+                                  "(or is a symbolic link, which is never followed)")
         self._path = path
 
     def paths(self) -> list[str]:
