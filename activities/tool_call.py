@@ -22,9 +22,10 @@ import json
 from typing import Any
 
 from activities.research_tools import ToolRejected, run_source_tool
-from activities.research_tools.arguments import parse_arguments
-from activities.research_tools.notes import NoteArguments, verify_note
+from activities.research_tools.arguments import NoteArguments, parse_arguments
+from activities.research_tools.notes import verify_note
 from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
+from artifacts import content_hash
 from context.errors import ToolHistoryError
 from context.items import sha256_text
 from context.tool_history import canonical_argument_hash
@@ -44,6 +45,18 @@ def _argument_hash(tool_name: str, arguments: dict[str, Any]) -> str | None:
         return None
 
 
+async def _stored(store: Any, artifact_id: str,
+                  principal: Any) -> tuple[Any, dict[str, Any]] | None:
+    """The stored exchange (its record and body) under ``artifact_id``, if there is one."""
+    record = await store.head("tool_record", artifact_id, principal=principal)
+    if record is None:
+        return None
+    _, raw = await store.get("tool_record", artifact_id, principal=principal,
+                             revision=record.revision)
+    body: dict[str, Any] = json.loads(raw)
+    return record, body
+
+
 async def _note(store: Any, spec: JobSpec, principal: Any,
                 raw_arguments: dict[str, Any]) -> dict[str, Any]:
     """A ``note`` checked against the stored results its citations name (``notes``)."""
@@ -51,12 +64,9 @@ async def _note(store: Any, spec: JobSpec, principal: Any,
     assert isinstance(arguments, NoteArguments)
     exchanges: dict[str, Any] = {}
     for call_id in sorted({citation.call_id for citation in arguments.citations}):
-        record = await store.head("tool_record", exchange_id(spec.job_id, call_id),
-                                  principal=principal)
-        if record is not None:
-            _, raw = await store.get("tool_record", record.artifact_id, principal=principal,
-                                     revision=record.revision)
-            exchanges[call_id] = json.loads(raw)
+        found = await _stored(store, exchange_id(spec.job_id, call_id), principal)
+        if found is not None:
+            exchanges[call_id] = found[1]
     return verify_note(arguments, [topic.name for topic in spec.topics], exchanges)
 
 
@@ -66,39 +76,51 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
     principal = principal_of(spec)
     artifact_id = exchange_id(spec.job_id, inp.call_id)
     # a retry after a crash finds the exchange the first attempt stored, and runs nothing
-    existing = await store.head("tool_record", artifact_id, principal=principal)
-    if existing is None:
-        try:
-            if inp.tool_name == "note":
-                result = await _note(store, spec, principal, inp.arguments)
-            else:
-                result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
-                                               runtime.locations)
-            status, rejection = "success", None
-            content = json.dumps(result, sort_keys=True, ensure_ascii=False)
-        except ToolRejected as refused:
-            status, rejection = "error", refused.kind
-            content = json.dumps({"error": refused.kind, "detail": refused.detail},
-                                 sort_keys=True, ensure_ascii=False)
-        body = {
-            "call": {"call_id": inp.call_id, "tool_name": inp.tool_name,
-                     "arguments": inp.arguments, "turn": inp.turn,
-                     "argument_hash": _argument_hash(inp.tool_name, inp.arguments)},
-            "result": {"call_id": inp.call_id, "tool_name": inp.tool_name, "status": status,
-                       "content": content, "result_hash": sha256_text(content),
-                       "rejection": rejection},
-        }
-        existing = await put_once(store, "tool_record", artifact_id, dumps(body), spec=spec,
-                                  trust="untrusted_external_data", parent_revision=None,
-                                  write_id=inp.call_id)
-    _, raw = await store.get("tool_record", artifact_id, principal=principal,
-                             revision=existing.revision)
-    result = json.loads(raw)["result"]
+    found = await _stored(store, artifact_id, principal)
+    if found is None:
+        found = await _run_and_store(runtime, store, spec, principal, artifact_id, inp)
+    record, body = found
+    result = body["result"]
     note_topic = None
     if result["tool_name"] == "note" and result["status"] == "success":
         note_topic = json.loads(result["content"])["topic"]
     return ToolCallResult(call_id=inp.call_id, status=result["status"],
-                          exchange=ref_of(existing), result_hash=result["result_hash"],
+                          exchange=ref_of(record), result_hash=result["result_hash"],
                           result_chars=len(result["content"]), rejection=result["rejection"],
                           note_topic=note_topic)
 
+
+async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, principal: Any,
+                         artifact_id: str, inp: ToolCallInput) -> tuple[Any, dict[str, Any]]:
+    """Run the call and store its exchange; the stored one if another attempt got there
+    first (its body then is the answer, whatever this attempt computed)."""
+    try:
+        if inp.tool_name == "note":
+            result = await _note(store, spec, principal, inp.arguments)
+        else:
+            result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
+                                           runtime.locations)
+        status, rejection = "success", None
+        content = json.dumps(result, sort_keys=True, ensure_ascii=False)
+    except ToolRejected as refused:
+        status, rejection = "error", refused.kind
+        content = json.dumps({"error": refused.kind, "detail": refused.detail},
+                             sort_keys=True, ensure_ascii=False)
+    body = {
+        "call": {"call_id": inp.call_id, "tool_name": inp.tool_name,
+                 "arguments": inp.arguments, "turn": inp.turn,
+                 "argument_hash": _argument_hash(inp.tool_name, inp.arguments)},
+        "result": {"call_id": inp.call_id, "tool_name": inp.tool_name, "status": status,
+                   "content": content, "result_hash": sha256_text(content),
+                   "rejection": rejection},
+    }
+    raw = dumps(body)
+    record = await put_once(store, "tool_record", artifact_id, raw, spec=spec,
+                            trust="untrusted_external_data", parent_revision=None,
+                            write_id=inp.call_id)
+    if record.content_hash == content_hash(raw):
+        return record, body  # this attempt's write: no need to read it back
+    _, stored = await store.get("tool_record", artifact_id, principal=principal,
+                                revision=record.revision)
+    winner: dict[str, Any] = json.loads(stored)
+    return record, winner
