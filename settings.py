@@ -187,7 +187,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    home: Path = Field(default_factory=lambda: Path.home() / ".pressroom")
+    home: Path = Field(default_factory=lambda: home_from_env({}))
     #: ``None``: the SQLite file under ``home`` (see ``store_url``).
     database_url: str | None = None
     #: ``None``: ``home / "fixtures"`` (see ``fixtures_dir``).

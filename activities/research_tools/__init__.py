@@ -17,11 +17,13 @@ from activities.research_tools.arguments import (
     MAX_QUERY_CHARS,
     MAX_READ_LINES,
     TOOL_DEFINITIONS,
+    Citation,
     ListArguments,
+    NoteArguments,
     ReadArguments,
     SearchArguments,
 )
-from activities.research_tools.notes import Citation, NoteArguments, verify_note
+from activities.research_tools.notes import verify_note
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from activities.research_tools.source_tools import run_source_tool
 

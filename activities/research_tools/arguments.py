@@ -1,4 +1,4 @@
-"""The arguments of the source tools — ``list``, ``search``, ``read`` — with their limits.
+"""The arguments of the research tools — ``list``, ``search``, ``read``, ``note`` — and limits.
 
 One pydantic model per tool, so the definition offered to the model (``TOOL_DEFINITIONS``,
 JSON Schema from the model) and the validation of what it sends back cannot drift apart.
@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from activities.research_tools.notes import NoteArguments
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from context.tool_history import ToolDefinition
 
@@ -63,7 +62,33 @@ class ReadArguments(_Arguments):
     end_line: int = Field(ge=1)
 
 
-ARGUMENTS: dict[str, type[BaseModel]] = {
+#: a note's claim is at most this long
+MAX_CLAIM_CHARS = 1000
+#: and cites at most this many ranges
+MAX_CITATIONS = 10
+
+
+class Citation(_Arguments):
+    """Lines a stored tool result showed: which call, source, revision, path and range."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    source: str = Field(min_length=1, max_length=64)
+    revision: str = Field(min_length=1, max_length=100)
+    path: str = Field(min_length=1, max_length=1000)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+
+
+class NoteArguments(_Arguments):
+    """Record a finding for one of the job's topics: a claim and the lines that support it.
+    Every citation must name a read or search call whose result showed those lines."""
+
+    topic: str = Field(min_length=1, max_length=200)
+    claim: str = Field(min_length=1, max_length=MAX_CLAIM_CHARS)
+    citations: list[Citation] = Field(min_length=1, max_length=MAX_CITATIONS)
+
+
+ARGUMENTS: dict[str, type[_Arguments]] = {
     "list": ListArguments,
     "search": SearchArguments,
     "read": ReadArguments,
@@ -81,7 +106,7 @@ TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = tuple(
 _LIMIT_ERRORS = {"string_too_long", "too_long"}
 
 
-def parse_arguments(tool_name: str, raw: Any) -> BaseModel:
+def parse_arguments(tool_name: str, raw: Any) -> _Arguments:
     """The validated arguments of one call; ``ToolRejected`` says what is wrong."""
     model = ARGUMENTS.get(tool_name)
     if model is None:

@@ -16,38 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from activities.research_tools.arguments import Citation, NoteArguments
 from activities.research_tools.rejected import ToolRejected
-
-#: a note's claim is at most this long
-MAX_CLAIM_CHARS = 1000
-#: and cites at most this many ranges
-MAX_CITATIONS = 10
-
-
-class Citation(BaseModel):
-    """Lines a stored tool result showed: which call, source, revision, path and range."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-    call_id: str = Field(min_length=1, max_length=200)
-    source: str = Field(min_length=1, max_length=64)
-    revision: str = Field(min_length=1, max_length=100)
-    path: str = Field(min_length=1, max_length=1000)
-    start_line: int = Field(ge=1)
-    end_line: int = Field(ge=1)
-
-
-class NoteArguments(BaseModel):
-    """Record a finding for one of the job's topics: a claim and the lines that support it.
-    Every citation must name a read or search call whose result showed those lines."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-    topic: str = Field(min_length=1, max_length=200)
-    claim: str = Field(min_length=1, max_length=MAX_CLAIM_CHARS)
-    citations: list[Citation] = Field(min_length=1, max_length=MAX_CITATIONS)
 
 
 def _shown_lines(exchange: Mapping[str, Any], citation: Citation) -> set[int]:

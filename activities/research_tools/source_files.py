@@ -102,7 +102,6 @@ class FolderFiles:
 
     def __init__(self, spec: DocumentSourceSpec, root: Path) -> None:
         self.name = spec.name
-        self._root = root
         if root.is_file() and not root.is_symlink():
             self._files = {root.name: root}
         elif root.is_dir() and not root.is_symlink():
@@ -117,9 +116,10 @@ class FolderFiles:
         else:
             raise RetrievalFailed(f"document path of source {spec.name!r} does not exist "
                                   "(or is a symbolic link, which is never followed)")
+        self._paths = sorted(self._files)
 
     def paths(self) -> list[str]:
-        return sorted(self._files)
+        return self._paths
 
     async def prefetch(self, paths: Sequence[str]) -> None:
         del paths  # files are read as the search reaches them
