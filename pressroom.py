@@ -245,6 +245,10 @@ def resolve(
     budget: int | None = typer.Option(None, help="New evidence budget (tokens)."),
     context_limit: int | None = typer.Option(None, help="New model context budget (tokens)."),
     accept: str | None = typer.Option(None, help="Accept a revision: CANONICAL_KEY=REVISION."),
+    token_budget: int | None = typer.Option(
+        None, help="New research token budget (input + output tokens over all turns)."),
+    accept_gathered: bool = typer.Option(
+        False, "--accept-gathered", help="Stop researching and draft from what was gathered."),
     note: str = typer.Option("", help="Why (recorded with the resolution)."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
@@ -254,18 +258,30 @@ def resolve(
     settings = _settings(ctx)
     _job_cmd(commands.resolve(console, settings, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
-        accept=accept, note=note), address), settings)
+        accept=accept, token_budget=token_budget, accept_gathered=accept_gathered, note=note),
+        address), settings)
 
 
 @app.command()
 def explain(ctx: typer.Context, job: str,
             step: str | None = typer.Option(None, help="Only this step or stage."),
+            turn: int | None = typer.Option(None, help="Only this research turn's manifest."),
             address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show the job's context manifests: included, excluded, partitions, transforms, cache."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.explain(console, settings, job, step, address), settings)
+    _job_cmd(commands.explain(console, settings, job, step, address, turn=turn), settings)
+
+
+@app.command()
+def trace(ctx: typer.Context, job: str,
+          address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Print the research turns: each turn's tokens and tool calls with their results' sizes."""
+    from workflows import commands
+
+    settings = _settings(ctx)
+    _job_cmd(commands.trace(console, settings, job, address), settings)
 
 
 @app.command()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.parsed import PARSED
-from activities.runtime import ActivityRuntime, principal_of, scope_of
+from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from contracts.activity_messages import CheckpointInput, CheckpointResult, StepState
 
 STAGES = ("plan", "research", "draft", "review", "revise", "publish")
@@ -101,6 +101,7 @@ async def write_checkpoint(runtime: ActivityRuntime, inp: CheckpointInput) -> Ch
     store = await runtime.store()
     body = await build_checkpoint(runtime, inp)
     spec = await runtime.spec_of(inp.job)
+    await pause_point(f"checkpoint_{inp.stage}")
     # The store seals the body under the sha256 of its canonical JSON (the same bytes
     # ``runtime.dumps`` gives for this JSON-native body), so its answer is the hash.
     digest = await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id,

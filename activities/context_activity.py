@@ -20,6 +20,7 @@ from typing import Any
 
 import context
 from activities.candidates import CandidateSet, load_candidates
+from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, scope_of
 from context.items import ScopeRef
 from context.request import ModelSpec, PrincipalContext, TopicSpec
@@ -29,7 +30,7 @@ from contracts.job_spec import JobSpec
 #: What each stage is deciding; the engine ranks relevance against it.
 DECISIONS = {
     "plan": "write a research plan covering every topic and required source",
-    "research": "choose and acquire the evidence the article needs",
+    "research": "research the topics with the tools and note each finding with citations",
     "draft": "draft the article from admitted evidence, one citation per claim",
     "revise": "revise the draft to address the reviewer's comments, citing evidence",
     "publish": "confirm the approved draft is the one being published",
@@ -73,6 +74,7 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet)
         candidates=tuple(candidates.items),
         acquisitions=tuple(candidates.acquisitions),
         tool_history=candidates.tool_history,
+        tool_definitions=TOOL_DEFINITIONS if inp.stage == "research" else (),
         evidence_budget=inp.state.evidence_budget,
     )
 
@@ -103,12 +105,20 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
     reason = str(outcome.blocked_reason) if isinstance(outcome, context.ContextAssemblyBlocked) \
         else None
     # The wait for a resolve is the policy's to bound (docs/architecture.md#blocked-steps):
-    # the workflow holds no policy, so a blocked ref carries the value of the policy this step
-    # ran under.
+    # the workflow holds no policy, so every ref carries the value of the policy this step
+    # ran under (a research turn's ready ref bounds a later budget or evidence block).
     return ContextRef(manifest_id=manifest.manifest_id, step_id=inp.step_id, stage=inp.stage,
                       status=status, input_hash=input_hash, blocked_reason=reason,
                       blocked_detail=_detail(body) if blocked else None,
-                      block_timeout_s=request.policy.blocking.block_timeout if blocked else None)
+                      block_timeout_s=request.policy.blocking.block_timeout,
+                      history_transformed=bool(body.get("summaries")),
+                      input_tokens=_input_tokens(body))
+
+
+def _input_tokens(body: dict[str, Any]) -> int | None:
+    """The engine's count of the sealed request's input tokens, when it sealed one."""
+    value = (body.get("budget") or {}).get("estimated_used")
+    return int(value) if isinstance(value, int) else None
 
 
 def _detail(body: dict[str, Any]) -> str | None:

@@ -57,13 +57,14 @@ from temporalio.exceptions import ApplicationError
 R = TypeVar("R", bound=BaseModel)
 
 #: Activity bodies a helper may run: activity name -> (module, function, input model); an
-#: allow-list. ``draft`` only goes to a helper with a CPU-bound provider (the registry
+#: allow-list. ``draft`` and ``decide`` only go to a helper with a CPU-bound provider (the registry
 #: decides): a helper runs one call at a time, and a remote model's seconds of waiting
 #: would hold it.
 _BODIES = {
     "assemble_context": ("activities.context_activity", "assemble_context",
                          "AssembleContextInput"),
     "draft": ("activities.draft", "draft", "DraftInput"),
+    "decide": ("activities.decide", "decide", "DecideInput"),
 }
 OFFLOADABLE = frozenset(_BODIES)
 _PR_SET_PDEATHSIG = 1

@@ -16,8 +16,10 @@ from temporalio import activity
 from activities import (
     checkpoint,
     context_activity,
+    decide,
     draft,
     publish,
+    record_turn,
     research,
     store_activities,
     tool_call,
@@ -30,12 +32,16 @@ from contracts.activity_messages import (
     CheckpointInput,
     CheckpointResult,
     ContextRef,
+    DecideInput,
+    DecideResult,
     DraftInput,
     DraftResult,
     PlanInput,
     PublishInput,
     PublishResult,
     RecordReviewInput,
+    RecordTurnInput,
+    RecordTurnResult,
     ResearchInput,
     ResearchResult,
     StoreJobSpecInput,
@@ -44,10 +50,11 @@ from contracts.activity_messages import (
 )
 
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
-                  "record_review", "write_checkpoint", "publish", "run_tool")
+                  "record_review", "write_checkpoint", "publish", "run_tool", "decide",
+                  "record_turn")
 
 
-async def _cpu_bound_model(runtime: ActivityRuntime, inp: DraftInput) -> bool:
+async def _cpu_bound_model(runtime: ActivityRuntime, inp: DraftInput | DecideInput) -> bool:
     """Whether the job's provider computes here (see ``activities.offload.OFFLOADABLE``)."""
     spec = await runtime.spec_of(inp.job)
     return bool(getattr(PROVIDERS.get(spec.model.provider), "cpu_bound", False))
@@ -105,5 +112,18 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating():
             return await tool_call.run_tool_call(runtime, inp)
 
+    @activity.defn(name="decide")
+    async def decide_turn(inp: DecideInput) -> DecideResult:
+        async with heartbeating():
+            if runtime.helpers is not None and await _cpu_bound_model(runtime, inp):
+                return await runtime.helpers.run("decide", inp, DecideResult)
+            return await decide.decide(runtime, inp)
+
+    @activity.defn(name="record_turn")
+    async def record_research_turn(inp: RecordTurnInput) -> RecordTurnResult:
+        async with heartbeating():
+            return await record_turn.record_turn(runtime, inp)
+
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
-            record_review, write_checkpoint, publish_article, run_tool]
+            record_review, write_checkpoint, publish_article, run_tool, decide_turn,
+            record_research_turn]

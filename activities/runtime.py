@@ -8,7 +8,8 @@ waiting for the whole start-to-close timeout. ``put_once`` makes a write safe to
 
 Test hook (documented here because crash tests rely on it): when the environment variable
 ``PRESSROOM_TEST_PAUSE_AT`` names a pause point (comma-separated; points are ``research``,
-``draft`` and ``publish_after_write``), the activity reaching it writes the marker file
+``decide``, ``run_tool``, ``record_turn``, ``checkpoint_<stage>``, ``draft`` and
+``publish_after_write``), the activity reaching it writes the marker file
 ``$PRESSROOM_TEST_PAUSE_DIR/<point>.reached`` and then waits forever while still
 heartbeating. A test SIGKILLs the worker process once the marker exists, starts a fresh
 worker without the variable, and checks the job completes exactly once. The hook does

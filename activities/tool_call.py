@@ -9,7 +9,9 @@ reference and the result's size; the content stays in the store (results can be 
 history must stay flat over hundreds of turns).
 
 A ``note`` is checked against the stored exchanges its citations name
-(``research_tools.notes``). A call the runtime refuses (``ToolRejected``: unknown tool,
+(``research_tools.notes``); ``update_plan`` and ``finish`` only have their arguments
+checked here (the turn's record writes the plan; the workflow checks ``finish``). A call
+the runtime refuses (``ToolRejected``: unknown tool,
 malformed or over-limit arguments, undeclared source, path outside it, a citation that does
 not match …) is stored the same way as an ``error`` result whose content names the refusal,
 so the model can correct itself next turn and the manifest can count it; it never fails
@@ -19,12 +21,25 @@ the activity.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast, get_args
 
 from activities.research_tools import ToolRejected, run_source_tool
-from activities.research_tools.arguments import NoteArguments, parse_arguments
+from activities.research_tools.arguments import (
+    FinishArguments,
+    NoteArguments,
+    UpdatePlanArguments,
+    parse_arguments,
+)
 from activities.research_tools.notes import verify_note
-from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
+from activities.research_tools.rejected import RejectionKind
+from activities.runtime import (
+    ActivityRuntime,
+    dumps,
+    pause_point,
+    principal_of,
+    put_once,
+    ref_of,
+)
 from artifacts import content_hash
 from context.errors import ToolHistoryError
 from context.items import sha256_text
@@ -70,6 +85,22 @@ async def _note(store: Any, spec: JobSpec, principal: Any,
     return verify_note(arguments, [topic.name for topic in spec.topics], exchanges)
 
 
+_REFUSALS = frozenset(get_args(RejectionKind))
+
+
+def _bookkeeping(tool_name: str, raw_arguments: dict[str, Any]) -> dict[str, Any]:
+    """``update_plan`` and ``finish`` read nothing: checked arguments are their result.
+
+    The plan becomes a new revision of the job's plan when the turn is recorded
+    (``record_turn``); ``finish`` is checked by the workflow against the notes it holds.
+    """
+    arguments = parse_arguments(tool_name, raw_arguments)
+    if isinstance(arguments, UpdatePlanArguments):
+        return {"accepted": True, "plan_chars": len(arguments.text)}
+    assert isinstance(arguments, FinishArguments)
+    return {"accepted": True, "summary": arguments.summary, "open_items": arguments.open_items}
+
+
 async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCallResult:
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
@@ -78,6 +109,7 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
     # a retry after a crash finds the exchange the first attempt stored, and runs nothing
     found = await _stored(store, artifact_id, principal)
     if found is None:
+        await pause_point("run_tool")
         found = await _run_and_store(runtime, store, spec, principal, artifact_id, inp)
     record, body = found
     result = body["result"]
@@ -95,8 +127,14 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
     """Run the call and store its exchange; the stored one if another attempt got there
     first (its body then is the answer, whatever this attempt computed)."""
     try:
+        if inp.refusal is not None:
+            kind, _, detail = inp.refusal.partition(": ")
+            raise ToolRejected(cast(RejectionKind, kind) if kind in _REFUSALS
+                               else "malformed_arguments", detail)
         if inp.tool_name == "note":
             result = await _note(store, spec, principal, inp.arguments)
+        elif inp.tool_name in ("update_plan", "finish"):
+            result = _bookkeeping(inp.tool_name, inp.arguments)
         else:
             result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
                                            runtime.locations)

@@ -32,6 +32,8 @@ class ArtifactKind(StrEnum):
     TOOL_RECORD = "tool_record"
     WEB_PAGE = "web_page"
     DOCUMENT = "document"
+    MODEL_DECISION = "model_decision"
+    AGENT_PLAN = "agent_plan"
 
 
 class _Frozen(BaseModel):

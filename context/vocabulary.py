@@ -225,6 +225,7 @@ class AnomalyType(StrEnum):
     TOOL_RESULT_SYNTHESIZED = "tool_result_synthesized"
     ORPHAN_TOOL_RESULT_DROPPED = "orphan_tool_result_dropped"
     DUPLICATE_DROPPED = "duplicate_dropped"
+    TOOL_CALL_FAILED = "tool_call_failed"
 
 
 class BlockedReason(StrEnum):

@@ -42,8 +42,12 @@ class ContextRef(_Msg):
     input_hash: str | None = None
     blocked_reason: str | None = None
     blocked_detail: str | None = None
-    #: on a blocked ref: the block timeout (seconds) of the policy the step ran under
+    #: the block timeout (seconds) of the policy the step ran under
     block_timeout_s: int | None = None
+    #: the engine cleared or compacted tool history in this step (a checkpoint is due)
+    history_transformed: bool = False
+    #: the engine's estimate of the request's input tokens (``None`` when blocked)
+    input_tokens: int | None = None
 
 
 class JobRef(_Msg):
@@ -75,6 +79,10 @@ class StepState(_Msg):
     evidence_budget: int | None = None
     context_limit: int | None = None
     accepted_revisions: dict[str, str] = Field(default_factory=dict)
+    #: the agent's own plan (``update_plan``): data for the next turns, never instruction
+    agent_plan: ArtifactRef | None = None
+    #: every round's requested changes, oldest first (``review_comments`` is the last round)
+    all_review_comments: list[str] = Field(default_factory=list)
 
 
 class StoreJobSpecInput(_Msg):
@@ -87,6 +95,8 @@ class AssembleContextInput(_Msg):
     stage: Literal["plan", "research", "draft", "revise", "publish"]
     state: StepState
     as_of: str  # ISO-8601 from workflow.now(): the engine must not read a clock
+    #: the research turn this step assembles for (0 outside the research loop)
+    turn: int = Field(default=0, ge=0)
 
 
 class PlanInput(_Msg):
@@ -186,6 +196,9 @@ class ToolCallInput(_Msg):
     tool_name: str = Field(max_length=200)
     arguments: dict[str, Any] = Field(default_factory=dict)
     turn: int = Field(default=0, ge=0)
+    #: set when the runtime refuses the call before running it (``kind: detail``): a reply
+    #: whose arguments were not a JSON object, or a call past the turn's limit
+    refusal: str | None = Field(default=None, max_length=1000)
 
     @field_validator("arguments")
     @classmethod
@@ -211,3 +224,46 @@ class ToolCallResult(_Msg):
     #: for an accepted ``note``: its topic, so the workflow can check ``finish`` against the
     #: topics covered without reading any content
     note_topic: str | None = None
+
+
+class PlannedCall(_Msg):
+    """One tool call of a model's reply, as the loop will run it: the runtime's call id
+    (``t<turn>-<n>``, unique in the job), the tool and the arguments, or a refusal."""
+
+    call_id: str = Field(min_length=1, max_length=40)
+    tool_name: str = Field(max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    refusal: str | None = Field(default=None, max_length=1000)
+
+
+class DecideInput(_Msg):
+    job: JobRef
+    context: ContextRef
+    turn: int = Field(ge=1)
+
+
+class DecideResult(_Msg):
+    """What the model asked for in one turn; the reply itself is stored (``decision``)."""
+
+    decision: ArtifactRef
+    calls: list[PlannedCall] = Field(default_factory=list)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    text_chars: int = Field(default=0, ge=0)
+
+
+class RecordTurnInput(_Msg):
+    """A finished turn's exchanges, to fold into the job's tool history and evidence."""
+
+    job: JobRef
+    turn: int = Field(ge=1)
+    state: StepState
+    results: list[ToolCallResult] = Field(default_factory=list)
+    as_of: str
+
+
+class RecordTurnResult(_Msg):
+    tool_records: ArtifactRef
+    evidence_pack: ArtifactRef | None = None
+    agent_plan: ArtifactRef | None = None
+    notes_added: int = Field(default=0, ge=0)

@@ -17,7 +17,8 @@ them without importing each other:
   ``ProviderConfigError`` (unknown provider name, missing API key, or a payload built for
   another adapter than the provider speaks; not retryable), ``ProviderInputError`` (the
   payload cannot be read; not retryable) and ``ProviderCallError`` (the remote API failed;
-  it carries ``retryable`` so Temporal retries only what may succeed).
+  it carries ``retryable`` so Temporal retries only what may succeed, and an API's
+  ``Retry-After`` as Temporal's next retry delay, so the retry waits as long as asked).
 
 ``PublishRefused`` and the provider errors are Temporal ``ApplicationError`` subclasses
 whose ``type`` is the class name and that carry their own ``non_retryable`` flag: raised
@@ -26,6 +27,9 @@ the activity times out.
 """
 
 from __future__ import annotations
+
+import math
+from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
 
@@ -59,8 +63,13 @@ class PublishRefused(ApplicationError):
 class ProviderError(ApplicationError):
     """Root of every model-provider error."""
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
-        super().__init__(message, type=type(self).__name__, non_retryable=not retryable)
+    def __init__(
+        self, message: str, *, retryable: bool = False, next_retry_delay: timedelta | None = None
+    ) -> None:
+        super().__init__(
+            message, type=type(self).__name__, non_retryable=not retryable,
+            next_retry_delay=next_retry_delay,
+        )
         self.retryable = retryable
 
 
@@ -77,10 +86,30 @@ class ProviderInputError(ProviderError, ValueError):
 
 
 class ProviderCallError(ProviderError):
-    """The remote API call failed; ``retryable`` says whether trying again may help."""
+    """The remote API call failed; ``retryable`` says whether trying again may help.
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message, retryable=retryable)
+    ``retry_after`` is the wait in seconds the API asked for (its ``Retry-After`` header);
+    it becomes Temporal's ``next_retry_delay`` instead of the retry policy's backoff,
+    capped at ``MAX_RETRY_AFTER``. A missing, non-finite or non-positive value leaves the
+    policy's backoff in charge.
+    """
+
+    # A longer Retry-After is treated as this: a retry parked an hour out on a server's
+    # word stalls the job silently; past this, the workflow's own timeouts should decide.
+    MAX_RETRY_AFTER = timedelta(minutes=10)
+
+    def __init__(
+        self, message: str, *, retryable: bool, retry_after: float | None = None
+    ) -> None:
+        super().__init__(
+            message, retryable=retryable, next_retry_delay=self._retry_delay(retry_after)
+        )
+
+    @classmethod
+    def _retry_delay(cls, seconds: float | None) -> timedelta | None:
+        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+            return None
+        return min(timedelta(seconds=seconds), cls.MAX_RETRY_AFTER)
 
 
 __all__ = [

@@ -117,6 +117,33 @@ class RuntimeSpec(_Spec):
         return parse_duration(value)
 
 
+#: the most turns a job may ask for (a job past it is a runaway, not research)
+MAX_RESEARCH_TURNS = 1000
+
+
+class ResearchSpec(_Spec):
+    """How the research stage runs (docs/architecture.md#the-research-loop).
+
+    ``agent`` (the default): a loop of model turns — assemble, decide, run the tool calls
+    the model asked for, record — until the model calls ``finish`` (checked against the
+    notes), the turn limit, or the token budget. ``acquire``: one batch acquisition of
+    every source and no research turns (the runtime before the loop; kept for jobs whose
+    model cannot call tools).
+    """
+
+    mode: Literal["agent", "acquire"] = "agent"
+    max_turns: int = Field(default=40, ge=1, le=MAX_RESEARCH_TURNS)
+    #: input + output tokens across every research turn; exhausting it blocks the job
+    #: (``budget_exhausted``) until ``resolve`` raises it or accepts what was gathered
+    token_budget: int = Field(default=2_000_000, ge=1)
+    #: continue-as-new after this many turns, so history per run stays flat
+    turns_per_run: int = Field(default=20, ge=1, le=MAX_RESEARCH_TURNS)
+    #: a checkpoint every this many turns (and whenever history is cleared or compacted)
+    checkpoint_every: int = Field(default=5, ge=1)
+    #: a model reply asking for more calls than this gets the rest refused
+    max_calls_per_turn: int = Field(default=8, ge=1, le=32)
+
+
 class JobSpec(_Spec):
     """A research job. ``job_id`` is also the Temporal workflow id."""
 
@@ -136,6 +163,7 @@ class JobSpec(_Spec):
     workspace: str | None = None
     model: ModelSpecInput = ModelSpecInput()
     runtime: RuntimeSpec = RuntimeSpec()
+    research: ResearchSpec = ResearchSpec()
 
     @field_validator("block_timeout", mode="before")
     @classmethod

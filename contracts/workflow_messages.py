@@ -31,6 +31,42 @@ class PendingDraft(_Msg):
     artifact_id: str
 
 
+class ToolCallSummary(_Msg):
+    """One research tool call as ``status`` shows it: no arguments, no content."""
+
+    turn: int
+    call_id: str
+    tool_name: str
+    status: str
+    result_chars: int
+    rejection: str | None = None
+
+
+#: why the research loop stopped
+StopReason = Literal["finished", "turn_limit", "accepted_gathered", "model_stopped"]
+
+
+class ResearchProgress(_Msg):
+    """Where the research loop stands; small and bounded (it is carried by continue-as-new)."""
+
+    turn: int = 0
+    #: the turn the current research round started after (a requested change re-opens it)
+    round_start_turn: int = 0
+    #: the turn this workflow run started at (continue-as-new every ``turns_per_run``)
+    run_start_turn: int = 0
+    tokens_used: int = 0
+    #: the budget in force (the spec's, or what ``resolve`` raised it to)
+    token_budget: int | None = None
+    covered_topics: list[str] = Field(default_factory=list)
+    last_calls: list[ToolCallSummary] = Field(default_factory=list)
+    stop_reason: StopReason | None = None
+    finish_open_items: list[str] = Field(default_factory=list)
+    compacted_once: bool = False
+    rejected_calls: int = 0
+    #: the policy's block timeout as the last research turn's assembly reported it
+    block_timeout_s: int | None = None
+
+
 class JobState(_Msg):
     """Everything the workflow remembers; carried across continue-as-new."""
 
@@ -48,6 +84,7 @@ class JobState(_Msg):
     continued_runs: int = 0
     ignored_resolutions: int = 0
     checkpoint_seq: int = 0
+    research: ResearchProgress = Field(default_factory=ResearchProgress)
 
 
 class ResearchJobInput(_Msg):
@@ -75,11 +112,14 @@ class ReviewResult(_Msg):
 class ResolveInput(_Msg):
     """What unblocks a blocked step; the workflow re-assembles after applying it."""
 
-    action: Literal["add_source", "refresh_source", "raise_budget", "accept_revision", "retry"]
+    action: Literal["add_source", "refresh_source", "raise_budget", "accept_revision", "retry",
+                    "accept_gathered"]
     source: SourceSpec | None = None
     source_name: str | None = None
     evidence_budget: int | None = Field(default=None, gt=0)
     context_limit: int | None = Field(default=None, gt=0)
+    #: with ``raise_budget``: the research loop's new token budget (input + output)
+    token_budget: int | None = Field(default=None, gt=0)
     canonical_key: str | None = None
     revision: str | None = None
     note: str = ""
@@ -98,6 +138,7 @@ class JobStatus(_Msg):
     tenant: str
     project: str
     receipt: PublishResult | None = None
+    research: ResearchProgress | None = None
 
 
 class JobResult(_Msg):

@@ -13,7 +13,18 @@ Output (default ``$PRESSROOM_FIXTURES`` or ``$PRESSROOM_HOME/fixtures``)::
     docs/              document folder (read_document)
     web/               saved web pages (read_web_page)
     workspace/plan.md  the job's editable research plan
-    fixtures.json      {"repos": {repo: {version: sha}}}
+    repos/cpython-stdlib/
+                       part of this interpreter's standard library (``STDLIB_FILES``,
+                       under ``Lib/`` as in the CPython tree), one commit
+    asyncio_job.yaml   the asyncio example job, rendered from ``examples/asyncio_job.yaml``
+                       with that commit pinned
+    fixtures.json      {"repos": {repo: {version: sha}},
+                        "stdlib": {"python": version, "commit": sha, "files": n, ...}}
+
+The standard-library corpus is source code no one here wrote, present wherever Python is,
+copied byte for byte and committed the same fixed way. Its sha depends on the exact files
+(patch releases and distribution patches differ), so it cannot be pinned in a committed
+file: the build records it in ``fixtures.json`` and renders the ready-to-run job with it.
 
 A rebuild that would produce the same commits leaves existing repositories untouched;
 anything else is built beside the target and swapped in with a rename.
@@ -24,11 +35,16 @@ Run: ``python examples/build_fixtures.py [--target DIR]`` (prints the JSON).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -61,6 +77,34 @@ EXPECTED_COMMITS: dict[str, dict[str, str]] = {
         "v2": "cabe63f3fb3b37f0d1f7ad25c82cb83798589153",
     },
 }
+
+# The standard-library corpus: these files of the running interpreter's stdlib, copied byte
+# for byte to Lib/<path> and committed once. A fixed list (present in 3.11 to 3.13), not a
+# glob: a file added by a later Python must not silently join the corpus.
+STDLIB_REPO = "cpython-stdlib"
+STDLIB_ROOT = "Lib"
+STDLIB_DATE = "2024-01-01T00:00:00+00:00"
+_ASYNCIO_MODULES = (
+    "__init__", "__main__", "base_events", "base_futures", "base_subprocess", "base_tasks",
+    "constants", "coroutines", "events", "exceptions", "format_helpers", "futures", "locks",
+    "log", "mixins", "proactor_events", "protocols", "queues", "runners", "selector_events",
+    "sslproto", "staggered", "streams", "subprocess", "taskgroups", "tasks", "threads",
+    "timeouts", "transports", "trsock", "unix_events", "windows_events", "windows_utils",
+)
+STDLIB_FILES: tuple[str, ...] = (
+    *(f"asyncio/{m}.py" for m in _ASYNCIO_MODULES),
+    "concurrent/__init__.py",
+    *(f"concurrent/futures/{m}.py" for m in ("__init__", "_base", "process", "thread")),
+    "queue.py",
+    "selectors.py",
+)
+# The asyncio job template and where its rendering goes (relative to the fixtures target).
+STDLIB_JOB_TEMPLATE = HERE / "asyncio_job.yaml"
+STDLIB_JOB = "asyncio_job.yaml"
+# Build-time fields of the template: ``{{ name }}``. They look unlike the run-time
+# ``${PRESSROOM_FIXTURES}`` placeholders on purpose, and an unrendered ``"{{ stdlib_commit }}"``
+# is not a single revision, so the template itself fails validation instead of running.
+_TEMPLATE_FIELD = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 
 _GIT_CONFIG = (
     "-c", "commit.gpgsign=false",
@@ -140,6 +184,117 @@ def build_repo(name: str, dest: Path) -> dict[str, str]:
     return shas
 
 
+def stdlib_dir() -> Path:
+    """The running interpreter's standard library (the base one, also inside a venv)."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def build_stdlib_repo(dest: Path, stdlib: Path | None = None) -> str:
+    """Commit ``STDLIB_FILES`` of ``stdlib`` (default: this interpreter's) under ``Lib/`` in a
+    new repository at ``dest`` (must not exist); return the commit sha.
+
+    The committed tree is checked against the files' own blob ids, so no filter, attribute
+    or line-ending setting can have changed a byte on the way in.
+    """
+    src = stdlib or stdlib_dir()
+    missing = [f for f in STDLIB_FILES if not (src / f).is_file()]
+    if missing:
+        raise FixtureBuildError(f"the standard library at {src} lacks {', '.join(missing)}")
+    contents = {f"{STDLIB_ROOT}/{rel}": (src / rel).read_bytes() for rel in STDLIB_FILES}
+    dest.mkdir(parents=True)
+    _git(dest, "init", "-q")
+    for rel, data in contents.items():
+        out = dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        out.chmod(0o644)
+    _git(dest, "add", "-A", "--force", "--", STDLIB_ROOT)
+    version = platform.python_version()
+    message = (
+        f"CPython {version} standard library: asyncio, concurrent.futures, queue, selectors\n\n"
+        f"{len(contents)} files copied byte for byte from the interpreter's Lib/ by "
+        "examples/build_fixtures.py."
+    )
+    _git(dest, "commit", "-q", "-m", message, date=STDLIB_DATE)
+    listed = _git(dest, "ls-tree", "-r", "--full-tree", "HEAD")
+    tree = {}
+    for line in listed.splitlines():
+        meta, path = line.split("\t", 1)
+        mode, _kind, blob = meta.split()
+        tree[path] = (mode, blob)
+    expected = {path: ("100644", _blob_id(data)) for path, data in contents.items()}
+    if tree != expected:
+        differ = sorted(set(tree.items()) ^ set(expected.items()))
+        raise FixtureBuildError(
+            f"{dest}: the commit does not hold the standard-library files byte for byte: "
+            + ", ".join(sorted({path for path, _ in differ}))
+        )
+    return _git(dest, "rev-parse", "HEAD")
+
+
+def render_template(text: str, values: Mapping[str, str]) -> str:
+    """Fill the template's ``{{ name }}`` fields; an unknown field is a ``FixtureBuildError``
+    (``${...}`` run-time placeholders are left for the worker)."""
+
+    def _sub(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in values:
+            raise FixtureBuildError(
+                f"unknown template field {match.group(0)}; known: {', '.join(sorted(values))}"
+            )
+        return values[key]
+
+    return _TEMPLATE_FIELD.sub(_sub, text)
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def build_stdlib(target: Path) -> dict[str, object]:
+    """Build ``repos/cpython-stdlib`` under ``target`` (kept when unchanged), render the
+    asyncio job with its commit, and return the ``stdlib`` entry of ``fixtures.json``."""
+    final = target / "repos" / STDLIB_REPO
+    staging = target / "repos" / f".build-{STDLIB_REPO}-{os.getpid()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    sha = build_stdlib_repo(staging)
+    if _existing_head(final) == sha:
+        shutil.rmtree(staging)
+    else:
+        _swap_in(staging, final)
+    version = platform.python_version()
+    job = render_template(
+        STDLIB_JOB_TEMPLATE.read_text(encoding="utf-8"),
+        {"stdlib_commit": sha, "python_version": version},
+    )
+    _write_if_changed(target / STDLIB_JOB, job)
+    return {
+        "python": version,
+        "commit": sha,
+        "files": len(STDLIB_FILES),
+        "repo": f"repos/{STDLIB_REPO}",
+        "job": STDLIB_JOB,
+    }
+
+
+def _existing_head(repo: Path) -> str | None:
+    if not (repo / ".git").is_dir():
+        return None
+    try:
+        return _git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except FixtureBuildError:
+        return None
+
+
 def _existing_shas(repo: Path, versions: list[str]) -> dict[str, str] | None:
     if not (repo / ".git").is_dir():
         return None
@@ -194,8 +349,11 @@ def build_fixtures(target: Path | None = None, *, verify: bool = True) -> dict[s
             "fixture commits differ from EXPECTED_COMMITS (were fixture files edited? then "
             "update EXPECTED_COMMITS and examples/job.yaml together): " + "; ".join(changed)
         )
-    result: dict[str, object] = {"fixtures_dir": str(target), "repos": repos}
-    (target / "fixtures.json").write_text(json.dumps({"repos": repos}, indent=2, sort_keys=True))
+    stdlib = build_stdlib(target)
+    result: dict[str, object] = {"fixtures_dir": str(target), "repos": repos, "stdlib": stdlib}
+    (target / "fixtures.json").write_text(
+        json.dumps({"repos": repos, "stdlib": stdlib}, indent=2, sort_keys=True)
+    )
     return result
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,8 @@ async def show_status(console: Console, settings: Settings, job_id: str,
             pending = live.pending_draft
             console.print(f"  pending draft r{pending.revision} {pending.content_hash}\n"
                           f"  {pending.summary}")
+        if live.research is not None and live.research.turn:
+            show_research(console, live)
         console.print(f"  manifests: {', '.join(live.manifest_ids) or '-'}")
     receipt = (live.receipt if live else None) or (view.result.receipt if view.result else None)
     if receipt is not None:
@@ -132,6 +135,93 @@ async def show_status(console: Console, settings: Settings, job_id: str,
     if view.result and view.result.reason:
         console.print(f"  {view.result.reason}")
     return view
+
+
+def show_research(console: Console, live: JobStatus) -> None:
+    """The research loop's line in ``status``: turn, tokens against budget, last calls."""
+    research = live.research
+    assert research is not None
+    budget = f"/{research.token_budget}" if research.token_budget else ""
+    stopped = f", stopped: {research.stop_reason}" if research.stop_reason else ""
+    console.print(f"  research turn {research.turn}{stopped}; tokens {research.tokens_used}"
+                  f"{budget}; topics with a verified note: "
+                  f"{', '.join(research.covered_topics) or '-'}; refused calls "
+                  f"{research.rejected_calls}")
+    for call in research.last_calls:
+        why = f" ({call.rejection})" if call.rejection else ""
+        console.print(f"    t{call.turn} {call.call_id} {call.tool_name:<11} {call.status}{why}"
+                      f" {call.result_chars} chars")
+
+
+async def _scope(settings: Settings, job_id: str, view: jobs.JobView,
+                 address: str | None) -> tuple[str, str, list[str]]:
+    """The job's tenant, project and manifest ids (from its status, result or spec)."""
+    if view.live is not None:
+        return view.live.tenant, view.live.project, list(view.live.manifest_ids)
+    if view.result is not None:
+        return view.result.tenant, view.result.project, list(view.result.manifest_ids)
+    spec = await jobs.job_spec_of(await connect(settings, address), job_id)
+    return spec.scope.tenant, spec.scope.project, []
+
+
+async def _decisions(store: Any, job_id: str, principal: Any) -> list[dict[str, Any]]:
+    """Every research turn's stored model reply, in turn order."""
+    found: list[dict[str, Any]] = []
+    turn = 1
+    while True:
+        head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}",
+                                principal=principal)
+        if head is None:
+            return found
+        _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
+                                 revision=head.revision)
+        found.append(json.loads(raw))
+        turn += 1
+
+
+async def trace(console: Console, settings: Settings, job_id: str,
+                address: str | None = None) -> None:
+    view = await jobs.view_job(await connect(settings, address), job_id,
+                               worker_grace=settings.worker_grace_seconds)
+    tenant, project, _ = await _scope(settings, job_id, view, address)
+    principal = _principal(tenant, project)
+    store = await _store(settings)
+    try:
+        decisions = await _decisions(store, job_id, principal)
+        results: dict[str, dict[str, Any]] = {}
+        for decision in decisions:
+            for call in decision["planned"]:
+                head = await store.head("tool_record", f"{job_id}:tool:{call['call_id']}",
+                                        principal=principal)
+                if head is not None:
+                    _, raw = await store.get("tool_record", head.artifact_id,
+                                             principal=principal, revision=head.revision)
+                    results[call["call_id"]] = json.loads(raw)["result"]
+    finally:
+        await store.close()
+    if not decisions:
+        raise JobNotFound(f"job {job_id!r} has no research turns ({view.summary})")
+    for decision in decisions:
+        usage = decision["usage"]
+        console.print(f"[bold]turn {decision['turn']}[/bold] {decision['model']} "
+                      f"in {usage['input_tokens']} out {usage['output_tokens']} tokens "
+                      f"(manifest {decision['manifest_id']})")
+        for call in decision["planned"]:
+            result = results.get(call["call_id"])
+            shown = "not run yet" if result is None else (
+                f"{result['status']}{' ' + result['rejection'] if result['rejection'] else ''}"
+                f" {len(result['content'])} chars")
+            console.print(f"  {call['call_id']:<9} {call['tool_name']:<11} "
+                          f"{_argument_line(call['arguments'])[:80]:<80} → {shown}")
+
+
+def _argument_line(arguments: dict[str, Any]) -> str:
+    """A call's arguments in one short line (a note shows its topic, a plan its size)."""
+    if "text" in arguments:
+        return f"text: {len(str(arguments['text']))} chars"
+    if "claim" in arguments:
+        return f"topic={arguments.get('topic')} citations={len(arguments.get('citations', []))}"
+    return " ".join(f"{k}={v}" for k, v in sorted(arguments.items()) if k != "open_items")
 
 
 async def list_all(console: Console, settings: Settings, address: str | None = None) -> None:
@@ -218,9 +308,12 @@ async def cancel(console: Console, settings: Settings, job_id: str,
 
 
 async def explain(console: Console, settings: Settings, job_id: str, step: str | None = None,
-                  address: str | None = None) -> None:
+                  address: str | None = None, *, turn: int | None = None) -> None:
     view = await jobs.view_job(await connect(settings, address), job_id,
                                worker_grace=settings.worker_grace_seconds)
+    if turn is not None:
+        await _explain_turn(console, settings, job_id, view, turn, address)
+        return
     ids: list[str] = []
     tenant = project = None
     if view.live is not None:
@@ -251,3 +344,23 @@ async def explain(console: Console, settings: Settings, job_id: str, step: str |
     if step and not shown:
         raise JobNotFound(f"job {job_id!r} has no step {step!r}; steps are named like "
                           "'draft-5' or by stage ('plan', 'research', 'draft', 'publish')")
+
+
+async def _explain_turn(console: Console, settings: Settings, job_id: str, view: jobs.JobView,
+                        turn: int, address: str | None) -> None:
+    """The manifest research turn ``turn`` was decided on (its stored reply names it)."""
+    tenant, project, _ = await _scope(settings, job_id, view, address)
+    principal = _principal(tenant, project)
+    store = await _store(settings)
+    try:
+        head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}",
+                                principal=principal)
+        if head is None:
+            raise JobNotFound(f"job {job_id!r} has no research turn {turn}")
+        _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
+                                 revision=head.revision)
+        manifest = await store.get_manifest(json.loads(raw)["manifest_id"], principal=principal)
+    finally:
+        await store.close()
+    console.print(f"[bold]research turn {turn}[/bold]")
+    render_manifest(console, manifest)

@@ -82,6 +82,19 @@ def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
                        f"{t.get('token_estimate_before')}→{t.get('token_estimate_after')}",
                        "all passed" if not failed else "failed: " + ", ".join(failed))
         console.print(tr)
+    pairs = manifest.get("tool_pairs") or []
+    if pairs:
+        placed: dict[str, int] = {}
+        for pair in pairs:
+            placed[str(pair.get("placement", "verbatim"))] = \
+                placed.get(str(pair.get("placement", "verbatim")), 0) + 1
+        console.print("  tool pairs: " + ", ".join(f"{n} {k}" for k, n in sorted(placed.items())))
+    for summary in manifest.get("summaries") or []:
+        kept = summary.get("preservation_assertions") or {}
+        console.print(f"  [cyan]history summary[/cyan] {summary.get('summary_id')} stands for "
+                      f"{len(summary.get('input_item_ids') or [])} items "
+                      f"({summary.get('input_range')}); preserved: "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(kept.items())))
     for a in manifest.get("tool_anomalies", []):
         console.print(f"  [yellow]anomaly[/yellow] {a['type']} {a['call_id']}: {a['detail']}")
     cache = manifest.get("cache") or {}

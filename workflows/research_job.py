@@ -12,6 +12,7 @@ recorded; the review wait always has a timer.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -28,6 +29,8 @@ with workflow.unsafe.imports_passed_through():
         CheckpointInput,
         CheckpointResult,
         ContextRef,
+        DecideInput,
+        DecideResult,
         DraftInput,
         DraftResult,
         JobRef,
@@ -35,10 +38,14 @@ with workflow.unsafe.imports_passed_through():
         PublishInput,
         PublishResult,
         RecordReviewInput,
+        RecordTurnInput,
+        RecordTurnResult,
         ResearchInput,
         ResearchResult,
         StepState,
         StoreJobSpecInput,
+        ToolCallInput,
+        ToolCallResult,
     )
     from contracts.job_spec import JobSpec
     from contracts.workflow_messages import (
@@ -50,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         ResolveInput,
         ReviewInput,
         ReviewResult,
+        ToolCallSummary,
     )
     from workflows.temporal_config import ACTIVITY_NON_RETRYABLE_ERROR_TYPES, WORKFLOW_TYPE
 
@@ -58,6 +66,13 @@ R = TypeVar("R", bound=BaseModel)
 _MANIFEST_IDS_KEPT = 200
 _MAX_COMMENTS = 50
 _MAX_COMMENT_CHARS = 20_000
+#: every round's comments travel with the references: keep the newest this many
+_ALL_COMMENTS_KEPT = 100
+#: ``status`` shows this many of the latest tool calls
+_LAST_CALLS_KEPT = 8
+#: the patch id that turns the research stage into the loop; histories recorded before it
+#: replay the one-shot acquisition they ran
+RESEARCH_LOOP_PATCH = "research-loop"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 
@@ -92,9 +107,13 @@ class ResearchJobWorkflow:
                 await self._checkpoint("plan", ["research the required sources"])
                 state.stage = "research"
             elif state.stage == "research":
-                await self._research(list(self._spec.sources))
+                if self._agent_mode():
+                    if not await self._research_turn():
+                        continue  # next turn (continue-as-new is checked in between)
+                else:
+                    await self._research(list(self._spec.sources))
                 await self._checkpoint("research", ["draft the article from admitted evidence"])
-                state.stage = "draft"
+                state.stage = "revise" if state.revision_round > 0 else "draft"
             elif state.stage in ("draft", "revise"):
                 await self._draft(state.stage)
                 await self._checkpoint(state.stage, ["wait for a reviewer's decision"])
@@ -118,6 +137,91 @@ class ResearchJobWorkflow:
         self._set_refs(source_records=researched.source_records,
                        evidence_pack=researched.evidence_pack,
                        tool_records=researched.tool_records)
+
+    def _agent_mode(self) -> bool:
+        """Whether research runs as the loop of model turns
+        (docs/architecture.md#the-research-loop)."""
+        return self._spec.research.mode == "agent" and workflow.patched(RESEARCH_LOOP_PATCH)
+
+    async def _research_turn(self) -> bool:
+        """One research turn — assemble, decide, the tool calls (in parallel), record — or
+        a stop. True once the loop is done: ``finish`` with every topic covered, the turn
+        limit, or what was gathered accepted by ``resolve``."""
+        research, limits = self._state.research, self._spec.research
+        if research.token_budget is None:
+            research.token_budget = limits.token_budget
+        budget = research.token_budget
+        if research.turn - research.round_start_turn >= limits.max_turns:
+            research.stop_reason = "turn_limit"
+            return True
+        if research.tokens_used >= budget:
+            return await self._research_blocked(
+                f"budget_exhausted ({research.tokens_used} of {budget} tokens used)")
+        turn = research.turn + 1
+        ctx = await self._assemble("research", turn=turn)
+        research.block_timeout_s = ctx.block_timeout_s
+        decided = await self._act("decide", DecideInput(job=self._job(), context=ctx, turn=turn),
+                                  DecideResult)
+        research.tokens_used += decided.input_tokens + decided.output_tokens
+        results: list[ToolCallResult] = list(await asyncio.gather(*(
+            self._act("run_tool", ToolCallInput(
+                job=self._job(), call_id=call.call_id, tool_name=call.tool_name,
+                arguments=call.arguments, turn=turn, refusal=call.refusal,
+            ), ToolCallResult) for call in decided.calls)))
+        recorded = await self._act("record_turn", RecordTurnInput(
+            job=self._job(), turn=turn, state=self._refs, results=results,
+            as_of=workflow.now().isoformat(),
+        ), RecordTurnResult)
+        self._set_refs(tool_records=recorded.tool_records, evidence_pack=recorded.evidence_pack,
+                       agent_plan=recorded.agent_plan)
+        research.turn = turn
+        covered = [r.note_topic for r in results if r.note_topic]
+        research.covered_topics = list(dict.fromkeys([*research.covered_topics, *covered]))
+        research.rejected_calls += sum(r.status == "error" for r in results)
+        summaries = [ToolCallSummary(turn=turn, call_id=call.call_id, tool_name=call.tool_name,
+                                     status=result.status, result_chars=result.result_chars,
+                                     rejection=result.rejection)
+                     for call, result in zip(decided.calls, results, strict=True)]
+        research.last_calls = [*research.last_calls, *summaries][-_LAST_CALLS_KEPT:]
+        first_compaction = ctx.history_transformed and not research.compacted_once
+        research.compacted_once = research.compacted_once or ctx.history_transformed
+        if first_compaction or turn % limits.checkpoint_every == 0:
+            await self._checkpoint("research", ["next research turn"], note=f"turn {turn}")
+        finished = any(call.tool_name == "finish" and result.status == "success"
+                       for call, result in zip(decided.calls, results, strict=True))
+        if not (finished or not decided.calls):
+            return False
+        research.stop_reason = "finished" if finished else "model_stopped"
+        uncovered = [t.name for t in self._spec.topics if t.name not in research.covered_topics]
+        if not uncovered:
+            return True
+        # finish is checked, not trusted: a topic without a verified note stops the job
+        return await self._research_blocked(
+            f"required_evidence_missing (no verified note for: {', '.join(uncovered)})")
+
+    async def _research_blocked(self, reason: str) -> bool:
+        """Stop for a human; True if they accepted what was gathered, False to go on
+        researching (a raised budget, a new source, a retry)."""
+        research = self._state.research
+        timeouts = [t for t in (
+            timedelta(seconds=research.block_timeout_s) if research.block_timeout_s else None,
+            self._spec.block_timeout) if t is not None]
+        await self._block("research", reason, min(timeouts, default=_DEFAULT_BLOCK_TIMEOUT))
+        accepted = False
+        for resolution in list(self._resolutions):
+            if resolution.action == "accept_gathered":
+                accepted = True
+                self._resolutions.remove(resolution)
+            elif resolution.action == "raise_budget" and resolution.token_budget:
+                research.token_budget = resolution.token_budget
+                if not (resolution.evidence_budget or resolution.context_limit):
+                    self._resolutions.remove(resolution)
+        await self._apply_resolutions()
+        if accepted:
+            research.stop_reason = "accepted_gathered"
+            return True
+        research.stop_reason = None
+        return False
 
     async def _draft(self, stage: str) -> None:
         state = self._state
@@ -153,7 +257,12 @@ class ResearchJobWorkflow:
         elif decision == "request_changes":
             state.status = "running"
             state.revision_round += 1
-            state.stage = "revise"
+            if self._agent_mode():  # the comments re-open research (then revise)
+                state.research.round_start_turn = state.research.turn
+                state.research.stop_reason = None
+                state.stage = "research"
+            else:
+                state.stage = "revise"
         else:
             state.status = "rejected"
             await self._checkpoint("review", [], note="rejected by reviewer")
@@ -176,14 +285,14 @@ class ResearchJobWorkflow:
         return self._result()
 
     # ------------------------------------------------------------- assembly
-    async def _assemble(self, stage: str) -> ContextRef:
+    async def _assemble(self, stage: str, turn: int = 0) -> ContextRef:
         state = self._state
         while True:
             state.step_counter += 1
             step_id = f"{stage}-{state.step_counter}"
             ref = await self._act("assemble_context", AssembleContextInput(
                 job=self._job(), step_id=step_id, stage=stage,
-                state=self._refs, as_of=workflow.now().isoformat(),
+                state=self._refs, as_of=workflow.now().isoformat(), turn=turn,
             ), ContextRef)
             state.manifest_ids = [*state.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
             if ref.status == "ready":
@@ -192,18 +301,22 @@ class ResearchJobWorkflow:
             reason = ref.blocked_reason or "blocked"
             if ref.blocked_detail:
                 reason = f"{reason} ({ref.blocked_detail})"
-            state.status, state.blocked_reason = "blocked", reason
-            await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
-            try:
-                await workflow.wait_condition(lambda: bool(self._resolutions),
-                                              timeout=self._block_timeout(ref))
-            except TimeoutError:
-                state.status = "failed"
-                await self._checkpoint(stage, [], note=f"failed: {reason}")
-                raise ApplicationError(f"failed: {reason}", type="JobBlocked",
-                                       non_retryable=True) from None
-            state.status = "running"
+            await self._block(stage, reason, self._block_timeout(ref))
             await self._apply_resolutions()
+
+    async def _block(self, stage: str, reason: str, timeout: timedelta) -> None:
+        """Wait, blocked, for a ``resolve`` (the caller applies it) or fail at ``timeout``."""
+        state = self._state
+        state.status, state.blocked_reason = "blocked", reason
+        await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
+        try:
+            await workflow.wait_condition(lambda: bool(self._resolutions), timeout=timeout)
+        except TimeoutError:
+            state.status = "failed"
+            await self._checkpoint(stage, [], note=f"failed: {reason}")
+            raise ApplicationError(f"failed: {reason}", type="JobBlocked",
+                                   non_retryable=True) from None
+        state.status, state.blocked_reason = "running", None
 
     async def _apply_resolutions(self) -> None:
         to_acquire: list[Any] = []
@@ -252,7 +365,8 @@ class ResearchJobWorkflow:
                 parent_revision=refs.review.revision if refs.review else None,
             ), ArtifactRef)
             comments = inp.comments if inp.decision == "request_changes" else []
-            self._set_refs(review=ref, review_comments=comments)
+            every_round = [*refs.all_review_comments, *comments][-_ALL_COMMENTS_KEPT:]
+            self._set_refs(review=ref, review_comments=comments, all_review_comments=every_round)
             state.review_decision = inp.decision
             return ReviewResult(decision_id=decision_id, decision=inp.decision, review=ref)
         finally:
@@ -314,6 +428,7 @@ class ResearchJobWorkflow:
             manifest_ids=list(state.manifest_ids), revision_round=state.revision_round,
             destination=self._spec.destination, reviewers=list(self._spec.review.reviewers),
             tenant=self._spec.scope.tenant, project=self._spec.scope.project, receipt=state.receipt,
+            research=state.research.model_copy(deep=True),
         )
 
     # -------------------------------------------------------------- helpers
@@ -378,12 +493,16 @@ class ResearchJobWorkflow:
                          receipt=state.receipt, manifest_ids=list(state.manifest_ids))
 
     def _maybe_continue_as_new(self) -> None:
-        info = workflow.info()
+        info, state = workflow.info(), self._state
         too_long = info.get_current_history_length() >= self._spec.runtime.continue_as_new_events
-        if not (too_long or info.is_continue_as_new_suggested()):
+        research = state.research
+        turns_done = (state.stage == "research" and research.turn - research.run_start_turn
+                      >= self._spec.research.turns_per_run)
+        if not (too_long or turns_done or info.is_continue_as_new_suggested()):
             return
         if self._review_busy or self._resolutions or not workflow.all_handlers_finished():
             return  # try again at the next stage boundary; never drop a pending message
+        research.run_start_turn = research.turn
         self._state.continued_runs += 1
         workflow.continue_as_new(ResearchJobInput(spec=self._spec, carried=self._state))
 

@@ -15,10 +15,13 @@ _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
 
 def build_resolution(*, add_source: str | None = None, refresh: str | None = None,
                      budget: int | None = None, context_limit: int | None = None,
-                     accept: str | None = None, note: str = "") -> ResolveInput:
+                     accept: str | None = None, token_budget: int | None = None,
+                     accept_gathered: bool = False, note: str = "") -> ResolveInput:
     given = [name for name, v in (("--add-source", add_source), ("--refresh", refresh),
                                   ("--budget", budget), ("--context-limit", context_limit),
-                                  ("--accept", accept)) if v is not None]
+                                  ("--accept", accept), ("--token-budget", token_budget),
+                                  ("--accept-gathered", accept_gathered or None))
+             if v is not None]
     if len(given) > 1:
         raise JobError(f"give one resolution at a time, not {' and '.join(given)}")
     if add_source is not None:
@@ -42,6 +45,12 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
         if context_limit <= 0:
             raise JobError(f"--context-limit must be a positive token count, got {context_limit}")
         return ResolveInput(action="raise_budget", context_limit=context_limit, note=note)
+    if token_budget is not None:
+        if token_budget <= 0:
+            raise JobError(f"--token-budget must be a positive token count, got {token_budget}")
+        return ResolveInput(action="raise_budget", token_budget=token_budget, note=note)
+    if accept_gathered:
+        return ResolveInput(action="accept_gathered", note=note)
     if accept is not None:
         key, sep, revision = accept.rpartition("=")
         if not sep or not key or not revision:

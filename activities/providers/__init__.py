@@ -1,6 +1,7 @@
 """Model providers: ``get_provider(name, **config)`` → an object with ``complete(...)``.
 
-``extractive`` (offline, deterministic default), ``openai`` (also OpenAI-compatible
+``extractive`` (offline, deterministic default: the research agent decides research
+turns, drafts are composed extractively), ``openai`` (also OpenAI-compatible
 servers via ``OPENAI_BASE_URL``) and ``anthropic``. Errors: ``ProviderError`` and its
 subclasses in ``contracts.errors``.
 """
@@ -13,10 +14,11 @@ from activities.providers.base import ModelProvider, ProviderResult
 from activities.providers.extractive import ExtractiveProvider, compose
 from activities.providers.payload import RequestView, read_request
 from activities.providers.remote import AnthropicProvider, OpenAIProvider
+from activities.providers.research_agent import OfflineProvider
 from contracts.errors import ProviderConfigError
 
 PROVIDERS: dict[str, type[Any]] = {
-    "extractive": ExtractiveProvider,
+    "extractive": OfflineProvider,
     "openai": OpenAIProvider,
     "anthropic": AnthropicProvider,
 }
@@ -42,6 +44,7 @@ __all__ = [
     "AnthropicProvider",
     "ExtractiveProvider",
     "ModelProvider",
+    "OfflineProvider",
     "OpenAIProvider",
     "ProviderResult",
     "RequestView",

@@ -28,6 +28,37 @@ class ProviderResult(BaseModel):
     provider: str
 
 
+class ProposedToolCall(BaseModel):
+    """One tool call a model asked for, as it asked: its own id, the tool, the arguments.
+
+    ``arguments`` is the parsed JSON object; a model that sent arguments which are not a
+    JSON object gets ``arguments == {}`` and the raw text in ``malformed`` — the research
+    loop then records a typed ``malformed_arguments`` error result instead of failing.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider_call_id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    malformed: str | None = None
+
+
+class ProviderDecision(BaseModel):
+    """What one research-turn model call produced: the tool calls it asked for (in the
+    order given; several at once are parallel calls), any text, and token usage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool_calls: list[ProposedToolCall] = Field(default_factory=list)
+    text: str = ""
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    model: str
+    provider: str
+    stop_reason: str | None = None
+
+
 @runtime_checkable
 class ModelProvider(Protocol):
     """A model behind one call: ``complete(payload, adapter=..., purpose=...)``."""
@@ -37,3 +68,7 @@ class ModelProvider(Protocol):
     async def complete(
         self, payload: dict[str, Any], *, adapter: str, purpose: str
     ) -> ProviderResult: ...
+
+    async def decide(self, payload: dict[str, Any], *, adapter: str) -> ProviderDecision:
+        """One research turn: the payload carries ``tools``; the answer is tool calls."""
+        ...

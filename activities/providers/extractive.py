@@ -92,6 +92,27 @@ def read_brief(trusted: list[str]) -> Brief:
     return Brief(question, topics, missing, comments)
 
 
+def review_comments(view: RequestView, brief: Brief) -> list[str]:
+    """Every round's requested changes: from the reviewer-data block (where they are data,
+    never task text), or from the task text of requests sealed before that."""
+    found: list[str] = []
+    for block in view.blocks:
+        if block.item_id.startswith("review_comments:"):
+            lines = block.content.split("\n")
+            found += [line[2:].strip() for line in lines if line.startswith("- ")]
+    return list(dict.fromkeys([*found, *brief.review_comments]))
+
+
+def _addressed(comment: str, topics: list[tuple[str, list[str]]],
+               covered: set[str]) -> str | None:
+    """The covered topic a comment names (by name or term), if any."""
+    lowered = comment.casefold()
+    for topic, terms in topics:
+        if topic in covered and any(w.casefold() in lowered for w in (topic, *terms)):
+            return topic
+    return None
+
+
 def block_citation(block: DataBlockView) -> str:
     """The block's citation with its line range; a page cites ``url#La-Lb`` from its id."""
     if _RANGE.match(block.citation):
@@ -267,8 +288,15 @@ def compose(view: RequestView) -> str:
     items += [f"- `{c}` contains instruction-like text; it was treated as data and not "
               "followed." for c in flagged]
     items += [f"- Acquisition {t}." for t in _failed_tools(view)]
-    items += [f"- Reviewer requested: {c}" for c in brief.review_comments]
     out += items or ["- None."]
+    comments = review_comments(view, brief)
+    if comments:
+        covered = {f.topic for f in findings}
+        out += ["", "## Review comments", ""]
+        for comment in comments:
+            named = _addressed(comment, brief.topics, covered)
+            out.append(f"- Addressed (see {named}): {comment}" if named else
+                       f"- Could not address from the admitted evidence: {comment}")
     out += ["", "## Sources", ""]
     out += [f"- `{c}`" for c in dict.fromkeys(cited)] or ["- None quoted."]
     return "\n".join(out) + "\n"

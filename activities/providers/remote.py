@@ -7,17 +7,31 @@ OpenAI-compatible endpoint). The payload is sent exactly as the context engine s
 and hashed it — these classes add nothing to the request but the SDK's transport — so the
 manifest's ``serialized_model_input_hash`` identifies what the provider received.
 
-Tests exercise request building and every error path only; no test calls a real API.
+``complete`` returns text (drafting); ``decide`` returns the native tool calls of one
+research turn (OpenAI ``tool_calls``, Anthropic ``tool_use`` blocks), in the order the model
+gave them. Arguments that are not a JSON object are kept raw in ``malformed`` rather than
+raised, so the research loop can answer the model with a typed error instead of failing.
+A failed call becomes a ``ProviderCallError``; an API's ``Retry-After`` rides on it as
+Temporal's next retry delay (the SDK clients never retry: Temporal bounds the attempts),
+and the API key is scrubbed from its message.
+
+No test calls a real API: tests replay API-shaped responses through the official SDK's HTTP
+transport, so parsing and error mapping run through the real client code.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import math
 import os
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any
 
-from activities.providers.base import ProviderResult
+from activities.providers.base import ProposedToolCall, ProviderDecision, ProviderResult
 from contracts.errors import (
     ProviderCallError,
     ProviderConfigError,
@@ -26,6 +40,10 @@ from contracts.errors import (
 )
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# Raw arguments kept for the research loop's error result; enough to see what went wrong,
+# bounded so a runaway model cannot bloat workflow history.
+_MALFORMED_LIMIT = 2000
+_REDACTED = "[redacted]"
 
 
 def _import_sdk(module: str) -> ModuleType:
@@ -45,14 +63,90 @@ def _key(env_var: str, given: str | None) -> str:
     return key
 
 
-def _call_error(provider: str, exc: Exception) -> ProviderCallError:
+def retry_after_seconds(headers: Any, now: datetime | None = None) -> float | None:
+    """The wait an HTTP response asked for: ``retry-after-ms`` (OpenAI sends it beside the
+    standard header and it is more precise), else ``Retry-After`` as seconds or an HTTP
+    date. ``None`` when absent or unparsable; clamping is ``ProviderCallError``'s job."""
+    if headers is None:
+        return None
+    for header, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        return seconds if math.isfinite(seconds) else None
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000" dates parse naive; HTTP dates are always GMT
+        when = when.replace(tzinfo=UTC)
+    return (when - (now or datetime.now(UTC))).total_seconds()
+
+
+def _scrub(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, _REDACTED)
+    return text
+
+
+def _call_error(provider: str, exc: Exception, secrets: Iterable[str] = ()) -> ProviderCallError:
+    """The typed error for a failed SDK call, with the API's Retry-After and no secret."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     retryable = status in _RETRYABLE_STATUS or (
         status is None and ("Connection" in name or "Timeout" in name)
     )
     where = f"HTTP {status}" if status else name
-    return ProviderCallError(f"{provider} call failed ({where}): {exc}", retryable=retryable)
+    return ProviderCallError(
+        _scrub(f"{provider} call failed ({where}): {exc}", secrets),
+        retryable=retryable,
+        retry_after=retry_after_seconds(getattr(getattr(exc, "response", None), "headers", None)),
+    )
+
+
+async def _send(
+    provider: str, create: Callable[..., Awaitable[Any]], request: dict[str, Any],
+    secrets: Iterable[str],
+) -> Any:
+    """``create(**request)``, with any failure turned into a ``ProviderCallError``."""
+    try:
+        return await create(**request)
+    except Exception as exc:
+        known = [secret for secret in secrets if secret]
+        # Temporal records an error's cause in workflow history; a cause that quotes the
+        # key is dropped rather than stored.
+        leaks = any(secret in str(exc) for secret in known)
+        raise _call_error(provider, exc, known) from (None if leaks else exc)
+
+
+def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """``(arguments, malformed)`` for one call's raw arguments: a JSON object, or ``{}``
+    and the raw text (truncated) when it is not one."""
+    if isinstance(raw, dict):
+        return raw, None
+    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed, None
+    return {}, text[:_MALFORMED_LIMIT]
+
+
+def _proposed(call_id: Any, name: Any, raw_arguments: Any) -> ProposedToolCall:
+    arguments, malformed = _arguments(raw_arguments)
+    return ProposedToolCall(
+        provider_call_id=str(call_id or ""), name=str(name or ""),
+        arguments=arguments, malformed=malformed,
+    )
 
 
 def _checked_request(
@@ -104,14 +198,7 @@ class OpenAIProvider:
     async def complete(
         self, payload: dict[str, Any], *, adapter: str, purpose: str
     ) -> ProviderResult:
-        request = self.build_request(payload, adapter)
-        client = self.client()
-        try:
-            response = await client.chat.completions.create(**request)
-        except Exception as exc:
-            raise _call_error(self.name, exc) from exc
-        if not response.choices:
-            raise ProviderCallError(f"{self.name} returned no choices", retryable=True)
+        request, response = await self._create(payload, adapter)
         usage = getattr(response, "usage", None)
         return ProviderResult(
             text=response.choices[0].message.content or "",
@@ -120,6 +207,47 @@ class OpenAIProvider:
             model=getattr(response, "model", None) or request["model"],
             provider=self.name,
         )
+
+    async def decide(self, payload: dict[str, Any], *, adapter: str) -> ProviderDecision:
+        """One research turn; parallel calls are several ``tool_calls`` entries, in order."""
+        request, response = await self._create(payload, adapter)
+        choice = response.choices[0]
+        message = choice.message
+        calls: list[ProposedToolCall] = []
+        for call in getattr(message, "tool_calls", None) or []:
+            function = getattr(call, "function", None)
+            if function is not None:
+                calls.append(_proposed(call.id, function.name, function.arguments))
+                continue
+            # A custom (free-text) tool call names no tool that was sent (all are functions);
+            # it is kept as malformed, not dropped, so the loop can still answer its id.
+            custom = getattr(call, "custom", None)
+            calls.append(ProposedToolCall(
+                provider_call_id=str(call.id or ""), name=str(getattr(custom, "name", "")),
+                malformed=str(getattr(custom, "input", ""))[:_MALFORMED_LIMIT],
+            ))
+        usage = getattr(response, "usage", None)
+        return ProviderDecision(
+            tool_calls=calls,
+            text=message.content or "",
+            input_tokens=getattr(usage, "prompt_tokens", None),
+            output_tokens=getattr(usage, "completion_tokens", None),
+            model=getattr(response, "model", None) or request["model"],
+            provider=self.name,
+            stop_reason=getattr(choice, "finish_reason", None),
+        )
+
+    async def _create(self, payload: dict[str, Any], adapter: str) -> tuple[dict[str, Any], Any]:
+        """The request sent and the SDK's response, which has at least one choice."""
+        request = self.build_request(payload, adapter)
+        client = self.client()
+        response = await _send(
+            self.name, client.chat.completions.create, request,
+            (self.api_key or "", getattr(client, "api_key", None) or ""),
+        )
+        if not response.choices:
+            raise ProviderCallError(f"{self.name} returned no choices", retryable=True)
+        return request, response
 
 
 class AnthropicProvider:
@@ -157,21 +285,48 @@ class AnthropicProvider:
     async def complete(
         self, payload: dict[str, Any], *, adapter: str, purpose: str
     ) -> ProviderResult:
-        request = self.build_request(payload, adapter)
-        client = self.client()
-        try:
-            response = await client.messages.create(**request)
-        except Exception as exc:
-            raise _call_error(self.name, exc) from exc
-        text = "".join(
-            getattr(block, "text", "") for block in response.content
-            if getattr(block, "type", None) == "text"
-        )
+        request, response = await self._create(payload, adapter)
         usage = getattr(response, "usage", None)
         return ProviderResult(
-            text=text,
+            text=_anthropic_text(response),
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
             model=getattr(response, "model", None) or request["model"],
             provider=self.name,
         )
+
+    async def decide(self, payload: dict[str, Any], *, adapter: str) -> ProviderDecision:
+        """One research turn; parallel calls are several ``tool_use`` blocks, in order."""
+        request, response = await self._create(payload, adapter)
+        calls = [
+            _proposed(block.id, block.name, block.input) for block in response.content
+            if getattr(block, "type", None) == "tool_use"
+        ]
+        usage = getattr(response, "usage", None)
+        return ProviderDecision(
+            tool_calls=calls,
+            text=_anthropic_text(response),
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            model=getattr(response, "model", None) or request["model"],
+            provider=self.name,
+            stop_reason=getattr(response, "stop_reason", None),
+        )
+
+    async def _create(self, payload: dict[str, Any], adapter: str) -> tuple[dict[str, Any], Any]:
+        """The request sent and the SDK's response."""
+        request = self.build_request(payload, adapter)
+        client = self.client()
+        response = await _send(
+            self.name, client.messages.create, request,
+            (self.api_key or "", getattr(client, "api_key", None) or ""),
+        )
+        return request, response
+
+
+def _anthropic_text(response: Any) -> str:
+    """The text blocks of a Messages response, joined (``tool_use`` blocks are not text)."""
+    return "".join(
+        getattr(block, "text", "") for block in response.content
+        if getattr(block, "type", None) == "text"
+    )

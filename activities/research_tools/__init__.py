@@ -18,10 +18,12 @@ from activities.research_tools.arguments import (
     MAX_READ_LINES,
     TOOL_DEFINITIONS,
     Citation,
+    FinishArguments,
     ListArguments,
     NoteArguments,
     ReadArguments,
     SearchArguments,
+    UpdatePlanArguments,
 )
 from activities.research_tools.notes import verify_note
 from activities.research_tools.rejected import RejectionKind, ToolRejected
@@ -34,12 +36,14 @@ __all__ = [
     "MAX_READ_LINES",
     "TOOL_DEFINITIONS",
     "Citation",
+    "FinishArguments",
     "ListArguments",
     "NoteArguments",
     "ReadArguments",
     "RejectionKind",
     "SearchArguments",
     "ToolRejected",
+    "UpdatePlanArguments",
     "run_source_tool",
     "verify_note",
 ]

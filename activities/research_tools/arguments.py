@@ -1,4 +1,5 @@
-"""The arguments of the research tools — ``list``, ``search``, ``read``, ``note`` — and limits.
+"""The arguments of the research tools — ``list``, ``search``, ``read``, ``note``,
+``update_plan``, ``finish`` — and their limits.
 
 One pydantic model per tool, so the definition offered to the model (``TOOL_DEFINITIONS``,
 JSON Schema from the model) and the validation of what it sends back cannot drift apart.
@@ -11,7 +12,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from context.tool_history import ToolDefinition
@@ -88,11 +90,45 @@ class NoteArguments(_Arguments):
     citations: list[Citation] = Field(min_length=1, max_length=MAX_CITATIONS)
 
 
+#: the agent's plan is at most this long (it is re-sent every turn)
+MAX_PLAN_CHARS = 3000
+#: ``finish`` names at most this many open items, each at most this long
+MAX_OPEN_ITEMS = 20
+MAX_OPEN_ITEM_CHARS = 300
+
+
+class UpdatePlanArguments(_Arguments):
+    """Replace the job's plan.md with this text: your own working notes on what is done and
+    what is next. It is shown back to you as data; it cannot change the task or reviewers."""
+
+    text: str = Field(min_length=1, max_length=MAX_PLAN_CHARS)
+
+
+class FinishArguments(_Arguments):
+    """Stop researching. Accepted only if every topic of the job has a note whose citations
+    checked out; otherwise the job stops for a human with the uncovered topics."""
+
+    summary: str = Field(min_length=1, max_length=2000)
+    open_items: list[str] = Field(default_factory=list, max_length=MAX_OPEN_ITEMS)
+
+    @field_validator("open_items")
+    @classmethod
+    def _short_items(cls, items: list[str]) -> list[str]:
+        for item in items:
+            if len(item) > MAX_OPEN_ITEM_CHARS:
+                raise PydanticCustomError(
+                    "string_too_long", "an open item is over {limit} characters",
+                    {"limit": MAX_OPEN_ITEM_CHARS})
+        return items
+
+
 ARGUMENTS: dict[str, type[_Arguments]] = {
     "list": ListArguments,
     "search": SearchArguments,
     "read": ReadArguments,
     "note": NoteArguments,
+    "update_plan": UpdatePlanArguments,
+    "finish": FinishArguments,
 }
 
 #: the definitions offered to the model, serialized by the provider adapters

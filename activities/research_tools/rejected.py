@@ -20,6 +20,7 @@ RejectionKind = Literal[
     "not_found",
     "source_unavailable",
     "citation_mismatch",
+    "too_many_calls",
 ]
 
 

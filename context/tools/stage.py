@@ -24,6 +24,9 @@ older exchanges compacted. Decisions recorded here:
 
 from __future__ import annotations
 
+import json
+import re
+
 from context.admission.gates import GateRunner
 from context.assembly.state import AssemblyState, Blocked
 from context.budget.allocation import Unit, cost_text
@@ -35,21 +38,39 @@ from context.manifest_entries import excluded_after_gates, simple_transform
 from context.ranking.coverage import content_topics
 from context.ranking.loading import load_mode_for
 from context.tokens import TokenCounter
-from context.tool_history import PairingResult, ToolPair, result_item_id
+from context.tool_history import PairingResult, ToolAnomaly, ToolPair, result_item_id
 from context.tools.compaction import compact, pair_item
 from context.tools.pairing import pair_tool_history
 from context.tools.transforms import PreservationFailed, TransformRecord
 from context.vocabulary import (
     INSTRUCTION_FLAG,
+    AnomalyType,
     BlockedReason,
     ExclusionReason,
     Partition,
     SourceType,
+    ToolStatus,
     Zone,
 )
 
 PAIR_PREFIX = "pair:"
+_ERROR_KIND = re.compile(r"[a-z_]{1,40}")
 _PAIR_ORDER_BASE = 1000
+
+
+def failed_call(pair: ToolPair) -> ToolAnomaly:
+    """A ``tool_call_failed`` entry: the tool and the error's kind, never the result's text
+    (docs/context-engine.md#tool-pairing-and-anomalies)."""
+    kind = ""
+    try:
+        content = json.loads(pair.result.content)
+    except ValueError:
+        content = None
+    if isinstance(content, dict) and isinstance(content.get("error"), str) \
+            and _ERROR_KIND.fullmatch(content["error"]):
+        kind = f": {content['error']}"
+    return ToolAnomaly(type=AnomalyType.TOOL_CALL_FAILED, call_id=pair.call_id,
+                       detail=f"{pair.tool_name} returned status error{kind}")
 
 
 def transform_entry(rec: TransformRecord) -> TransformEntry:
@@ -81,6 +102,11 @@ class ToolStage:
         if self.pairing.blocked is not None:
             raise Blocked(BlockedReason.UNSAFE_TOOL_REPAIR, self.pairing.blocked)
         self.pairs = [self._screen(pair) for pair in self.pairing.pairs]
+        failed = tuple(failed_call(pair) for pair in self.pairing.pairs
+                       if pair.status is ToolStatus.ERROR and not pair.synthesized)
+        if failed:
+            self.pairing = self.pairing.model_copy(
+                update={"anomalies": (*self.pairing.anomalies, *failed)})
         recent = self._recent_turns(pair_policy.keep_recent)
         older = [x for x in self.pairs if x.call_id not in recent]
         self.verbatim = set(recent)

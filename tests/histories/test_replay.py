@@ -29,7 +29,8 @@ from workflows.temporal_config import (
 HERE = Path(__file__).resolve().parent
 HISTORIES = sorted(HERE.glob("*.json"))
 EXPECTED = {"approve", "revise_then_approve", "reject", "review_timeout",
-            "blocked_then_resolved"}
+            "blocked_then_resolved", "loop_approve", "loop_revise_then_approve",
+            "loop_budget_then_accept"}
 
 
 def _history(path: Path) -> WorkflowHistory:

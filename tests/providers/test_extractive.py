@@ -151,7 +151,7 @@ async def test_bad_requests_are_typed_errors(built: BuiltRequest) -> None:
                                 purpose="draft")
 
 
-async def test_reviewer_comments_become_open_items(built: BuiltRequest) -> None:
+async def test_reviewer_comments_are_answered_one_by_one(built: BuiltRequest) -> None:
     from context.items import ContextItem
     from context.seal.render import assemble_messages
     from context.vocabulary import Role, SourceType, Trust
@@ -175,7 +175,8 @@ async def test_reviewer_comments_become_open_items(built: BuiltRequest) -> None:
             task("job", "Research question: How are retries capped?\n"
                         "- delay_cap (search terms: max_delay)"),
             task("review_comments:r@1", "Reviewer's requested changes:\n"
-                                        "- Compare the cap with the guidelines document."),
+                                        "- Compare the cap with the guidelines document.\n"
+                                        "- Quote where max_delay is applied."),
         ],
         data=built.data_items,
     )
@@ -185,5 +186,8 @@ async def test_reviewer_comments_become_open_items(built: BuiltRequest) -> None:
     text = (await get_provider("extractive").complete(
         payload, adapter="openai_chat", purpose="revise")).text
     assert text.startswith("# How are retries capped?\n")
-    assert "- Reviewer requested: Compare the cap with the guidelines document." in text
+    # each comment is answered: one names a covered topic's term, one names nothing it can act on
+    assert ("- Could not address from the admitted evidence: Compare the cap with the "
+            "guidelines document.") in text
+    assert "- Addressed (see delay_cap): Quote where max_delay is applied." in text
     assert "## delay_cap" in text and "## jitter" not in text

@@ -168,7 +168,7 @@ async def test_a_missing_source_is_a_refusal_naming_it(shared_fixtures: Path,
 
 def test_definitions_match_the_validated_arguments() -> None:
     names = {definition.name: definition for definition in TOOL_DEFINITIONS}
-    assert sorted(names) == ["list", "note", "read", "search"]
+    assert sorted(names) == ["finish", "list", "note", "read", "search", "update_plan"]
     read = names["read"].parameters
     assert read["required"] == ["source", "path", "start_line", "end_line"]
     assert read["additionalProperties"] is False

@@ -40,10 +40,45 @@ def _quota_docs(root: Path) -> Path:
     return extra
 
 
+async def test_research_loop_blocks_a_finish_that_leaves_a_topic_uncovered(
+        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """The agent finds nothing on quotas and calls finish: finish is checked, not trusted,
+    so the job blocks at research naming the topic; a source added by resolve re-opens the
+    loop, the agent researches the topic there, notes it, and the job goes on to review."""
+    spec = make_spec(topics=TOPICS)
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        st = await wait_status(handle, {"blocked"})
+        assert st.stage == "research" and st.pending_draft is None
+        assert st.blocked_reason == ("required_evidence_missing (no verified note for: "
+                                     "quotas)")
+        # the model did finish; the workflow refused to take its word for it
+        assert st.research is not None and st.research.stop_reason == "finished"
+        assert sorted(st.research.covered_topics) == ["resume", "retries"]
+        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+            action="add_source", source={"kind": "document", "name": "quotas",
+                                         "path": str(_quota_docs(tmp_path))}))
+        st = await wait_status(handle, {"awaiting_review", "blocked"})
+        assert st.status == "awaiting_review", st.blocked_reason
+        assert st.research is not None and st.research.stop_reason == "finished"
+        assert "quotas" in st.research.covered_topics
+        store = await runtime.store()
+        ready = await store.get_manifest(st.manifest_ids[-1], principal=principal_of(spec))
+        assert ready["stage"] == "draft" and ready["missing_topics"] == []
+        assert any(e["item_id"].startswith("note:quotas:") for e in ready["included"])
+        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        result = await handle.result()
+    assert result.status == "published"
+    [article] = published_files(spec)
+    assert "quota" in article.read_text(encoding="utf-8").lower()
+
+
 async def test_missing_blocking_topic_blocks_until_a_covering_source_is_added(
         client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
         make_spec: Callable[..., JobSpec]) -> None:
-    spec = make_spec(topics=TOPICS)
+    """One-shot acquisition: the engine's own block at the draft step."""
+    spec = make_spec(topics=TOPICS, research={"mode": "acquire"})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         st = await wait_status(handle, {"blocked"})

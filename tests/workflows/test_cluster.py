@@ -8,9 +8,9 @@ runs), and three worker processes started with ``pressroom worker --address --ta
 the offline ``extractive`` one.
 
 The story: worker ``doomed`` (the only worker at first, started with the crash hook of
-``activities.runtime``) takes a job into its research activity and holds it there; two more
-workers join and poll; ``doomed`` is SIGKILLed. Its research attempt is retried on one of the
-two survivors, and six more jobs run concurrently on the survivors meanwhile. Every job is
+``activities.runtime``) takes a job into its first research tool calls and holds them there;
+two more workers join and poll; ``doomed`` is SIGKILLed. Its tool-call attempts are retried on
+the two survivors, and six more jobs run concurrently on the survivors meanwhile. Every job is
 approved through the review Update and publishes exactly one article and one receipt; the
 artifacts, manifests, checkpoints and receipts are in the PostgreSQL database (no worker fell
 back to a SQLite file), and the workflow histories show activities started by both survivors.
@@ -102,22 +102,22 @@ async def test_many_workers_share_a_postgres_store(
     root = tmp_path / "workers"
     doomed = spawn_worker("doomed", root, address=address, task_queue=task_queue,
                           store_url=url,
-                          extra_env={"PRESSROOM_TEST_PAUSE_AT": "research",
+                          extra_env={"PRESSROOM_TEST_PAUSE_AT": "run_tool",
                                      "PRESSROOM_TEST_PAUSE_DIR": str(markers)})
     workers = [doomed]
     survivors: list[WorkerProcess] = []
     try:
-        # doomed is alone on the queue, so the research activity of `further` is surely its
+        # doomed is alone on the queue, so the first tool calls of `further` are surely its
         await wait_polling(client, task_queue, [doomed])
         handles = [await start_job(client, further, task_queue)]
-        await _wait_file(markers / "research.reached", workers)
-        assert (markers / "research.reached").read_text() == str(doomed.proc.pid)
+        await _wait_file(markers / "run_tool.reached", workers)
+        assert (markers / "run_tool.reached").read_text() == str(doomed.proc.pid)
 
         survivors = [spawn_worker(name, root, address=address, task_queue=task_queue,
                                   store_url=url) for name in ("w1", "w2")]
         workers += survivors
         await wait_polling(client, task_queue, survivors)
-        doomed.proc.send_signal(signal.SIGKILL)  # mid-research, while the survivors poll
+        doomed.proc.send_signal(signal.SIGKILL)  # mid tool call, while the survivors poll
         assert doomed.proc.wait(10) == -signal.SIGKILL
 
         handles += await asyncio.gather(*(start_job(client, s, task_queue) for s in concurrent))
@@ -141,11 +141,13 @@ async def test_many_workers_share_a_postgres_store(
         assert result.receipt.content_hash == "sha256:" + hashlib.sha256(
             files[0].read_bytes()).hexdigest()
 
-    # the killed worker's research attempt was retried, after a heartbeat timeout, on a
-    # worker that was already running — and that job still published once (checked above)
-    [research] = [r for r in runs[further.job_id] if r.name == "research"]
-    assert research.attempt > 1 and "heartbeat" in research.last_failure.lower(), research
-    assert any(w.owns(research.identity) for w in survivors), research
+    # the killed worker's tool calls were retried, after a heartbeat timeout, on a worker
+    # that was already running — and that job still published once (checked above)
+    retried = [r for r in runs[further.job_id] if r.name == "run_tool" and r.attempt > 1]
+    assert retried, runs[further.job_id]
+    for run in retried:
+        assert "heartbeat" in run.last_failure.lower(), run
+        assert any(w.owns(run.identity) for w in survivors), run
 
     # every activity ran in one of our worker processes, and the concurrent jobs were spread
     # over both survivors

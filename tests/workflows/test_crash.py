@@ -15,9 +15,11 @@ import hashlib
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
@@ -26,9 +28,17 @@ from tests.workflows.jobkit import (
     published_files,
     start_job,
     start_worker_process,
+    store_json,
     wait_status,
 )
+from worker import build_worker
 from workflows import client as jobs
+from workflows.research_job import ResearchJobWorkflow
+from workflows.temporal_config import (
+    DATA_CONVERTER,
+    WORKFLOW_FAILURE_EXCEPTION_TYPES,
+    WORKFLOW_RUNNER,
+)
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
@@ -41,13 +51,52 @@ async def _wait_for(path: Path, timeout: float = 60.0) -> None:
     raise AssertionError(f"{path} never appeared")
 
 
-@pytest.mark.parametrize("point", ["research", "draft", "publish_after_write"])
+#: where the first worker dies: inside the one-shot acquisition (``research``, run with
+#: ``research.mode: acquire``); in the research loop during ``decide``, during a tool call,
+#: between the tool results and the next assembly (``record_turn``) and during a research
+#: checkpoint; during the draft; after publishing wrote the file
+POINTS = ["research", "decide", "run_tool", "record_turn", "checkpoint_research", "draft",
+          "publish_after_write"]
+LOOP_POINTS = {"decide", "run_tool", "record_turn", "checkpoint_research"}
+
+
+async def _loop_record(runtime: ActivityRuntime, spec: JobSpec) -> dict[str, Any]:
+    """What the research loop left: the notes, and how often each exchange was written."""
+    store = await runtime.store()
+    principal = principal_of(spec)
+    pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
+    notes = sorted((tuple(r["topics"]), r["source_name"], r["path"], r["line_start"],
+                    r["line_end"], r["content"], r["revision"])
+                   for r in pack["records"] if r["tool_name"] == "note")
+    tools = await store_json(runtime, spec, "tool_record", f"{spec.job_id}.tools")
+    writes = {}
+    for call in tools["calls"]:
+        exchange = f"{spec.job_id}:tool:{call['call_id']}"
+        writes[call["call_id"]] = len(await store.history("tool_record", exchange,
+                                                          principal=principal))
+    turns = len(await store.history("tool_record", f"{spec.job_id}.tools", principal=principal))
+    return {"notes": notes, "writes": writes, "turns": turns,
+            "calls": [c["call_id"] for c in tools["calls"]]}
+
+
+async def _uninterrupted(client: Any, runtime: ActivityRuntime, task_queue: str,
+                         make_spec: Callable[..., JobSpec]) -> dict[str, Any]:
+    """The same job run without a crash, in this process, on the same store."""
+    spec = make_spec()
+    async with build_worker(client, runtime, task_queue=f"{task_queue}-reference"):
+        handle = await start_job(client, spec, f"{task_queue}-reference")
+        await wait_status(handle, {"awaiting_review"})
+        await handle.terminate("reference run: only its research matters")
+    return await _loop_record(runtime, spec)
+
+
+@pytest.mark.parametrize("point", POINTS)
 async def test_sigkill_worker_and_resume(
         temporal_env: WorkflowEnvironment, runtime: ActivityRuntime, store_url: str,
         task_queue: str, tmp_path: Path, make_spec: Callable[..., JobSpec], point: str) -> None:
     client = temporal_env.client
     address = client.service_client.config.target_host
-    spec = make_spec()
+    spec = make_spec(research={"mode": "acquire"}) if point == "research" else make_spec()
     markers = tmp_path / "markers"
     log = tmp_path / "worker.log"
     first = start_worker_process({"PRESSROOM_TEST_PAUSE_AT": point,
@@ -98,3 +147,18 @@ async def test_sigkill_worker_and_resume(
                if e.HasField("activity_task_started_event_attributes")
                and e.activity_task_started_event_attributes.attempt > 1]
     assert retried, "the killed activity should have been retried on the new worker"
+    replayed = await Replayer(
+        workflows=[ResearchJobWorkflow], data_converter=DATA_CONVERTER,
+        workflow_runner=WORKFLOW_RUNNER,
+        workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+    ).replay_workflow(history)
+    assert replayed.replay_failure is None
+    if point in LOOP_POINTS:
+        crashed = await _loop_record(runtime, spec)
+        # no tool call ran twice (one stored exchange each), no turn was recorded twice,
+        # and the notes are exactly those of a run nobody killed
+        assert set(crashed["writes"].values()) == {1}, crashed["writes"]
+        assert len(crashed["calls"]) == len(set(crashed["calls"]))
+        reference = await _uninterrupted(client, runtime, task_queue, make_spec)
+        assert crashed["notes"] == reference["notes"] and crashed["notes"]
+        assert crashed["turns"] == reference["turns"]

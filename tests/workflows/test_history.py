@@ -69,11 +69,13 @@ async def _run_to_publish(client: Any, runtime: ActivityRuntime, task_queue: str
 async def test_history_size_does_not_grow_with_source_size(
         client: Any, store_url: str, tmp_path: Path, docs: Path,
         make_spec: Callable[..., JobSpec]) -> None:
-    small = make_spec(job_id="size-small-0001")
+    # one-shot acquisition: what it reads is proportional to the sources; the research
+    # loop's history per turn is test_research_loop.py's
+    small = make_spec(job_id="size-small-0001", research={"mode": "acquire"})
     big_docs = _big_docs(tmp_path / "big", 20 * 1024 * 1024)
     assert sum(p.stat().st_size for p in big_docs.iterdir()) >= 20 * 1024 * 1024
     assert sum(p.stat().st_size for p in docs.iterdir()) < 2048
-    big = make_spec(job_id="size-large-0001",
+    big = make_spec(job_id="size-large-0001", research={"mode": "acquire"},
                     sources=[{"kind": "document", "name": "handbook", "path": str(big_docs)}])
     small_bytes = await _run_to_publish(client, ActivityRuntime(store_url, locations=LOCAL),
                                         "q-small-" +

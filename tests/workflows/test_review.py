@@ -95,7 +95,7 @@ async def test_request_changes_then_approve(
         with pytest.raises(ReviewRejected, match="stale decision"):
             await jobs.review_job(client, spec.job_id, "approve", reviewer="bob",
                                   draft_revision=first.revision, draft_hash=first.content_hash)
-        # the comments entered the revise step as task input
+        # the comments entered the revise step as the reviewer's data
         store = await runtime.store()
         revise = [m for m in st.manifest_ids
                   if (await store.get_manifest(m, principal=principal_of(spec)))["stage"]
@@ -103,7 +103,9 @@ async def test_request_changes_then_approve(
         assert len(revise) == 1
         manifest = await store.get_manifest(revise[0], principal=principal_of(spec))
         comments = [e for e in manifest["included"] if e["item_id"].startswith("review_comments:")]
-        assert comments and comments[0]["zone"] == "task"
+        # reviewer data, never task text (docs/architecture.md#revise-loop)
+        assert comments and comments[0]["zone"] == "data"
+        assert comments[0]["trust"] == "project_editable"
         assert comment in manifest["serialized_request"]["canonical_json"]
         await jobs.review_job(client, spec.job_id, "approve", reviewer="bob")
         result = await handle.result()

@@ -1,0 +1,120 @@
+"""``decide``: one research turn's model call, on exactly the request the manifest sealed.
+
+Like ``draft`` it never rebuilds the prompt: it loads the serialized request stored with the
+manifest, checks it against the sealed hash and hands those bytes — tool definitions
+included — to the provider's ``decide``. The reply is stored before anything else happens,
+as a ``model_decision`` artifact per turn written with the step id as its write id; a retry
+after a crash finds it and returns the same calls without calling the model again, so a
+paid call is made at most once per turn and the tool calls that follow are the same ones.
+
+What comes back to the workflow is the reply turned into ``PlannedCall``s: each gets the
+runtime's own call id (``t<turn>-<n>``, short enough for every provider's id pattern and
+unique in the job, whatever ids the provider used — those are kept in the stored reply).
+The reply is untrusted input, so nothing in it can fail the turn: arguments that are not a
+JSON object, a tool name that is too long, arguments over the size that may travel in
+history, or calls past the turn's limit each become a call with a ``refusal`` that the tool
+activity records as a typed error result the model sees next turn.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities.draft import load_serialized
+from activities.providers import get_provider
+from activities.providers.base import ProviderDecision
+from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
+from artifacts import content_hash
+from artifacts.errors import InvalidArtifact
+from contracts.activity_messages import (
+    MAX_TOOL_ARGUMENT_CHARS,
+    DecideInput,
+    DecideResult,
+    PlannedCall,
+)
+
+#: the longest tool name passed on as asked (longer ones are refused as unknown)
+_MAX_TOOL_NAME = 64
+
+
+def decision_id(job_id: str, turn: int) -> str:
+    return f"{job_id}.turn.{turn:04d}"
+
+
+def call_id(turn: int, index: int) -> str:
+    """The runtime's id of the ``index``-th call (1-based) of ``turn``."""
+    return f"t{turn:04d}-{index}"
+
+
+def plan_calls(decision: ProviderDecision, turn: int, max_calls: int) -> list[PlannedCall]:
+    """The reply's tool calls as the loop runs them; every oddity becomes a refusal."""
+    planned: list[PlannedCall] = []
+    for index, proposed in enumerate(decision.tool_calls, start=1):
+        name = proposed.name[:_MAX_TOOL_NAME]
+        arguments: dict[str, Any] = proposed.arguments
+        refusal: str | None = None
+        if len(proposed.name) > _MAX_TOOL_NAME:
+            refusal = f"unknown_tool: the tool name is {len(proposed.name)} characters long"
+        elif proposed.malformed is not None:
+            refusal = "malformed_arguments: the arguments are not a JSON object"
+        elif len(json.dumps(arguments, default=str)) > MAX_TOOL_ARGUMENT_CHARS:
+            refusal = (f"arguments_over_limit: the arguments are over "
+                       f"{MAX_TOOL_ARGUMENT_CHARS} characters of JSON")
+        elif index > max_calls:
+            refusal = f"too_many_calls: at most {max_calls} tool calls per turn"
+        if refusal is not None:
+            arguments = {}
+        planned.append(PlannedCall(call_id=call_id(turn, index), tool_name=name,
+                                   arguments=arguments, refusal=refusal))
+    return planned
+
+
+def _result(record: Any, body: dict[str, Any]) -> DecideResult:
+    usage = body["usage"]
+    return DecideResult(decision=ref_of(record),
+                        calls=[PlannedCall.model_validate(c) for c in body["planned"]],
+                        input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
+                        text_chars=len(body["text"]))
+
+
+async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
+    store = await runtime.store()
+    spec, ctx = await runtime.spec_of(inp.job), inp.context
+    if ctx.status != "ready":
+        raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
+                               type=InvalidArtifact.__name__, non_retryable=True)
+    principal = principal_of(spec)
+    artifact_id = decision_id(spec.job_id, inp.turn)
+    head = await store.head("model_decision", artifact_id, principal=principal)
+    if head is not None:  # a retry: the reply is stored, the model is not asked twice
+        _, raw = await store.get("model_decision", artifact_id, principal=principal,
+                                 revision=head.revision)
+        return _result(head, json.loads(raw))
+    serialized = await load_serialized(store, spec, ctx.manifest_id)
+    await pause_point("decide")
+    provider = get_provider(spec.model.provider, model=spec.model.name)
+    decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])
+    planned = plan_calls(decision, inp.turn, spec.research.max_calls_per_turn)
+    body = {
+        "turn": inp.turn, "manifest_id": ctx.manifest_id, "input_hash": serialized["hash"],
+        "provider": decision.provider, "model": decision.model,
+        "stop_reason": decision.stop_reason, "text": decision.text,
+        "tool_calls": [c.model_dump(mode="json") for c in decision.tool_calls],
+        "planned": [c.model_dump(mode="json") for c in planned],
+        "usage": {"input_tokens": decision.input_tokens or 0,
+                  "output_tokens": decision.output_tokens or 0},
+    }
+    raw = dumps(body)
+    record = await put_once(store, "model_decision", artifact_id, raw, spec=spec,
+                            trust="untrusted_external_data", parent_revision=None,
+                            write_id=ctx.step_id, metadata={"manifest_id": ctx.manifest_id})
+    if record.content_hash != content_hash(raw):  # another attempt's reply won: use it
+        _, stored = await store.get("model_decision", artifact_id, principal=principal,
+                                    revision=record.revision)
+        body = json.loads(stored)
+    if decision.input_tokens is not None:
+        await store.record_usage(ctx.manifest_id, decision.input_tokens, principal=principal)
+    return _result(record, body)

@@ -1,0 +1,180 @@
+"""``record_turn``: fold one research turn's exchanges into what the next turn assembles from.
+
+Each tool call stored its own exchange (``tool_call``); the context engine reads a job's
+tool history as one artifact. This activity appends the turn's calls and results to that
+history — results in call order, so the history's hash does not depend on which parallel
+call happened to finish first — turns every accepted ``note`` into evidence records (one
+per citation, holding exactly the cited lines of the stored result it names, so a note's
+evidence is what the source said, not what the model claimed), and makes the turn's last
+accepted ``update_plan`` the job's new plan revision.
+
+All three writes use the turn as their write id: a retry after a crash returns the revisions
+the first attempt wrote, and nothing is appended twice. Only references come back.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from activities.runtime import (
+    ActivityRuntime,
+    dumps,
+    pause_point,
+    principal_of,
+    put_once,
+    ref_of,
+)
+from activities.sources.evidence import EvidenceRecord
+from activities.sources.toolrecord import result_hash
+from context.vocabulary import SourceType, Trust
+from contracts.activity_messages import ArtifactRef, RecordTurnInput, RecordTurnResult
+from contracts.job_spec import JobSpec
+
+_DOCUMENT_TYPES = {
+    Trust.EXTERNAL_EVIDENCE: SourceType.OFFICIAL_DOCUMENT,
+    Trust.PROJECT_EDITABLE: SourceType.EDITABLE_PROJECT_FILE,
+    Trust.UNTRUSTED_EXTERNAL_DATA: SourceType.WEB_PAGE,
+}
+
+
+def tools_id(job_id: str) -> str:
+    return f"{job_id}.tools"
+
+
+def evidence_id(job_id: str) -> str:
+    return f"{job_id}.evidence"
+
+
+def agent_plan_id(job_id: str) -> str:
+    return f"{job_id}.agent-plan"
+
+
+def note_item_id(topic: str, note_call_id: str, index: int) -> str:
+    """``note:<topic>:<call id>#<n>``: the topic is in the id so a reader of the request
+    (the offline agent) can tell which topic a piece of evidence was noted for."""
+    suffix = f":{note_call_id}#{index}"
+    return f"note:{topic[:200 - len(suffix) - 5]}{suffix}"
+
+
+async def _json(store: Any, spec: JobSpec, ref: ArtifactRef | None,
+                default: dict[str, Any]) -> dict[str, Any]:
+    if ref is None:
+        return default
+    _, raw = await store.get(ref.kind, ref.artifact_id, principal=principal_of(spec),
+                             revision=ref.revision)
+    body: dict[str, Any] = json.loads(raw)
+    return body
+
+
+def _cited_lines(exchange: dict[str, Any], path: str, start: int, end: int) -> list[str]:
+    """The text of lines ``start..end`` of ``path`` as the stored result showed them."""
+    content = json.loads(exchange["result"]["content"])
+    if exchange["call"]["tool_name"] == "read":
+        first = content["start_line"]
+        return list(content["lines"][start - first:end - first + 1])
+    shown = {hit["line"]: hit["text"] for hit in content["hits"] if hit["path"] == path}
+    return [shown[number] for number in range(start, end + 1)]
+
+
+def _note_records(spec: JobSpec, note_call_id: str, note: dict[str, Any],
+                  cited: dict[str, dict[str, Any]], as_of: datetime) -> list[EvidenceRecord]:
+    records = []
+    topic = note["topic"]
+    for index, citation in enumerate(note["citations"], start=1):
+        source = spec.source_named(citation["source"])
+        path, start, end = citation["path"], citation["start_line"], citation["end_line"]
+        revision = citation["revision"]
+        text = "\n".join(_cited_lines(cited[citation["call_id"]], path, start, end))
+        common: dict[str, Any] = {
+            "item_id": note_item_id(topic, note_call_id, index), "call_id": note_call_id,
+            "tool_name": "note", "source_name": source.name, "path": path,
+            "line_start": start, "line_end": end, "content": text,
+            "content_hash": result_hash(text), "revision": revision, "observed_at": as_of,
+            "security_class": source.security_class, "topics": [topic],
+            "canonical_key": f"note:{topic}:{source.name}:{path}#L{start}-L{end}",
+        }
+        if source.kind == "git":
+            record = EvidenceRecord(**common, source_type=SourceType.REPOSITORY_SOURCE,
+                                    repo=source.name, commit=revision,
+                                    locator=f"{path}#L{start}-L{end}",
+                                    trust=Trust.REPOSITORY_EVIDENCE, authority=3)
+        elif source.kind == "document":
+            record = EvidenceRecord(**common, source_type=_DOCUMENT_TYPES[source.trust],
+                                    locator=f"{source.name}:{path}#L{start}-L{end}",
+                                    trust=source.trust, authority=1)
+        else:
+            record = EvidenceRecord(**common, source_type=SourceType.WEB_PAGE, url=source.url,
+                                    locator=f"L{start}-L{end}",
+                                    trust=Trust.UNTRUSTED_EXTERNAL_DATA, authority=0)
+        records.append(record)
+    return records
+
+
+async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordTurnResult:
+    store = await runtime.store()
+    spec, state = await runtime.spec_of(inp.job), inp.state
+    as_of = datetime.fromisoformat(inp.as_of)
+    write = f"turn-{inp.turn}"
+    await pause_point("record_turn")
+    exchanges = [await _json(store, spec, result.exchange, {}) for result in inp.results]
+
+    tools = await _json(store, spec, state.tool_records, {"calls": [], "results": []})
+    known = {call["call_id"] for call in tools["calls"]}
+    for exchange in exchanges:
+        call, result = exchange["call"], exchange["result"]
+        if call["call_id"] in known:
+            continue  # already recorded (never expected: the turn is the write id)
+        tools["calls"].append({"call_id": call["call_id"], "tool_name": call["tool_name"],
+                               "arguments": call["arguments"], "turn": inp.turn})
+        tools["results"].append({"call_id": result["call_id"],
+                                 "tool_name": result["tool_name"], "status": result["status"],
+                                 "content": result["content"],
+                                 "result_hash": result["result_hash"]})
+    tool_record = await put_once(store, "tool_record", tools_id(spec.job_id), dumps(tools),
+                                 spec=spec, trust="trusted_state", write_id=write,
+                                 parent_revision=state.tool_records.revision
+                                 if state.tool_records else None)
+
+    new_records: list[EvidenceRecord] = []
+    plan_text: str | None = None
+    for exchange in exchanges:
+        call, result = exchange["call"], exchange["result"]
+        if result["status"] != "success":
+            continue
+        if call["tool_name"] == "update_plan":
+            plan_text = call["arguments"]["text"]
+        elif call["tool_name"] == "note":
+            note = json.loads(result["content"])
+            cited: dict[str, dict[str, Any]] = {}
+            for citation in note["citations"]:
+                found = await store.head("tool_record", f"{spec.job_id}:tool:{citation['call_id']}",
+                                         principal=principal_of(spec))
+                if found is not None:
+                    ref = ArtifactRef(kind="tool_record", artifact_id=found.artifact_id,
+                                      revision=found.revision, content_hash=found.content_hash)
+                    cited[citation["call_id"]] = await _json(store, spec, ref, {})
+            new_records += _note_records(spec, call["call_id"], note, cited, as_of)
+
+    evidence_ref = state.evidence_pack
+    if new_records:
+        pack = await _json(store, spec, state.evidence_pack, {"records": []})
+        pack["records"] += [{**r.model_dump(mode="json"), "citation": r.citation()}
+                            for r in new_records]
+        evidence = await put_once(store, "evidence_pack", evidence_id(spec.job_id), dumps(pack),
+                                  spec=spec, trust="mixed", write_id=write,
+                                  parent_revision=state.evidence_pack.revision
+                                  if state.evidence_pack else None)
+        evidence_ref = ref_of(evidence)
+    plan_ref = state.agent_plan
+    if plan_text is not None:
+        plan = await put_once(store, "agent_plan", agent_plan_id(spec.job_id),
+                              plan_text.encode("utf-8"), spec=spec,
+                              trust="untrusted_external_data", write_id=write,
+                              media_type="text/markdown",
+                              parent_revision=state.agent_plan.revision
+                              if state.agent_plan else None)
+        plan_ref = ref_of(plan)
+    return RecordTurnResult(tool_records=ref_of(tool_record), evidence_pack=evidence_ref,
+                            agent_plan=plan_ref, notes_added=len(new_records))

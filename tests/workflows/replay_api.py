@@ -1,0 +1,85 @@
+"""A local HTTP server that answers Chat Completions requests with scripted replies.
+
+No model API is reachable from this machine, so tests that run a whole job with the
+``openai`` provider point the official SDK (``OPENAI_BASE_URL``) at this server: the real
+SDK encodes the sealed request and sends it over a real socket; the server replays the
+next API-shaped response of its script and keeps every request body for the test to read.
+A request with ``tools`` is a research turn and gets the next scripted turn; one without
+(a draft) gets a fixed article.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: one research turn's reply: (tool name, arguments as the model sent them — a dict, or a
+#: raw string for arguments that are not JSON)
+Turn = list[tuple[str, dict[str, Any] | str]]
+
+DRAFT_TEXT = "# Draft\n\nWritten by the replayed model from the notes.\n"
+
+
+def completion(turn_number: int, calls: Turn) -> dict[str, Any]:
+    tool_calls = [{
+        "id": f"call_{turn_number}_{index}", "type": "function",
+        "function": {"name": name,
+                     "arguments": arguments if isinstance(arguments, str)
+                     else json.dumps(arguments)},
+    } for index, (name, arguments) in enumerate(calls)]
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {"id": f"chatcmpl-{turn_number}", "object": "chat.completion", "created": 1,
+            "model": "replayed-model",
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}}
+
+
+def draft_completion() -> dict[str, Any]:
+    return {"id": "chatcmpl-draft", "object": "chat.completion", "created": 1,
+            "model": "replayed-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": DRAFT_TEXT},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}}
+
+
+@contextmanager
+def replaying_api(script: list[Turn]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve ``script`` (one entry per research turn, then empty replies); yields the base
+    URL and the list the request bodies are appended to."""
+    requests: list[dict[str, Any]] = []
+    turns = iter(enumerate(script, start=1))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            if body.get("tools"):
+                number, calls = next(turns, (len(requests), []))
+                reply = completion(number, calls)
+            else:
+                reply = draft_completion()
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,226 @@
+"""The research loop end to end: turns of assemble → decide → tool calls → record.
+
+Everything runs for real: the Temporal dev server, a worker with Pressroom's activities,
+the SQLite store, document and git sources, and the offline research agent (the default
+provider), which decides each turn only from the request it is handed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from activities.runtime import ActivityRuntime, principal_of
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import ResolveInput
+from tests.workflows.jobkit import running_worker, start_job, store_json, wait_status
+from workflows import client as jobs
+from workflows.research_job import ResearchJobWorkflow
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+
+async def _notes(runtime: ActivityRuntime, spec: JobSpec) -> list[dict[str, Any]]:
+    pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
+    return [r for r in pack["records"] if r["tool_name"] == "note"]
+
+
+async def test_the_agent_researches_every_topic_then_finishes(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked", "failed"})
+    assert status.status == "awaiting_review", status
+    research = status.research
+    assert research is not None
+    assert research.stop_reason == "finished"
+    assert sorted(research.covered_topics) == ["resume", "retries"]
+    assert 3 <= research.turn <= 12
+    assert research.tokens_used > 0
+    notes = await _notes(runtime, spec)
+    assert {tuple(n["topics"]) for n in notes} == {("retries",), ("resume",)}
+    for note in notes:  # each note holds exactly the cited line of the source
+        assert note["line_start"] == note["line_end"]
+        source = spec.sources[0]
+        lines = (__import__("pathlib").Path(source.path) / note["path"]).read_text().split("\n")
+        assert note["content"] == lines[note["line_start"] - 1]
+    store = await runtime.store()
+    draft = await store.head("article_draft", f"{spec.job_id}.draft",
+                             principal=principal_of(spec))
+    assert draft is not None
+    _rec, body = await store.get("article_draft", f"{spec.job_id}.draft",
+                                 principal=principal_of(spec))
+    text = body.decode()
+    assert "## retries" in text and "## resume" in text, text
+    tools = await store_json(runtime, spec, "tool_record", f"{spec.job_id}.tools")
+    assert [c["call_id"] for c in tools["calls"]] == [r["call_id"] for r in tools["results"]]
+    assert {c["tool_name"] for c in tools["calls"]} >= {"search", "read", "note", "finish"}
+    result = json.loads(tools["results"][-1]["content"])
+    assert result["accepted"] is True
+    _ = ResearchJobWorkflow
+
+
+BAD_TURN: Any = [
+    ("search", {"source": "secrets", "query": "password"}),
+    ("read", {"source": "handbook", "path": "../../../../etc/passwd", "start_line": 1,
+              "end_line": 5}),
+    ("publish_now", {}),
+    ("search", "{not json"),
+    ("search", {"source": "handbook", "query": "x" * 300}),
+    ("note", {"topic": "retries", "claim": "retries are unlimited", "citations": [{
+        "call_id": "t0001-1", "source": "handbook", "revision": "sha256:0", "path": "retries.md",
+        "start_line": 1, "end_line": 1}]}),
+    ("search", {"source": "handbook", "query": "retry"}),
+]
+EXPECTED_REFUSALS = {"t0001-1": "undeclared_source", "t0001-2": "path_outside_source",
+                     "t0001-3": "unknown_tool", "t0001-4": "malformed_arguments",
+                     "t0001-5": "arguments_over_limit", "t0001-6": "citation_mismatch"}
+
+
+async def test_bad_model_replies_are_typed_tool_errors_not_crashes(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model (the official OpenAI SDK talking to a local server that replays API-shaped
+    replies: no model API is reachable here) asks for an undeclared source, a path outside
+    the source, an unknown tool, arguments that are not JSON, a query over its limit and a
+    note citing what no result showed, next to one good search; then it calls finish.
+    Every bad call is a typed error result the model sees next turn and the manifest counts
+    as an anomaly; nothing outside the source is read; the unchecked finish blocks."""
+    from tests.workflows.replay_api import replaying_api
+
+    spec = make_spec(model={"provider": "openai", "name": "replayed-model"})
+    script = [BAD_TURN, [("finish", {"summary": "done", "open_items": []})]]
+    with replaying_api(script) as (base_url, requests):
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+        async with running_worker(client, runtime, task_queue):
+            handle = await start_job(client, spec, task_queue)
+            status = await wait_status(handle, {"blocked", "awaiting_review", "failed"})
+            await handle.terminate("test over")
+    assert status.status == "blocked", status
+    assert status.blocked_reason == ("required_evidence_missing (no verified note for: "
+                                     "retries, resume)")
+    research = status.research
+    assert research is not None and research.turn == 2 and research.rejected_calls == 6
+    assert research.tokens_used == 2 * 1050
+    exchanges = {}
+    for call_id in [f"t0001-{n}" for n in range(1, 8)]:
+        exchange = await store_json(runtime, spec, "tool_record", f"{spec.job_id}:tool:{call_id}")
+        exchanges[call_id] = exchange["result"]
+    for call_id, kind in EXPECTED_REFUSALS.items():
+        assert exchanges[call_id]["status"] == "error"
+        assert json.loads(exchanges[call_id]["content"])["error"] == kind, call_id
+    assert exchanges["t0001-7"]["status"] == "success"
+    assert "root:" not in json.dumps(exchanges)  # /etc/passwd was never read
+    # the second request (turn 2) carries every result back to the model, paired by id
+    turn_two = requests[1]
+    answered = [m["tool_call_id"] for m in turn_two["messages"] if m["role"] == "tool"]
+    assert answered == [f"t0001-{n}" for n in range(1, 8)]
+    assert [t["function"]["name"] for t in turn_two["tools"]] == [
+        "list", "search", "read", "note", "update_plan", "finish"]
+    store = await runtime.store()
+    decision = await store_json(runtime, spec, "model_decision", f"{spec.job_id}.turn.0002")
+    manifest = await store.get_manifest(decision["manifest_id"], principal=principal_of(spec))
+    failed = {a["call_id"]: a["detail"] for a in manifest["tool_anomalies"]
+              if a["type"] == "tool_call_failed"}
+    assert {k: v.rsplit(": ", 1)[1] for k, v in failed.items()} == EXPECTED_REFUSALS
+    # what was sent is exactly what was sealed
+    sealed = json.loads(manifest["serialized_request"]["canonical_json"])
+    assert turn_two["messages"] == sealed["messages"] and turn_two["tools"] == sealed["tools"]
+
+
+async def test_token_budget_blocks_until_raised(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec(research={"token_budget": 5000})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"blocked", "awaiting_review"})
+        assert status.status == "blocked" and status.stage == "research"
+        assert status.blocked_reason is not None
+        assert status.blocked_reason.startswith("budget_exhausted (")
+        research = status.research
+        assert research is not None and research.tokens_used >= 5000
+        turns_at_block = research.turn
+        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+            action="raise_budget", token_budget=10_000_000))
+        status = await wait_status(handle, {"awaiting_review", "blocked"})
+    assert status.status == "awaiting_review", status.blocked_reason
+    research = status.research
+    assert research is not None and research.token_budget == 10_000_000
+    assert research.stop_reason == "finished" and research.turn > turns_at_block
+
+
+async def test_turn_limit_stops_research_and_drafts_what_was_gathered(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec(research={"max_turns": 2})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked"})
+    assert status.status == "awaiting_review"
+    assert status.research is not None
+    assert status.research.stop_reason == "turn_limit" and status.research.turn == 2
+    assert status.research.covered_topics == []  # two turns: searched and read, no note yet
+
+
+async def test_continue_as_new_keeps_each_runs_history_flat(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """Every two turns the job continues as new with references only: every run holds the
+    same two turns' worth of history, however many turns came before."""
+    spec = make_spec(research={"turns_per_run": 2})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review"})
+        assert status.research is not None and status.research.turn >= 6
+        runs = [w async for w in client.list_workflows(f"WorkflowId = '{spec.job_id}'")]
+        sizes = []
+        for run in sorted(runs, key=lambda r: r.start_time):
+            history = await client.get_workflow_handle(spec.job_id, run_id=run.run_id) \
+                .fetch_history()
+            sizes.append((len(history.events), len(history.to_json())))
+        await handle.terminate("test over")
+    assert len(sizes) >= status.research.turn // 2
+    middle = sizes[1:-1]  # the first run also plans, the last also drafts
+    assert middle, sizes
+    events = [n for n, _ in middle]
+    assert max(events) - min(events) <= 12, sizes  # one turn more or less of activities
+    size = [b for _, b in middle]
+    assert max(size) <= 1.5 * min(size), sizes
+
+
+async def test_review_comments_reopen_research(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """A requested change goes back to research: a comment naming a topic's term makes the
+    agent research that topic again (with the comment's backticked words as terms), and the
+    revised draft says which comments it addressed and which it could not."""
+    spec = make_spec()
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        first = await wait_status(handle, {"awaiting_review"})
+        assert first.research is not None
+        notes_before = len(await _notes(runtime, spec))
+        await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+                              comments=["Say more about backoff: how `twice` as long?",
+                                        "Compare with the competitor's product."])
+        second = await wait_status(handle, {"awaiting_review"})
+        while second.pending_draft is None or second.revision_round != 1:
+            second = await wait_status(handle, {"awaiting_review"})
+        store = await runtime.store()
+        _rec, body = await store.get("article_draft", f"{spec.job_id}.draft",
+                                     principal=principal_of(spec))
+        await handle.terminate("test over")
+    assert second.research is not None and second.research.turn > first.research.turn
+    notes = await _notes(runtime, spec)
+    assert len(notes) > notes_before
+    assert any("twice" in n["content"] for n in notes if n["topics"] == ["retries"])
+    text = body.decode()
+    assert "- Addressed (see retries): Say more about backoff" in text
+    assert "- Could not address from the admitted evidence: Compare with the competitor" in text
