@@ -55,13 +55,18 @@ def _settings(ctx: typer.Context) -> Settings:
 
 
 @app.command()
-def demo(ctx: typer.Context) -> None:
-    """Run the example job end to end: server + worker, draft, approval, publish, receipt."""
+def demo(ctx: typer.Context,
+         example: str = typer.Option("retry", "--example",
+                                     help="retry (examples/job.yaml) or asyncio (a question "
+                                          "over this Python's own asyncio source)")) -> None:
+    """Run an example job end to end: server + worker, research turns, draft, approval,
+    publish, receipt."""
     from worker import run_worker
     from workflows.embedded import run_demo
 
     settings = _settings(ctx)
-    raise typer.Exit(_job_cmd(run_demo(console, settings, run_worker), settings) or 0)
+    raise typer.Exit(_job_cmd(run_demo(console, settings, run_worker, example=example),
+                              settings) or 0)
 
 
 # --- durable jobs: dev, worker, run, status, list, approve/request-changes/reject, resolve,

@@ -23,7 +23,9 @@ from activities.parsed import PARSED
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
+from context.policy import ContextPolicy
 from context.tool_history import ToolCall, ToolHistory, ToolResult
+from context.tools.aging import aged_call_ids
 from context.vocabulary import Role, SecurityClass, SourceType, Trust
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.job_spec import JobSpec
@@ -44,6 +46,8 @@ lines. Keep your working plan with update_plan (it is shown back to you as data)
 finish when every topic has a cited note, or when nothing is left to search; a finish that
 leaves topics uncovered stops the job for a human."""
 RESEARCH_PROTOCOL_REVISION = "pressroom-research-protocol/v1"
+#: the first line of the notes ledger (``notes_ledger``), which the offline agent reads
+NOTES_HEADING = "Notes so far (topic | citation | note | cited call | quoted lines):"
 #: the first line of the review-comments data block (``extractive.read_brief`` reads it)
 REVIEW_COMMENTS_HEADING = "Reviewer's requested changes:"
 WORKSPACE_SUFFIXES = frozenset({".md", ".txt", ".markdown"})
@@ -77,8 +81,9 @@ def render_job_spec(spec: JobSpec) -> str:
 
 
 class _Loader:
-    def __init__(self, store: Any, spec: JobSpec, inp: AssembleContextInput) -> None:
-        self.store, self.inp, self.spec = store, inp, spec
+    def __init__(self, store: Any, spec: JobSpec, inp: AssembleContextInput,
+                 policy: ContextPolicy | None) -> None:
+        self.store, self.inp, self.spec, self.policy = store, inp, spec, policy
         self.scope = _scope(spec)
         self.as_of = datetime.fromisoformat(inp.as_of)
         self.out = CandidateSet()
@@ -122,10 +127,20 @@ class _Loader:
     async def evidence(self) -> None:
         # Parsed once per verified revision (see ``activities.parsed``); read every time.
         state, scope = self.inp.state, self.scope
+        noted: tuple[list[ContextItem], ArtifactRef] | None = None
         if state.evidence_pack is not None:
             rec, body = await self.get(state.evidence_pack)
-            self.out.items.extend(PARSED.get("evidence_items", rec.content_hash,
-                                             lambda: _evidence_items(body, scope), scope))
+            items = PARSED.get("evidence_items", rec.content_hash,
+                               lambda: _evidence_items(body, scope), scope)
+            if self.inp.stage == "research":
+                # A research turn needs to know what was noted, not the evidence blocks:
+                # the notes enter as a ledger, a line per note, once the note's own
+                # exchange has aged out of the verbatim tool turns
+                # (docs/architecture.md#the-research-loop)
+                notes = [i for i in items if i.producer == "note"]
+                items = tuple(i for i in items if i.producer != "note")
+                noted = (notes, state.evidence_pack)
+            self.out.items.extend(items)
         if state.source_records is not None:
             rec, body = await self.get(state.source_records)
             self.out.acquisitions.extend(PARSED.get("acquisitions", rec.content_hash,
@@ -134,6 +149,43 @@ class _Loader:
             rec, body = await self.get(state.tool_records)
             self.out.tool_history = PARSED.get("tool_history", rec.content_hash,
                                                lambda: _tool_history(body))
+        if noted is not None:
+            aged_ids = (aged_call_ids(self.out.tool_history, self.policy)
+                        if self.policy is not None else None)
+            notes, pack = noted
+            self.notes([n for n in notes if aged_ids is None
+                        or n.source_request_id in aged_ids], pack)
+
+    def notes(self, notes: list[ContextItem], pack: ArtifactRef) -> None:
+        """The notes of a research turn: the newest ``LEDGER_CHUNKS_SHOWN`` chunks of
+        ``LEDGER_CHUNK`` notes line by line, older ones folded into an index (per topic,
+        the note ids, resolvable in the evidence pack it names).
+
+        Why chunks and an index: a full chunk never changes again (same id, revision and
+        bytes), so only the newest chunk breaks the prefix consecutive turns share; and the
+        index grows by a note id per note, not a line, so a long loop's requests stay flat.
+        The notes are the agent's own output (background data, after the history summary,
+        see docs/context-engine.md#order-for-the-prompt-cache).
+        """
+        chunks = [notes[start:start + LEDGER_CHUNK]
+                  for start in range(0, len(notes), LEDGER_CHUNK)]
+        folded = [note for chunk in chunks[:-LEDGER_CHUNKS_SHOWN] for note in chunk]
+        job = self.spec.job_id
+        if folded:
+            self.add(item_id=f"notes-index:{job}", source_type=SourceType.AGENT_OUTPUT,
+                     trust=Trust.UNTRUSTED_EXTERNAL_DATA, role=Role.UNTRUSTED_DATA,
+                     content=notes_index(folded, pack), revision=f"notes-1-{len(folded)}",
+                     observed_at=folded[0].observed_at, producer="note",
+                     key=f"notes-index:{job}")
+        first = len(chunks) - len(chunks[-LEDGER_CHUNKS_SHOWN:])
+        for number, chunk in enumerate(chunks[-LEDGER_CHUNKS_SHOWN:], start=first + 1):
+            start = (number - 1) * LEDGER_CHUNK
+            self.add(item_id=f"notes:{job}:{number:03d}", source_type=SourceType.AGENT_OUTPUT,
+                     trust=Trust.UNTRUSTED_EXTERNAL_DATA, role=Role.UNTRUSTED_DATA,
+                     content=notes_ledger(chunk),
+                     revision=f"notes-{start + 1}-{start + len(chunk)}",
+                     observed_at=chunk[0].observed_at, producer="note",
+                     key=f"notes:{job}:{number:03d}")
 
     async def checkpoint(self) -> None:
         cp = await self.store.latest_checkpoint(self.spec.job_id,
@@ -180,6 +232,42 @@ class _Loader:
                      key=f"workspace:{rel}")
 
 
+#: a note's quoted text is shown up to this many characters in the ledger
+LEDGER_QUOTE_CHARS = 100
+#: notes per ledger item, and how many of the newest items are shown line by line
+LEDGER_CHUNK = 8
+LEDGER_CHUNKS_SHOWN = 2
+#: the first line of the notes index (``notes_index``)
+NOTES_INDEX_HEADING = "Earlier notes, by topic (note ids; each resolvable in {pack}):"
+
+
+def notes_ledger(notes: list[ContextItem]) -> str:
+    """One line per note, oldest first: topic, citation (commit, path, lines), the note's
+    evidence id, the call whose result it cites, and the start of the quoted lines. New
+    notes only append lines, so the ledger keeps the request's prefix; a reader finds which
+    topics are covered and what was quoted."""
+    lines = [NOTES_HEADING]
+    for item in notes:
+        topic = item.topics[0] if item.topics else "-"
+        quote = " ".join(item.content.split())[:LEDGER_QUOTE_CHARS]
+        cited = item.metadata.get("cited_call", "")
+        lines.append(f"- {topic} | {item.source_ref.citation()} | {item.item_id} | "
+                     f"{cited} | {quote}")
+    return "\n".join(lines)
+
+
+def notes_index(notes: list[ContextItem], pack: ArtifactRef) -> str:
+    """Per topic (in first-noted order): how many notes and their ids, which name the
+    evidence records of ``pack`` holding each note's citation and cited lines."""
+    by_topic: dict[str, list[str]] = {}
+    for item in notes:
+        topic = item.topics[0] if item.topics else "-"
+        by_topic.setdefault(topic, []).append(item.item_id.rsplit(":", 1)[-1])
+    lines = [NOTES_INDEX_HEADING.format(pack=f"{pack.kind}:{pack.artifact_id}")]
+    lines += [f"- {topic}: {len(ids)} ({', '.join(ids)})" for topic, ids in by_topic.items()]
+    return "\n".join(lines)
+
+
 def _evidence_items(body: bytes, scope: ScopeRef) -> tuple[ContextItem, ...]:
     return tuple(
         to_context_item(EvidenceRecord.model_validate(
@@ -198,8 +286,11 @@ def _tool_history(body: bytes) -> ToolHistory:
                        results=[ToolResult.model_validate(r) for r in tools["results"]])
 
 
-async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput) -> CandidateSet:
-    loader = _Loader(store, spec, inp)
+async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput,
+                          policy: ContextPolicy | None = None) -> CandidateSet:
+    """The step's candidates; ``policy`` (the one the step assembles under) decides which
+    research notes are still shown by their own verbatim exchange rather than the ledger."""
+    loader = _Loader(store, spec, inp, policy)
     state, stage = inp.state, inp.stage
     loader.add(item_id="pressroom:control-policy", source_type=SourceType.SYSTEM_POLICY,
            trust=Trust.CONTROL_AUTHORITY, role=Role.CONTROL, content=CONTROL_POLICY,
@@ -238,5 +329,15 @@ async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput) 
     return loader.out
 
 
-__all__ = ["CONTROL_POLICY", "RESEARCH_PROTOCOL", "REVIEW_COMMENTS_HEADING", "CandidateSet",
-           "load_candidates", "render_job_spec"]
+__all__ = [
+    "CONTROL_POLICY",
+    "NOTES_HEADING",
+    "NOTES_INDEX_HEADING",
+    "RESEARCH_PROTOCOL",
+    "REVIEW_COMMENTS_HEADING",
+    "CandidateSet",
+    "load_candidates",
+    "notes_index",
+    "notes_ledger",
+    "render_job_spec",
+]

@@ -82,7 +82,7 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet)
 async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
-    candidates = await load_candidates(store, spec, inp)
+    candidates = await load_candidates(store, spec, inp, _policy(spec.policy))
     request = _request(spec, inp, candidates)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
     # event loop free to heartbeat and run other activities meanwhile.

@@ -94,6 +94,7 @@ def _note_records(spec: JobSpec, note_call_id: str, note: dict[str, Any],
             "content_hash": result_hash(text), "revision": revision, "observed_at": as_of,
             "security_class": source.security_class, "topics": [topic],
             "canonical_key": f"note:{topic}:{source.name}:{path}#L{start}-L{end}",
+            "cited_call_id": citation["call_id"],
         }
         if source.kind == "git":
             record = EvidenceRecord(**common, source_type=SourceType.REPOSITORY_SOURCE,

@@ -196,6 +196,10 @@ class ToolPairPolicy(_Strict):
     allow_partial_evidence: bool = False
     keep_recent: int = Field(default=4, ge=0)
     compact_older: bool = True
+    #: compact older pairs in blocks of this many (whole turns), so the summary changes
+    #: only every ``compact_block`` pairs and consecutive requests share their prefix
+    #: (docs/context-engine.md#order-for-the-prompt-cache); 1 compacts every older pair
+    compact_block: int = Field(default=1, ge=1)
 
 
 class TransformPolicy(_Strict):

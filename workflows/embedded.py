@@ -107,19 +107,31 @@ def _build_fixtures(console: Console, settings: Settings) -> None:
     console.print(f"fixture repositories built under {target}")
 
 
-def demo_spec(home: Path) -> JobSpec:
-    base = load_job_spec(EXAMPLE_JOB)
+def example_job(name: str, fixtures: Path) -> Path:
+    """The job file of example ``name``: ``retry`` (``examples/job.yaml``) or ``asyncio``
+    (rendered by the fixture build beside the standard-library corpus, whose commit it
+    pins)."""
+    if name == "retry":
+        return EXAMPLE_JOB
+    if name == "asyncio":
+        return fixtures / "asyncio_job.yaml"
+    raise JobError(f"unknown example {name!r}; the examples are 'retry' and 'asyncio'")
+
+
+def demo_spec(home: Path, job_file: Path = EXAMPLE_JOB) -> JobSpec:
+    base = load_job_spec(job_file)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return base.model_copy(update={"job_id": f"{base.job_id}-{stamp}",
                                    "destination": str(home / "published")})
 
 
 async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunner, *,
-                   interactive: bool | None = None) -> int:
+                   interactive: bool | None = None, example: str = "retry") -> int:
     home = settings.home
     home.mkdir(parents=True, exist_ok=True)
+    job_file = example_job(example, settings.fixtures_dir)
     _build_fixtures(console, settings)
-    spec = demo_spec(home)
+    spec = demo_spec(home, job_file)
     port = 7233 if port_free(7233) and port_free(8233) else free_port()
     task_queue = f"pressroom-demo-{spec.job_id}"
     tty = sys.stdin.isatty() if interactive is None else interactive

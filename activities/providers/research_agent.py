@@ -7,9 +7,11 @@ away is searched again; a note the budget left out is noted again.
 
 From the task text it takes the topics and their terms, the declared sources and the
 reviewers' requested changes; from data blocks the tool results of the turns the request
-still shows (``tool-result:<call id>``), the notes so far (evidence items
-``note:<topic>:<call id>#<n>``, see ``activities.record_turn``) and its own plan
-(``agent_plan``). It then works on the first topic still needing a note:
+still shows (``tool-result:<call id>``; a recent note is one of them), the older notes (the
+ledger: the newest aged notes line by line, ``notes:<job>:<n>``, each naming its topic and
+evidence item ``note:<topic>:<call id>#<n>``, and an index of older ones per topic,
+``notes-index:<job>``; see ``activities.candidates``) and its own plan (``agent_plan``).
+It then works on the first topic still needing a note:
 
 1. visible ``read`` results showing a quotable line with one of the topic's terms, not yet
    noted → ``note`` that line verbatim, citing that read's call id and line (one note per
@@ -114,15 +116,39 @@ def picture(view: RequestView) -> Picture:
             except ValueError:
                 continue  # withheld or redacted by policy: nothing to act on
             if isinstance(content, dict):
-                seen.results.append(Seen(block.item_id.removeprefix("tool-result:"), tool,
-                                         block.status or "", content))
+                call_id = block.item_id.removeprefix("tool-result:")
+                seen.results.append(Seen(call_id, tool, block.status or "", content))
+                if tool == "note" and content.get("accepted") is True:
+                    # a note still shown by its own exchange (the ledger takes it over
+                    # once the exchange has aged out of the verbatim turns)
+                    topic = str(content.get("topic"))
+                    seen.notes.setdefault(topic, set()).add(call_id)
+                    seen.noted_text.setdefault(topic, set()).add(
+                        " ".join(str(content.get("claim", "")).split()))
         elif m := _NOTE_ID.match(block.item_id):
             seen.notes.setdefault(m.group("topic"), set()).add(m.group("call"))
             seen.noted_text.setdefault(m.group("topic"), set()).update(
                 line.strip() for line in block.content.split("\n"))
+        elif block.item_id.startswith("notes-index:"):
+            for line in block.content.split("\n")[1:]:
+                topic, _, rest = line.removeprefix("- ").rpartition(": ")
+                ids = rest.partition("(")[2].rstrip(")").split(", ")
+                seen.notes.setdefault(topic, set()).update(i for i in ids if i)
+        elif block.item_id.startswith("notes:"):
+            for line in block.content.split("\n")[1:]:
+                parts = line.removeprefix("- ").split(" | ", 4)
+                if len(parts) == 5 and (m := _NOTE_ID.match(parts[2])):
+                    seen.notes.setdefault(parts[0], set()).add(m.group("call"))
+                    seen.noted_text.setdefault(parts[0], set()).add(parts[4].strip())
         elif block.item_id.startswith("agent_plan:"):
             seen.plan = block.content
     return seen
+
+
+def _noted(line: str, noted: set[str]) -> bool:
+    """Whether ``line`` was quoted by a note (the ledger shows long lines cut short)."""
+    text = " ".join(line.split())
+    return any(text.startswith(quoted) for quoted in noted if quoted)
 
 
 def _mentions(comment: str, topic: str, terms: list[str]) -> bool:
@@ -237,7 +263,7 @@ class Agent:
     def _quotable(lines: list[str], lowered: list[str],
                   noted: set[str]) -> tuple[int, str] | None:
         for index, line in enumerate(lines):
-            if line.strip() in noted or not any(t in line.casefold() for t in lowered):
+            if _noted(line, noted) or not any(t in line.casefold() for t in lowered):
                 continue
             pieces = fragments(line)
             if pieces and len(pieces) == 1 and pieces[0] in line:
@@ -258,7 +284,7 @@ class Agent:
             for hit in result.content["hits"]:
                 key = (source, hit["path"])
                 if ((source, hit["path"], hit["line"]) in shown or key in files
-                        or hit["text"].strip() in noted
+                        or _noted(hit["text"], noted)
                         or not any(t in hit["text"].casefold() for t in lowered)
                         or not fragments(hit["text"])):
                     continue

@@ -75,6 +75,8 @@ class EvidenceRecord(BaseModel):
     topics: list[str] = Field(default_factory=list)
     canonical_key: str
     authority: int = 0
+    #: for a research note: the call whose stored result showed the cited lines
+    cited_call_id: str | None = None
 
     def citation(self) -> str:
         """``repo@commit:path#Lx-Ly`` for code, ``url#locator`` for pages, else the locator."""
@@ -150,6 +152,8 @@ def to_context_item(record: EvidenceRecord, scope: ScopeRef) -> ContextItem:
     metadata: dict[str, Any] = {"tool_name": record.tool_name, "source_name": record.source_name}
     if record.artifact_ref:
         metadata["artifact_ref"] = record.artifact_ref
+    if record.cited_call_id:
+        metadata["cited_call"] = record.cited_call_id
     return ContextItem(
         item_id=record.item_id,
         source_request_id=record.call_id,

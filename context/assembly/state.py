@@ -99,7 +99,9 @@ class AssemblyState:
 
     def __post_init__(self) -> None:
         self.policy = self.request.policy
-        self.step_item_id = f"step:{self.request.step_id}"
+        # per stage, not per step: every turn of a loop renders the same heading, so the
+        # request's prefix stays byte-identical (docs/context-engine.md#order-for-the-prompt-cache)
+        self.step_item_id = f"step:{self.request.stage}"
         self._background = frozenset(self.policy.placement.background_source_types)
 
     def stage(self, name: str, detail: str) -> None:

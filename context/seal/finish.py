@@ -11,9 +11,12 @@ never exceeded on the real count of what is sent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
+from context.admitted import Admitted
 from context.assembly.state import AssemblyState, Blocked
 from context.budget.allocation import Unit, pick_victim, release
 from context.budget.costs import attribute
@@ -49,6 +52,17 @@ from context.tools.stage import ToolStage
 from context.vocabulary import INSTRUCTION_FLAG, BlockedReason, Partition, Zone
 
 _ZONE_ORDER = {z: i for i, z in enumerate(Zone)}
+
+
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def _oldest_first(members: Sequence[Admitted]) -> list[Admitted]:
+    """Data items in the order they were observed (then by id): what a later step adds
+    comes after what an earlier one showed, so consecutive requests share their prefix
+    (docs/context-engine.md#order-for-the-prompt-cache). Which items are included is the
+    budget's decision; this is only where they stand."""
+    return sorted(members, key=lambda a: (a.item.observed_at or _EPOCH, a.item.item_id))
 
 
 @dataclass
@@ -142,12 +156,15 @@ class Finisher:
             if a.gate.instruction_flags
         }
         flags.update({cid: (INSTRUCTION_FLAG,) for cid in self.tools.flags})
-        data = [*state.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS),
-                *state.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE),
-                *state.ordered(Zone.DATA, Partition.BACKGROUND)]
+        # evidence and background first; the history summary (rewritten at every
+        # compaction) last, next to the tool turns it stands for
+        # (docs/context-engine.md#order-for-the-prompt-cache)
+        data = [*_oldest_first(state.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE)),
+                *_oldest_first(state.ordered(Zone.DATA, Partition.BACKGROUND)),
+                *_oldest_first(state.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS))]
         blocking = [t.name for t in state.request.required_topics if t.blocking]
         # The layout of render.assemble_messages (control, task, MISSING EVIDENCE, state,
-        # derived, data, tool turns), with each item's message memoized: a warm assembly
+        # data, derived, tool turns), with each item's message memoized: a warm assembly
         # re-renders only what changed. tests/context/test_engine.py checks the equality.
         msgs: list[RenderedMessage] = [
             render_control([a.item for a in state.ordered(Zone.CONTROL)])]
@@ -155,10 +172,10 @@ class Finisher:
         if state.missing:
             msgs.append(render_missing_evidence(state.missing, blocking))
         msgs += [_trusted(a.item, Zone.STATE) for a in state.ordered(Zone.STATE)]
-        msgs += [_data(self.blocks, a.item, flags.get(a.item.item_id, ()), True)
-                 for a in state.ordered(Zone.DERIVED)]
         msgs += [_data(self.blocks, a.item, flags.get(a.item.item_id, ()), False)
                  for a in data]
+        msgs += [_data(self.blocks, a.item, flags.get(a.item.item_id, ()), True)
+                 for a in state.ordered(Zone.DERIVED)]
         msgs += render_tool_pairs(self.tools.render_pairs(), flags)
         return AssemblyInput(messages=tuple(msgs),
                              tool_definitions=tuple(state.request.tool_definitions))

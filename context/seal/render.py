@@ -11,10 +11,15 @@ mapping:
 control    ``system`` (one message, first; the stable, cacheable prefix)
 task       ``user``   (task contract, then the MISSING EVIDENCE section)
 state      ``user``   (runtime state, open items, draft revision)
+data       ``user``   (one data block per item, oldest first)
 derived    ``user``   (summaries, as data blocks with ``role="derived_context"``)
-data       ``user``   (one data block per item) and the tool exchanges:
-           ``assistant`` with ``tool_calls`` → ``tool`` results (data blocks)
+tools      ``assistant`` with ``tool_calls`` → ``tool`` results (data blocks)
 =========  ===================================================================
+
+The order goes from what changes least to what changes most between the turns of a loop —
+data accumulates (new items come last), a summary is rewritten at every compaction, the
+newest tool turns slide — so consecutive requests share the longest byte-identical prefix
+a provider's prompt cache can reuse.
 
 One message per data item is deliberate: token counts stay exact sums of per-item cached
 counts plus framing (see ``context.tokens``); the Anthropic adapter merges adjacent
@@ -278,7 +283,7 @@ def assemble_messages(
     blocking_topics: Iterable[str] = (),
     flags: dict[str, tuple[str, ...]] | None = None,
 ) -> AssemblyInput:
-    """Standard layout: control, task, MISSING EVIDENCE, state, derived, data, tool turns.
+    """Standard layout: control, task, MISSING EVIDENCE, state, data, derived, tool turns.
 
     ``flags`` maps item ids / call ids to security flags shown in their data blocks.
     """
@@ -288,7 +293,7 @@ def assemble_messages(
     if missing_topics:
         msgs.append(render_missing_evidence(missing_topics, blocking_topics))
     msgs += [render_trusted(i, Zone.STATE) for i in state]
-    msgs += [render_data(i, flags.get(i.item_id, ()), derived=True) for i in derived]
     msgs += [render_data(i, flags.get(i.item_id, ())) for i in data]
+    msgs += [render_data(i, flags.get(i.item_id, ()), derived=True) for i in derived]
     msgs += render_tool_pairs(tool_pairs, flags)
     return AssemblyInput(messages=tuple(msgs), tool_definitions=tuple(tool_definitions))

@@ -86,7 +86,10 @@ def compact(
         objective=objective,
         policy_version=policy_version,
         tool_pairs=list(older),
-        output_item_id=f"history-summary:{step_id}",
+        # named by the range it stands for, not by the step: the next turns, compacting
+        # the same block, render the very same summary
+        # (docs/context-engine.md#order-for-the-prompt-cache)
+        output_item_id=f"history-summary:{older[0].call_id}..{older[-1].call_id}"[:200],
         record_id=f"transform-history-{step_id}",
         counter=counter,
         **kwargs,

@@ -39,6 +39,7 @@ from context.ranking.coverage import content_topics
 from context.ranking.loading import load_mode_for
 from context.tokens import TokenCounter
 from context.tool_history import PairingResult, ToolAnomaly, ToolPair, result_item_id
+from context.tools.aging import aged
 from context.tools.compaction import compact, pair_item
 from context.tools.pairing import pair_tool_history
 from context.tools.transforms import PreservationFailed, TransformRecord
@@ -107,8 +108,9 @@ class ToolStage:
         if failed:
             self.pairing = self.pairing.model_copy(
                 update={"anomalies": (*self.pairing.anomalies, *failed)})
-        recent = self._recent_turns(pair_policy.keep_recent)
-        older = [x for x in self.pairs if x.call_id not in recent]
+        older = aged(self.pairs, pair_policy.keep_recent, pair_policy.compact_block)
+        aged_ids = {x.call_id for x in older}
+        recent = [x.call_id for x in self.pairs if x.call_id not in aged_ids]
         self.verbatim = set(recent)
         allowed = "summarize" in state.policy.transforms.allowed
         if older and pair_policy.compact_older and allowed:
@@ -165,20 +167,6 @@ class ToolStage:
         )
         state.transforms.append(rec)
         return new
-
-    def _recent_turns(self, keep: int) -> list[str]:
-        turns: list[list[ToolPair]] = []
-        for x in self.pairs:
-            if turns and turns[-1][0].turn == x.turn:
-                turns[-1].append(x)
-            else:
-                turns.append([x])
-        kept: list[str] = []
-        for group in reversed(turns):
-            if len(kept) >= keep:
-                break
-            kept += [x.call_id for x in group]
-        return kept
 
     def _compact(self, older: list[ToolPair]) -> None:
         state = self.state

@@ -149,7 +149,10 @@ def extract_facts(items: Sequence[ContextItem], pairs: Sequence[ToolPair]) -> Fa
         if p.synthesized:
             facts.add("unresolved_tool_calls", p.call_id)
             continue
-        ref_line = f"tool-result:{p.call_id} ({p.tool_name} {p.status}, {p.result_hash})"
+        # The call id names the stored exchange; its hash stays in the manifest's tool_pairs
+        # entry. A line per compacted call is what a long loop's summary grows by, so it
+        # carries only what finds the exchange again.
+        ref_line = f"tool-result:{p.call_id} ({p.tool_name} {p.status})"
         if ref_line not in facts.tool_refs:
             facts.tool_refs.append(ref_line)
         if p.status.value == "error":

@@ -12,6 +12,7 @@ from typing import Any
 from context import (
     AssemblyRequest,
     ContextItem,
+    ContextPolicy,
     ModelSpec,
     PrincipalContext,
     ScopeRef,
@@ -25,6 +26,11 @@ AS_OF = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SCOPE = ScopeRef(tenant="acme", project="press", task="t42")
 POLICY = load_policy("default")
 STRICT = load_policy("strict")
+#: the default policy compacting every aged tool pair at once (``compact_block: 1``), as the
+#: compaction tests and the opening case describe it; the default ages them 8 at a time
+PER_PAIR = ContextPolicy.model_validate({
+    **POLICY.model_dump(mode="json"),
+    "tool_pairs": {**POLICY.tool_pairs.model_dump(mode="json"), "compact_block": 1}})
 
 
 def item(item_id: str, content: str = "", **kw: Any) -> ContextItem:

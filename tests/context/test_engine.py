@@ -24,7 +24,7 @@ from context.vocabulary import (
     ToolStatus,
     Trust,
 )
-from tests.context.builders import POLICY, control, item, request, topic
+from tests.context.builders import PER_PAIR, POLICY, control, item, request, topic
 
 RL = item("rl", "On HTTP 429 back off with jitter.")
 
@@ -108,7 +108,8 @@ def test_blocked_transform_when_summary_would_lose_an_open_item() -> None:
                 metadata={"open_items": [long_item]})
     calls = [_call(f"c{i}", i) for i in range(6)]
     results = [_result(f"c{i}") for i in range(6)]
-    out = assemble(request([RL, ckpt], tool_history=ToolHistory(calls=calls, results=results)))
+    out = assemble(request([RL, ckpt], tool_history=ToolHistory(calls=calls, results=results),
+                           policy=PER_PAIR))
     b = _blocked(out, BlockedReason.TRANSFORM_BLOCKED)
     rec = b.manifest.transforms[-1]
     assert rec.type == "summarize" and rec.preservation_assertions["open_items"] == "failed"
@@ -182,7 +183,8 @@ def test_older_pairs_are_compacted_and_recent_kept_verbatim() -> None:
     calls = [_call(f"c{i}", i, repo="pi", commit="53fa77cc", path="src/a.py",
                    lines=f"{i + 1}-{i + 9}") for i in range(7)]
     results = [_result(f"c{i}") for i in range(7)]
-    out = assemble(request([RL], tool_history=ToolHistory(calls=calls, results=results)))
+    out = assemble(request([RL], tool_history=ToolHistory(calls=calls, results=results),
+                           policy=PER_PAIR))
     assert isinstance(out, Ready)
     placement = {p.call_id: p.placement for p in out.manifest.tool_pairs}
     assert [placement[f"c{i}"] for i in range(7)] == ["compacted"] * 3 + ["verbatim"] * 4

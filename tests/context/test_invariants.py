@@ -256,7 +256,7 @@ def test_every_attempt_has_a_sealed_manifest(req: AssemblyRequest) -> None:
         assert m.status == "ready" and m.serialized_model_input_hash == out.serialized.hash
     cands = sorted(c.item_id for c in req.candidates)
     engine_made = ({f"tool-result:{p.call_id}" for p in m.tool_pairs}
-                   | {s.summary_id for s in m.summaries} | {f"step:{req.step_id}"})
+                   | {s.summary_id for s in m.summaries} | {f"step:{req.stage}"})
     seen = [i.item_id for i in m.included] + [e.item_id for e in m.excluded]
     accounted = sorted(i for i in seen if i not in engine_made)
     assert accounted == cands

@@ -14,7 +14,7 @@ import json
 from context import Ready, SourceRef, ToolCall, ToolHistory, ToolResult, assemble
 from context.seal.render import parse_data_blocks
 from context.vocabulary import Role, SourceType, ToolStatus, Trust
-from tests.context.builders import code, control, item, request, task, topic, web
+from tests.context.builders import PER_PAIR, code, control, item, request, task, topic, web
 
 PI = "53fa77ccd8a279eb87e92294ef3687b03ff80112"
 CONTINUE = "9c1e0b7a3d2f4e5b6a7c8d9e0f1a2b3c4d5e6f70"
@@ -87,6 +87,7 @@ def _assemble() -> Ready:
         required_topics=(topic("tool-pairing", "call id", "tool call"),),
         required_revisions={"plan-42": "5", "repo:pi": PI},
         tool_history=_history(),
+        policy=PER_PAIR,  # the case as specified: every aged pair compacted at once
     ))
     assert isinstance(out, Ready), out.manifest.blocked_detail
     return out
