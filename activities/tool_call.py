@@ -20,9 +20,11 @@ the activity.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, cast, get_args
 
+import context
 from activities.research_tools import ToolRejected, run_source_tool
 from activities.research_tools.arguments import (
     FinishArguments,
@@ -44,6 +46,7 @@ from artifacts import content_hash
 from context.errors import ToolHistoryError
 from context.items import sha256_text
 from context.tool_history import canonical_argument_hash
+from context.vocabulary import SourceType
 from contracts.activity_messages import ToolCallInput, ToolCallResult
 from contracts.job_spec import JobSpec
 
@@ -86,6 +89,26 @@ async def _note(store: Any, spec: JobSpec, principal: Any,
 
 
 _REFUSALS = frozenset(get_args(RejectionKind))
+#: which of the policy's source limits bounds a read of each source kind
+_LIMIT_OF_KIND = {"git": SourceType.REPOSITORY_SOURCE, "web_page": SourceType.WEB_PAGE,
+                  "document": SourceType.OFFICIAL_DOCUMENT}
+
+
+@functools.lru_cache(maxsize=32)
+def _read_limits(policy_name: str) -> dict[str, int]:
+    policy = context.load_policy(policy_name)
+    limits = {}
+    for kind, source_type in _LIMIT_OF_KIND.items():
+        limit = policy.source_limits.get(source_type)
+        if limit is not None and limit.max_lines:
+            limits[kind] = limit.max_lines
+    return limits
+
+
+def read_limits(spec: JobSpec) -> dict[str, int]:
+    """The most lines one ``read`` returns per source kind: the job policy's source limits
+    (docs/context-engine.md), the same bound its assembly puts on an excerpt."""
+    return _read_limits(spec.policy)
 
 
 def _bookkeeping(tool_name: str, raw_arguments: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +160,7 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
             result = _bookkeeping(inp.tool_name, inp.arguments)
         else:
             result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
-                                           runtime.locations)
+                                           runtime.locations, read_limits=read_limits(spec))
         status, rejection = "success", None
         content = json.dumps(result, sort_keys=True, ensure_ascii=False)
     except ToolRejected as refused:

@@ -100,6 +100,10 @@ class ModelSpecInput(_Spec):
     name: str = "extractive-v1"
     context_limit: int = Field(default=32_000, gt=0)
     adapter: Literal["openai_chat", "anthropic_messages"] = "openai_chat"
+    #: attempts of one research turn's model call (a rate limit's ``Retry-After`` sets the
+    #: wait between them); when they are used up the job blocks (``model_call_failed``)
+    #: until ``resolve`` retries, instead of retrying for ever
+    max_attempts: int = Field(default=5, ge=1, le=50)
 
 
 class RuntimeSpec(_Spec):

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
@@ -160,8 +160,14 @@ class ResearchJobWorkflow:
         turn = research.turn + 1
         ctx = await self._assemble("research", turn=turn)
         research.block_timeout_s = ctx.block_timeout_s
-        decided = await self._act("decide", DecideInput(job=self._job(), context=ctx, turn=turn),
-                                  DecideResult)
+        try:
+            decided = await self._act("decide", DecideInput(job=self._job(), context=ctx,
+                                                            turn=turn),
+                                      DecideResult, max_attempts=self._spec.model.max_attempts)
+        except ActivityError as failed:
+            # a model that keeps failing stops the job for a human, never retries for ever
+            cause = str(failed.cause or failed)
+            return await self._research_blocked(f"model_call_failed ({cause[:300]})")
         research.tokens_used += decided.input_tokens + decided.output_tokens
         results: list[ToolCallResult] = list(await asyncio.gather(*(
             self._act("run_tool", ToolCallInput(
@@ -183,6 +189,11 @@ class ResearchJobWorkflow:
                                      rejection=result.rejection)
                      for call, result in zip(decided.calls, results, strict=True)]
         research.last_calls = [*research.last_calls, *summaries][-_LAST_CALLS_KEPT:]
+        workflow.set_current_details(
+            f"research turn {turn} of at most {research.round_start_turn + limits.max_turns}; "
+            f"tokens {research.tokens_used} of {research.token_budget}; topics with a "
+            f"verified note {len(research.covered_topics)} of {len(self._spec.topics)}; "
+            "calls " + ", ".join(f"{c.tool_name} {c.status}" for c in summaries))
         first_compaction = ctx.history_transformed and not research.compacted_once
         research.compacted_once = research.compacted_once or ctx.history_transformed
         if first_compaction or turn % limits.checkpoint_every == 0:
@@ -461,7 +472,9 @@ class ResearchJobWorkflow:
     def _set_refs(self, **changes: Any) -> None:
         self._state.refs = self._refs.model_copy(update=changes)
 
-    async def _act(self, name: str, arg: BaseModel, result_type: type[R]) -> R:
+    async def _act(self, name: str, arg: BaseModel, result_type: type[R], *,
+                   max_attempts: int = 0) -> R:
+        """Run activity ``name``; ``max_attempts`` 0 keeps retrying what may succeed."""
         runtime = self._spec.runtime
         result: R = await workflow.execute_activity(
             name, arg, result_type=result_type,
@@ -469,6 +482,7 @@ class ResearchJobWorkflow:
             heartbeat_timeout=runtime.heartbeat_timeout,
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                maximum_attempts=max_attempts,
                 non_retryable_error_types=list(ACTIVITY_NON_RETRYABLE_ERROR_TYPES)),
         )
         return result

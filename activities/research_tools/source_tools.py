@@ -24,6 +24,7 @@ from activities.research_tools.arguments import (
     MAX_HIT_LINE_CHARS,
     MAX_HITS,
     MAX_LIST_ENTRIES,
+    MAX_READ_LINES,
     REGEX_TIMEOUT_S,
     ListArguments,
     ReadArguments,
@@ -36,12 +37,26 @@ from contracts.source_specs import SourceSpec
 
 
 async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[SourceSpec],
-                          locations: Mapping[str, str]) -> dict[str, Any]:
-    """Run one source tool call; ``ToolRejected`` for a call that cannot run as asked."""
+                          locations: Mapping[str, str], *,
+                          read_limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Run one source tool call; ``ToolRejected`` for a call that cannot run as asked.
+
+    ``read_limits`` maps a source kind (``git``, ``document``, ``web_page``) to the most
+    lines one ``read`` may return — the job policy's source limits; ``MAX_READ_LINES``
+    bounds every kind whatever the policy says.
+    """
     arguments = parse_arguments(tool_name, raw_arguments)
     if not isinstance(arguments, ListArguments | SearchArguments | ReadArguments):
         raise ToolRejected("unknown_tool", f"{tool_name!r} does not read a source")
-    files = await open_source(declared(sources, arguments.source), locations)
+    source = declared(sources, arguments.source)
+    if isinstance(arguments, ReadArguments):
+        limit = (read_limits or {}).get(source.kind, MAX_READ_LINES)
+        asked = arguments.end_line - arguments.start_line + 1
+        if asked > limit:
+            raise ToolRejected("arguments_over_limit",
+                               f"read asks for {asked} lines; the job's policy allows at "
+                               f"most {limit} per read of a {source.kind} source")
+    files = await open_source(source, locations)
     if isinstance(arguments, ListArguments):
         return _list(files, arguments)
     if isinstance(arguments, SearchArguments):

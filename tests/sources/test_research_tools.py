@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from activities.research_tools import (
     MAX_HITS,
@@ -21,6 +22,7 @@ from activities.research_tools import (
     ToolRejected,
     run_source_tool,
 )
+from activities.tool_call import read_limits
 from contracts.source_specs import (
     DocumentSourceSpec,
     GitSourceSpec,
@@ -173,3 +175,37 @@ def test_definitions_match_the_validated_arguments() -> None:
     assert read["required"] == ["source", "path", "start_line", "end_line"]
     assert read["additionalProperties"] is False
     assert "``" not in names["list"].description
+
+
+async def test_a_read_is_bounded_by_the_policys_source_limits(
+        shared_fixtures: Path, tmp_path: Path) -> None:
+    """A policy allowing 4 lines per repository excerpt allows 4 lines per read of a
+    repository, and says so; other kinds keep their own bound."""
+    from context.policy import POLICY_DIR
+    from contracts.job_spec import parse_job_spec
+
+    data = yaml.safe_load((POLICY_DIR / "default.yaml").read_text(encoding="utf-8"))
+    data["policy"]["id"] = "short-reads"
+    data["source_limits"]["repository_source"]["max_lines"] = 4
+    policy = tmp_path / "short-reads.yaml"
+    policy.write_text(yaml.safe_dump(data), encoding="utf-8")
+    spec = parse_job_spec({
+        "job_id": "short-reads-1", "question": "q", "topics": [{"name": "t", "terms": ["x"]}],
+        "principal": "agent", "scope": {"tenant": "a", "project": "b", "task": "c"},
+        "sources": [{"kind": "document", "name": "d", "path": str(tmp_path)}],
+        "destination": str(tmp_path / "out"), "review": {"reviewers": ["alice"]},
+        "policy": str(policy)})
+    limits = read_limits(spec)
+    assert limits["git"] == 4 and limits["web_page"] == 200 and "document" not in limits
+    locations = {"PRESSROOM_HOME": str(shared_fixtures / "home"),
+                 "PRESSROOM_FIXTURES": str(shared_fixtures)}
+    four = await run_source_tool("read", {"source": "backoff-lib", "path": "README.md",
+                                          "start_line": 1, "end_line": 4},
+                                 sources(shared_fixtures), locations, read_limits=limits)
+    assert len(four["lines"]) == 4
+    with pytest.raises(ToolRejected) as caught:
+        await run_source_tool("read", {"source": "backoff-lib", "path": "README.md",
+                                       "start_line": 1, "end_line": 5},
+                              sources(shared_fixtures), locations, read_limits=limits)
+    assert caught.value.kind == "arguments_over_limit"
+    assert "at most 4 per read of a git source" in caught.value.detail

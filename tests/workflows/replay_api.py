@@ -50,16 +50,30 @@ def draft_completion() -> dict[str, Any]:
 
 
 @contextmanager
-def replaying_api(script: list[Turn]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def replaying_api(script: list[Turn], *, rate_limited: int = 0
+                  ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """Serve ``script`` (one entry per research turn, then empty replies); yields the base
-    URL and the list the request bodies are appended to."""
+    URL and the list the request bodies are appended to. The first ``rate_limited``
+    research requests are answered 429 with ``Retry-After: 1``, as a busy API does."""
     requests: list[dict[str, Any]] = []
     turns = iter(enumerate(script, start=1))
+    limited = [rate_limited]
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             requests.append(body)
+            if body.get("tools") and limited[0] > 0:
+                limited[0] -= 1
+                error = json.dumps({"error": {"message": "Rate limit reached",
+                                              "type": "requests", "code": "rate_limit"}})
+                self.send_response(429)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Retry-After", "1")
+                self.send_header("Content-Length", str(len(error)))
+                self.end_headers()
+                self.wfile.write(error.encode())
+                return
             if body.get("tools"):
                 number, calls = next(turns, (len(requests), []))
                 reply = completion(number, calls)

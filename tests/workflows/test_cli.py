@@ -72,6 +72,24 @@ async def test_cli_run_review_status_explain(
         rc, _out, err = await pressroom(home, address, "run", str(job_file),
                                         "--task-queue", task_queue)
         _one_line_error(rc, err, "already exists")
+        # the research loop, as status, trace and explain --turn show it
+        rc, out, err = await pressroom(home, address, "status", spec.job_id)
+        assert rc == 0, err
+        assert "research turn " in out and "stopped: finished" in out, out
+        assert "tokens " in out and "/2000000" in out and "topics with a verified note" in out
+        assert " note " in out or " finish " in out  # the last calls
+        rc, out, err = await pressroom(home, address, "trace", spec.job_id)
+        assert rc == 0, err
+        assert "turn 1 " in out and "search" in out and "source=handbook" in out
+        assert "success" in out and " chars" in out
+        rc, out, err = await pressroom(home, address, "explain", spec.job_id, "--turn", "1")
+        assert rc == 0, err
+        assert "research turn 1" in out and "(research)" in out and "included" in out
+        rc, _out, err = await pressroom(home, address, "explain", spec.job_id, "--turn", "99")
+        _one_line_error(rc, err, "no research turn 99")
+        rc, _out, err = await pressroom(home, address, "resolve", spec.job_id,
+                                        "--token-budget", "0")
+        _one_line_error(rc, err, "--token-budget must be a positive token count")
         rc, _out, err = await pressroom(home, address, "approve", spec.job_id, "--as",
                                         "mallory", "--yes")
         _one_line_error(rc, err, "reviewer 'mallory' is not allowed")
