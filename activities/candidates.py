@@ -303,9 +303,13 @@ async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput,
     await loader.artifact(state.job_spec, item_id=f"job_spec:{spec.job_id}",
                       source_type=SourceType.USER_REQUEST, trust=Trust.TASK_AUTHORITY,
                       role=Role.TASK_INTENT, required=True)
-    await loader.artifact(state.plan, item_id=f"research_plan:{spec.job_id}",
-                      source_type=SourceType.RUNTIME_STATE, trust=Trust.TRUSTED_STATE,
-                      role=Role.STATE)
+    if stage != "research":
+        # A research turn has the task contract and the agent's own plan.md; the plan the
+        # plan step generated restates the contract's topics and sources, and resending it
+        # every turn only cost tokens (docs/architecture.md#the-research-loop)
+        await loader.artifact(state.plan, item_id=f"research_plan:{spec.job_id}",
+                              source_type=SourceType.RUNTIME_STATE, trust=Trust.TRUSTED_STATE,
+                              role=Role.STATE)
     await loader.checkpoint()
     await loader.evidence()
     if stage in ("revise", "publish"):

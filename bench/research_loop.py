@@ -12,9 +12,10 @@ and SQLite store. Then, from what the turns recorded, with the same tokenizer
   plus every earlier assistant tool call and full tool result resent verbatim, as a plain
   agent loop does) and for **clear-old-results** (the same, but only the last ``--keep``
   results verbatim and older ones replaced by a one-line placeholder);
-* ``notes_retained_fraction``: of the notes taken, the fraction whose evidence the last
-  turn's request still contains (the note's data block) or references (its citation's call
-  id, in the history summary or a verbatim pair);
+* ``notes_retained_fraction``: of the notes taken before the last turn, the fraction the
+  last turn's request still contains or references — the note's evidence id (its ledger
+  line, or the index of older notes, which names the evidence pack holding its citation)
+  or its call id (its own verbatim exchange, or its line in the history summary);
 * ``cache_prefix_median_fraction``: per turn, the byte-identical prefix of the serialized
   request shared with the previous turn's, as a fraction of the request; the median;
 * ``history_bytes_per_turn`` / ``history_events_per_turn``: per workflow run (one per
@@ -68,6 +69,7 @@ SURVEY = [
     "open_connection", "start_server", "create_subprocess_shell", "get_running_loop",
     "new_event_loop", "set_event_loop_policy", "run_until_complete", "ThreadPoolExecutor",
     "ProcessPoolExecutor", "DefaultSelector", "SimpleQueue", "all_tasks", "current_task",
+    "wrap_future", "iscoroutine", "Handle", "TimerHandle", "sock_connect",
 ]
 
 
@@ -235,11 +237,15 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
     append, clear = baselines(json.loads(requests[0]), tools, done, keep)
     last = requests[-1]
     notes = [r for r in pack["records"] if r["tool_name"] == "note"]
+    # a note taken in the last turn answered the last request: it cannot be in it
+    before_last = [r for r in notes if int(r["call_id"][1:5]) < done]
     # retained: the request still shows the note's evidence id (its ledger line, or its id
     # in the index of older notes, which names the evidence pack holding it), or the note
     # call's id (a verbatim exchange, or its line in the history summary)
-    kept = sum(1 for record in notes
-               if record["item_id"].rsplit(":", 1)[-1] in last or record["call_id"] in last)
+    lost = [record["item_id"] for record in before_last
+            if record["item_id"].rsplit(":", 1)[-1] not in last
+            and record["call_id"] not in last]
+    kept = len(before_last) - len(lost)
     prefixes = [prefix_fraction(a, b) for a, b in itertools.pairwise(requests)]
     walls, floors = turn_times(histories)
     per_run = []
@@ -270,7 +276,8 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
         "last10_over_turns6to15_median": round(statistics.median(pressroom[-10:])
                                                / statistics.median(pressroom[5:15]), 3)
         if done >= 20 else None,
-        "notes_retained_fraction": round(kept / len(notes), 4) if notes else None,
+        "notes_retained_fraction": round(kept / len(before_last), 4) if before_last else None,
+        "notes_not_retained": lost,
         "cache_prefix_median_fraction": round(statistics.median(prefixes), 4)
         if prefixes else None,
         "cache_prefix_per_turn": [round(p, 3) for p in prefixes],

@@ -131,10 +131,27 @@ ARGUMENTS: dict[str, type[_Arguments]] = {
     "finish": FinishArguments,
 }
 
+def _schema(model: type[_Arguments]) -> dict[str, Any]:
+    """The model's JSON Schema without what only repeats itself — pydantic's ``title`` on
+    every property and the docstring already given as the tool's description: the
+    definitions are resent with every research turn."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: strip(value) for key, value in node.items()
+                    if not (key == "title" and isinstance(value, str))}
+        if isinstance(node, list):
+            return [strip(value) for value in node]
+        return node
+
+    schema: dict[str, Any] = strip(model.model_json_schema())
+    schema.pop("description", None)
+    return schema
+
+
 #: the definitions offered to the model, serialized by the provider adapters
 TOOL_DEFINITIONS: tuple[ToolDefinition, ...] = tuple(
     ToolDefinition(name=name, description=inspect.cleandoc(model.__doc__ or ""),
-                   parameters=model.model_json_schema())
+                   parameters=_schema(model))
     for name, model in ARGUMENTS.items()
 )
 
