@@ -18,6 +18,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from activities.research_tools.source_tools import search_hits
 from activities.runtime import (
     ActivityRuntime,
     dumps,
@@ -74,7 +75,8 @@ def _cited_lines(exchange: dict[str, Any], path: str, start: int, end: int) -> l
     if exchange["call"]["tool_name"] == "read":
         first = content["start_line"]
         return list(content["lines"][start - first:end - first + 1])
-    shown = {hit["line"]: hit["text"] for hit in content["hits"] if hit["path"] == path}
+    shown = {number: text for hit_path, _revision, number, text in search_hits(content)
+             if hit_path == path}
     return [shown[number] for number in range(start, end + 1)]
 
 

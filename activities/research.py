@@ -81,7 +81,10 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     renewed = {a.source_name for a in acquired}
 
     acquisitions = [a for a in old_sources["acquisitions"] if a["source_name"] not in renewed]
-    records = [r for r in old_pack["records"] if r["source_name"] not in renewed]
+    # a research note stays whatever happens to the acquisition of the source it cites:
+    # it was verified against what a tool call read at a pinned revision
+    records = [r for r in old_pack["records"]
+               if r["source_name"] not in renewed or r.get("tool_name") == "note"]
     for a, src in zip(acquired, sources, strict=True):
         acquisitions.append({
             "source_name": a.source_name, "kind": a.kind, "outcome": str(a.outcome),

@@ -44,6 +44,7 @@ from activities.providers.extractive import (
     review_comments,
 )
 from activities.providers.payload import RequestView, read_request
+from activities.research_tools.source_tools import search_hits
 from context.seal.adapters import get_adapter
 from context.tokens import canonical_json, default_counter
 
@@ -281,15 +282,14 @@ class Agent:
             if result.tool_name != "search" or result.status != "success":
                 continue
             source = result.content["source"]
-            for hit in result.content["hits"]:
-                key = (source, hit["path"])
-                if ((source, hit["path"], hit["line"]) in shown or key in files
-                        or _noted(hit["text"], noted)
-                        or not any(t in hit["text"].casefold() for t in lowered)
-                        or not fragments(hit["text"])):
+            for path, _revision, line, text in search_hits(result.content):
+                key = (source, path)
+                if ((source, path, line) in shown or key in files or _noted(text, noted)
+                        or not any(t in text.casefold() for t in lowered)
+                        or not fragments(text)):
                     continue
                 files.add(key)
-                candidates.append((source, hit))
+                candidates.append((source, {"path": path, "line": line}))
         # one per source first, so a topic is read in as many sources as turns allow
         by_source: list[tuple[str, dict[str, Any]]] = []
         for source in dict.fromkeys(source for source, _ in candidates):

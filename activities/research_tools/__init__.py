@@ -27,7 +27,7 @@ from activities.research_tools.arguments import (
 )
 from activities.research_tools.notes import verify_note
 from activities.research_tools.rejected import RejectionKind, ToolRejected
-from activities.research_tools.source_tools import run_source_tool
+from activities.research_tools.source_tools import run_source_tool, search_hits
 
 __all__ = [
     "MAX_HITS",
@@ -45,5 +45,6 @@ __all__ = [
     "ToolRejected",
     "UpdatePlanArguments",
     "run_source_tool",
+    "search_hits",
     "verify_note",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from activities.research_tools.arguments import Citation, NoteArguments
 from activities.research_tools.rejected import ToolRejected
+from activities.research_tools.source_tools import search_hits
 
 
 def _shown_lines(exchange: Mapping[str, Any], citation: Citation) -> set[int]:
@@ -32,8 +33,8 @@ def _shown_lines(exchange: Mapping[str, Any], citation: Citation) -> set[int]:
         if content["path"] != citation.path or content["revision"] != citation.revision:
             return set()
         return set(range(content["start_line"], content["end_line"] + 1))
-    return {hit["line"] for hit in content["hits"]
-            if hit["path"] == citation.path and hit["revision"] == citation.revision}
+    return {number for path, revision, number, _text in search_hits(content)
+            if path == citation.path and revision == citation.revision}
 
 
 def verify_note(arguments: NoteArguments, topics: Sequence[str],

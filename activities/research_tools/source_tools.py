@@ -15,7 +15,7 @@ folder and a page, and a pathological pattern is refused instead of stalling the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import regex
@@ -97,7 +97,8 @@ async def _search(files: SourceFiles, arguments: SearchArguments) -> dict[str, A
     except regex.error as exc:
         raise ToolRejected("malformed_arguments",
                            f"search.query is not a valid pattern: {exc}") from None
-    hits: list[dict[str, Any]] = []
+    files_hit: list[dict[str, Any]] = []
+    count = 0
     truncated = False
     searched = 0
     selected = _selected(files, arguments.paths)
@@ -108,6 +109,7 @@ async def _search(files: SourceFiles, arguments: SearchArguments) -> dict[str, A
         except ToolRejected:
             continue  # binary or oversized files hold no searchable lines
         searched += 1
+        shown: list[list[Any]] = []
         for number, line in enumerate(lines, start=1):
             try:
                 found = pattern.search(line, timeout=REGEX_TIMEOUT_S)
@@ -117,15 +119,28 @@ async def _search(files: SourceFiles, arguments: SearchArguments) -> dict[str, A
                                    "use a simpler pattern") from None
             if found is None:
                 continue
-            if len(hits) == MAX_HITS:
+            if count == MAX_HITS:
                 truncated = True
                 break
-            hits.append({"path": path, "line": number, "revision": revision,
-                         "text": line[:MAX_HIT_LINE_CHARS]})
+            count += 1
+            shown.append([number, line[:MAX_HIT_LINE_CHARS]])
+        if shown:
+            files_hit.append({"path": path, "revision": revision, "lines": shown})
         if truncated:
             break
+    # hits grouped by file: a file's path and revision once, then [line number, text]
+    # pairs — the result is resent every turn it stays verbatim, and half of a hit list
+    # written hit by hit was the same path and 40-character revision again
     return {"source": files.name, "query": arguments.query, "regex": arguments.regex,
-            "files_searched": searched, "hits": hits, "truncated": truncated}
+            "files_searched": searched, "hit_count": count, "files": files_hit,
+            "truncated": truncated}
+
+
+def search_hits(content: Mapping[str, Any]) -> Iterator[tuple[str, str, int, str]]:
+    """Every hit of a stored ``search`` result: (path, revision, line number, text)."""
+    for hit_file in content["files"]:
+        for number, text in hit_file["lines"]:
+            yield hit_file["path"], hit_file["revision"], number, text
 
 
 async def _read(files: SourceFiles, arguments: ReadArguments) -> dict[str, Any]:

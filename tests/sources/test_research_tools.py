@@ -21,6 +21,7 @@ from activities.research_tools import (
     TOOL_DEFINITIONS,
     ToolRejected,
     run_source_tool,
+    search_hits,
 )
 from activities.tool_call import read_limits
 from contracts.source_specs import (
@@ -68,19 +69,23 @@ async def test_list_shows_the_pinned_tree_within_the_declared_paths(
 
 async def test_search_finds_lines_with_numbers_and_the_revision(shared_fixtures: Path) -> None:
     found = await call(shared_fixtures, "search", source="backoff-lib", query="MAX_DELAY")
-    assert found["hits"] and not found["truncated"]
-    for hit in found["hits"]:
-        assert hit["revision"] == V2 and "max_delay" in hit["text"].lower()
-        assert isinstance(hit["line"], int) and hit["line"] >= 1
+    hits = list(search_hits(found))
+    assert hits and not found["truncated"] and found["hit_count"] == len(hits)
+    for _path, revision, line, text in hits:
+        assert revision == V2 and "max_delay" in text.lower()
+        assert isinstance(line, int) and line >= 1
+    # grouped by file: each file's path and revision once
+    assert len({f["path"] for f in found["files"]}) == len(found["files"])
     pattern = await call(shared_fixtures, "search", source="backoff-lib",
                          query=r"jitter\s*[:=]", regex=True, paths=["backoff_lib"])
-    assert {hit["path"] for hit in pattern["hits"]} == {"backoff_lib/policy.py"}
+    assert {path for path, *_ in search_hits(pattern)} == {"backoff_lib/policy.py"}
 
 
 async def test_search_is_bounded(shared_fixtures: Path) -> None:
     every_line = await call(shared_fixtures, "search", source="backoff-lib", query=".",
                             regex=True)
-    assert len(every_line["hits"]) == MAX_HITS and every_line["truncated"]
+    assert len(list(search_hits(every_line))) == MAX_HITS == every_line["hit_count"]
+    assert every_line["truncated"]
 
 
 async def test_read_returns_the_asked_lines_clipped_at_the_end(shared_fixtures: Path) -> None:
@@ -97,7 +102,7 @@ async def test_documents_and_pages_are_readable_the_same_way(shared_fixtures: Pa
     notes = await call(shared_fixtures, "list", source="http-notes")
     assert notes["entries"] == ["backoff-guidelines.txt", "http-retry-semantics.md"]
     hits = await call(shared_fixtures, "search", source="http-notes", query="Retry-After")
-    assert hits["hits"] and hits["hits"][0]["revision"].startswith("sha256:")
+    assert hits["files"] and hits["files"][0]["revision"].startswith("sha256:")
     page = await call(shared_fixtures, "list", source="blog")
     assert page["entries"] == ["retry-storms.html"]
     text = await call(shared_fixtures, "read", source="blog", path="retry-storms.html",
@@ -154,7 +159,7 @@ async def test_a_link_out_of_a_document_folder_is_never_followed(fresh_fixtures:
     listing = await call(fresh_fixtures, "list", source="http-notes")
     assert "linked.md" not in listing["entries"] and "linked-folder/" not in listing["entries"]
     hits = await call(fresh_fixtures, "search", source="http-notes", query="hunter2")
-    assert hits["hits"] == []
+    assert hits["files"] == [] and hits["hit_count"] == 0
     refusal = await rejected(fresh_fixtures, "read", source="http-notes", path="linked.md",
                              start_line=1, end_line=2)
     assert refusal.kind == "not_found"

@@ -157,3 +157,33 @@ async def test_spec_block_timeout_cannot_extend_the_policys(
         view = await _ended(client, spec.job_id)
     assert view.execution == "FAILED"
     assert view.summary.startswith("failed: required_evidence_missing")
+
+
+async def test_refreshing_a_source_keeps_the_notes_taken_from_it(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """Blocked for an uncovered topic, a human re-acquires the source the notes cite: its
+    fresh excerpts replace the old ones, the verified notes stay."""
+    from tests.workflows.jobkit import store_json
+
+    spec = make_spec(topics=TOPICS)
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        await wait_status(handle, {"blocked"})
+        pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
+        notes = [r["item_id"] for r in pack["records"] if r["tool_name"] == "note"]
+        assert notes
+        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+            action="refresh_source", source_name="handbook"))
+        for _ in range(100):  # the refresh runs, research goes on, finish blocks again
+            pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
+            if any(r["tool_name"] != "note" for r in pack["records"]):
+                break
+            await asyncio.sleep(0.2)
+        status = await wait_status(handle, {"blocked"})
+        await handle.terminate("test over")
+    after = [r["item_id"] for r in pack["records"] if r["tool_name"] == "note"]
+    assert after[:len(notes)] == notes  # every note kept, in order
+    assert any(r["source_name"] == "handbook" and r["tool_name"] != "note"
+               for r in pack["records"])  # the refreshed acquisition's excerpts
+    assert status.blocked_reason is not None and "quotas" in status.blocked_reason

@@ -73,17 +73,24 @@ async def test_cancel_ends_the_job_unpublished(
     assert published_files(spec) == []
 
 
-async def test_misconfigured_provider_fails_the_job_with_its_reason(
+async def test_misconfigured_provider_stops_the_job_with_its_reason(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
-    """No paid API is called: without a key the OpenAI provider refuses before any request."""
+    """No paid API is called: without a key the OpenAI provider refuses before any request.
+    The refusal is not retried (one attempt) and the research turn blocks the job with its
+    reason — an operator can set the key and resolve — instead of failing it outright."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     spec = make_spec(model={"provider": "openai", "name": "gpt-test"})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
-        with pytest.raises(WorkflowFailureError):
-            await asyncio.wait_for(handle.result(), 60)  # not retried forever
-        view = await jobs.view_job(client, spec.job_id)
-    assert view.execution == "FAILED"
-    assert "openai" in view.summary.lower() or "api key" in view.summary.lower()
+        status = await wait_status(handle, {"blocked", "failed", "awaiting_review"}, timeout=60)
+        history = await handle.fetch_history()
+        await handle.terminate("test over")
+    assert status.status == "blocked" and status.stage == "research"
+    assert status.blocked_reason is not None
+    assert status.blocked_reason.startswith("model_call_failed (")
+    assert "OPENAI_API_KEY is not set" in status.blocked_reason
+    attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
+                if e.HasField("activity_task_started_event_attributes")]
+    assert max(attempts) == 1  # not retried: ProviderConfigError is non-retryable
     assert published_files(spec) == []

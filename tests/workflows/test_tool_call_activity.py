@@ -17,6 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from activities import store_activities
+from activities.research_tools import search_hits
 from activities.runtime import ActivityRuntime, principal_of
 from activities.tool_call import exchange_id, run_tool_call
 from contracts.activity_messages import JobRef, ToolCallInput
@@ -57,8 +58,8 @@ async def test_a_call_is_stored_with_its_hashes_and_only_a_reference_returns(
     body = await _exchange(runtime, spec, "turn1-call1")
     assert body["call"]["argument_hash"].startswith("sha256:")
     assert body["result"]["result_hash"] == result.result_hash
-    hits = json.loads(body["result"]["content"])["hits"]
-    assert hits and all(hit["path"] == "retries.md" for hit in hits)
+    hits = list(search_hits(json.loads(body["result"]["content"])))
+    assert hits and all(path == "retries.md" for path, _rev, _line, _text in hits)
 
 
 async def test_a_retried_call_runs_once_and_returns_the_first_result(
@@ -133,8 +134,8 @@ async def test_a_note_is_accepted_only_for_lines_a_stored_result_showed(
     assert (read.status, found.status, refused.status) == ("success", "success", "error")
     exchange = await _exchange(runtime, spec, "r1")
     revision = json.loads(exchange["result"]["content"])["revision"]
-    hit_line = json.loads((await _exchange(runtime, spec, "s1"))["result"]["content"])[
-        "hits"][0]["line"]
+    [(_path, _rev, hit_line, _text)] = search_hits(
+        json.loads((await _exchange(runtime, spec, "s1"))["result"]["content"]))
 
     async def note(call_id: str, *citations: dict[str, Any], topic: str = "retries") -> Any:
         return await _call(runtime, job, call_id, "note", topic=topic,
