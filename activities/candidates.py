@@ -11,6 +11,7 @@ publishing is gated by the review Update, not by anything a model reads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 from activities.checkpoint import render_checkpoint
 from activities.parsed import PARSED
+from activities.record_turn import tool_chunks
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
@@ -146,9 +148,16 @@ class _Loader:
             self.out.acquisitions.extend(PARSED.get("acquisitions", rec.content_hash,
                                                     lambda: _acquisitions(body)))
         if state.tool_records is not None:
-            rec, body = await self.get(state.tool_records)
-            self.out.tool_history = PARSED.get("tool_history", rec.content_hash,
-                                               lambda: _tool_history(body))
+            # one record, or the research loop's chunks (each parsed once per revision)
+            calls: list[ToolCall] = []
+            results: list[ToolResult] = []
+            for rec, body in await tool_chunks(self.store, principal_of(self.spec),
+                                               state.tool_records):
+                part: ToolHistory = PARSED.get("tool_history", rec.content_hash,
+                                               functools.partial(_tool_history, body))
+                calls += part.calls
+                results += part.results
+            self.out.tool_history = ToolHistory(calls=calls, results=results)
         if noted is not None:
             aged_ids = (aged_call_ids(self.out.tool_history, self.policy)
                         if self.policy is not None else None)

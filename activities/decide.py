@@ -12,8 +12,9 @@ runtime's own call id (``t<turn>-<n>``, short enough for every provider's id pat
 unique in the job, whatever ids the provider used — those are kept in the stored reply).
 The reply is untrusted input, so nothing in it can fail the turn: arguments that are not a
 JSON object, a tool name that is too long, arguments over the size that may travel in
-history, or calls past the turn's limit each become a call with a ``refusal`` that the tool
-activity records as a typed error result the model sees next turn.
+history each become a call with a ``refusal`` that the tool activity records as a typed
+error result the model sees next turn; the calls past the turn's limit become one such
+refused call that says how many were not run.
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ def call_id(turn: int, index: int) -> str:
 def plan_calls(decision: ProviderDecision, turn: int, max_calls: int) -> list[PlannedCall]:
     """The reply's tool calls as the loop runs them; every oddity becomes a refusal."""
     planned: list[PlannedCall] = []
-    for index, proposed in enumerate(decision.tool_calls, start=1):
+    asked = len(decision.tool_calls)
+    # one refused call stands for all past the limit: every call the loop runs is an
+    # activity in history, so a reply with thousands of calls must not become thousands
+    for index, proposed in enumerate(decision.tool_calls[:max_calls + 1], start=1):
         name = proposed.name[:_MAX_TOOL_NAME]
         arguments: dict[str, Any] = proposed.arguments
         refusal: str | None = None
@@ -64,7 +68,8 @@ def plan_calls(decision: ProviderDecision, turn: int, max_calls: int) -> list[Pl
             refusal = (f"arguments_over_limit: the arguments are over "
                        f"{MAX_TOOL_ARGUMENT_CHARS} characters of JSON")
         elif index > max_calls:
-            refusal = f"too_many_calls: at most {max_calls} tool calls per turn"
+            refusal = (f"too_many_calls: {asked} tool calls asked, at most {max_calls} per "
+                       f"turn; calls {max_calls + 1} to {asked} were not run")
         if refusal is not None:
             arguments = {}
         planned.append(PlannedCall(call_id=call_id(turn, index), tool_name=name,

@@ -1,12 +1,13 @@
 """``record_turn``: fold one research turn's exchanges into what the next turn assembles from.
 
 Each tool call stored its own exchange (``tool_call``); the context engine reads a job's
-tool history as one artifact. This activity appends the turn's calls and results to that
-history — results in call order, so the history's hash does not depend on which parallel
-call happened to finish first — turns every accepted ``note`` into evidence records (one
-per citation, holding exactly the cited lines of the stored result it names, so a note's
-evidence is what the source said, not what the model claimed), and makes the turn's last
-accepted ``update_plan`` the job's new plan revision.
+tool history as a whole. This activity appends the turn's calls and results to the
+history's current chunk (``TOOL_CHUNK_TURNS`` turns per ``tool_record``, so the store grows
+by one chunk per turn, not by the whole history) — results in call order, so the history's
+hash does not depend on which parallel call finished first — turns every accepted ``note``
+into evidence records (one per citation, holding exactly the cited lines of the stored
+result it names, so a note's evidence is what the source said, not what the model
+claimed), and makes the turn's last accepted ``update_plan`` the job's new plan revision.
 
 All three writes use the turn as their write id: a retry after a crash returns the revisions
 the first attempt wrote, and nothing is appended twice. Only references come back.
@@ -15,6 +16,7 @@ the first attempt wrote, and nothing is appended twice. Only references come bac
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -40,8 +42,35 @@ _DOCUMENT_TYPES = {
 }
 
 
-def tools_id(job_id: str) -> str:
-    return f"{job_id}.tools"
+#: research turns per tool-history chunk
+TOOL_CHUNK_TURNS = 10
+_CHUNK = re.compile(r"^(?P<job>.+)\.tools\.t(?P<n>\d{4})$")
+
+
+def tools_id(job_id: str, turn: int) -> str:
+    """The tool-history chunk a research turn's exchanges go to (``TOOL_CHUNK_TURNS`` turns
+    each): a turn rewrites its chunk, never the whole history, so the store grows by a
+    chunk per turn however long the job runs."""
+    return f"{job_id}.tools.t{(turn - 1) // TOOL_CHUNK_TURNS:04d}"
+
+
+async def tool_chunks(store: Any, principal: Any,
+                      ref: ArtifactRef) -> list[tuple[Any, bytes]]:
+    """The records and bodies making up the tool history ``ref`` ends: for a chunk, every
+    earlier chunk at its head — complete, so final: no turn writes to it again — then
+    ``ref``'s own revision; any other tool record alone."""
+    found = _CHUNK.match(ref.artifact_id)
+    chunks = []
+    if found is not None:
+        for number in range(int(found.group("n"))):
+            artifact_id = f"{found.group('job')}.tools.t{number:04d}"
+            head = await store.head("tool_record", artifact_id, principal=principal)
+            if head is not None:
+                chunks.append(await store.get("tool_record", artifact_id, principal=principal,
+                                              revision=head.revision))
+    chunks.append(await store.get(ref.kind, ref.artifact_id, principal=principal,
+                                  revision=ref.revision))
+    return chunks
 
 
 def evidence_id(job_id: str) -> str:
@@ -123,7 +152,10 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
     await pause_point("record_turn")
     exchanges = [await _json(store, spec, result.exchange, {}) for result in inp.results]
 
-    tools = await _json(store, spec, state.tool_records, {"calls": [], "results": []})
+    chunk_id = tools_id(spec.job_id, inp.turn)
+    held = state.tool_records if (state.tool_records is not None
+                                  and state.tool_records.artifact_id == chunk_id) else None
+    tools = await _json(store, spec, held, {"calls": [], "results": []})
     known = {call["call_id"] for call in tools["calls"]}
     for exchange in exchanges:
         call, result = exchange["call"], exchange["result"]
@@ -135,10 +167,9 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
                                  "tool_name": result["tool_name"], "status": result["status"],
                                  "content": result["content"],
                                  "result_hash": result["result_hash"]})
-    tool_record = await put_once(store, "tool_record", tools_id(spec.job_id), dumps(tools),
+    tool_record = await put_once(store, "tool_record", chunk_id, dumps(tools),
                                  spec=spec, trust="trusted_state", write_id=write,
-                                 parent_revision=state.tool_records.revision
-                                 if state.tool_records else None)
+                                 parent_revision=held.revision if held else None)
 
     new_records: list[EvidenceRecord] = []
     plan_text: str | None = None

@@ -77,7 +77,11 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     src_id, ev_id, tool_id = _ids(spec.job_id)
     old_sources = await _load(store, spec, state.source_records, {"acquisitions": []})
     old_pack = await _load(store, spec, state.evidence_pack, {"records": []})
-    old_tools = await _load(store, spec, state.tool_records, {"calls": [], "results": []})
+    # A source added to a research loop is acquired here too; the loop keeps its history in
+    # chunks of its own (``record_turn``), so this record continues only a record of its own
+    held_tools = state.tool_records if (state.tool_records is not None
+                                        and state.tool_records.artifact_id == tool_id) else None
+    old_tools = await _load(store, spec, held_tools, {"calls": [], "results": []})
     renewed = {a.source_name for a in acquired}
 
     acquisitions = [a for a in old_sources["acquisitions"] if a["source_name"] not in renewed]
@@ -110,8 +114,7 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
                             if state.evidence_pack else None)
     tool_rec = await put_once(store, "tool_record", tool_id, dumps(tools), spec=spec,
                               trust="trusted_state", write_id=write,
-                              parent_revision=state.tool_records.revision
-                              if state.tool_records else None)
+                              parent_revision=held_tools.revision if held_tools else None)
     outcomes = [str(a.outcome) for a in acquired]
     return ResearchResult(
         source_records=ref_of(src_rec), evidence_pack=ref_of(ev_rec), tool_records=ref_of(tool_rec),

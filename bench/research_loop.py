@@ -21,6 +21,8 @@ and SQLite store. Then, from what the turns recorded, with the same tokenizer
 * ``history_bytes_per_turn`` / ``history_events_per_turn``: per workflow run (one per
   ``turns_per_run`` under continue-as-new), its history's JSON bytes and events divided by
   the turns it ran — flat when continue-as-new carries references only;
+* ``store_bytes_written``: the bytes of every revision of the loop's tool history
+  (chunked: a turn rewrites its chunk of ``TOOL_CHUNK_TURNS`` turns) and evidence pack;
 * ``wall_s_per_turn`` (median, from history timestamps: a turn's ``assemble_context``
   scheduled to its ``record_turn`` completed) beside ``floor_s_per_turn``, the part of it
   no activity was running (Temporal's scheduling and the workflow's own work).
@@ -49,8 +51,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.testing import WorkflowEnvironment
 
+from activities.record_turn import TOOL_CHUNK_TURNS, tool_chunks, tools_id
 from activities.runtime import ActivityRuntime, principal_of
 from context.tokens import default_counter
+from contracts.activity_messages import ArtifactRef
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
 from settings import Settings
 from worker import build_worker
@@ -154,6 +158,21 @@ def baselines(first: dict[str, Any], tools: dict[str, Any], turns: int,
     return append, clear
 
 
+def _one_artifact_bytes(tools: dict[str, Any]) -> int:
+    """What the tool history's revisions would have cost as one artifact rewritten every
+    turn (as before the chunks): the sum over turns of everything recorded so far."""
+    per_turn: dict[int, int] = {}
+    results = {r["call_id"]: r for r in tools["results"]}
+    for call in tools["calls"]:
+        size = len(json.dumps([call, results[call["call_id"]]]).encode("utf-8"))
+        per_turn[call["turn"]] = per_turn.get(call["turn"], 0) + size
+    total = so_far = 0
+    for turn in sorted(per_turn):
+        so_far += per_turn[turn]
+        total += so_far
+    return total
+
+
 def turn_times(histories: list[Any]) -> tuple[list[float], list[float]]:
     """Per turn: wall (assemble scheduled → record_turn completed) and the part of it with
     no activity running."""
@@ -224,8 +243,25 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
             for decision in decisions:
                 manifest = await store.get_manifest(decision["manifest_id"], principal=principal)
                 requests.append(manifest["serialized_request"]["canonical_json"])
-            tools = await stored(runtime, spec, "tool_record", f"{spec.job_id}.tools")
+            tools = {"calls": [], "results": []}
+            for _rec, body in await tool_chunks(store, principal, ArtifactRef(
+                    kind="tool_record", artifact_id=tools_id(spec.job_id, done),
+                    revision=(await store.head("tool_record", tools_id(spec.job_id, done),
+                                               principal=principal)).revision,
+                    content_hash="sha256:unused")):
+                chunk = json.loads(body)
+                tools["calls"] += chunk["calls"]
+                tools["results"] += chunk["results"]
             pack = await stored(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
+            # what the loop's records cost the store over the whole job (every revision)
+            store_bytes = {}
+            for kind, ids in (("tool_record", [tools_id(spec.job_id, n)
+                                               for n in range(1, done + 1, TOOL_CHUNK_TURNS)]),
+                              ("evidence_pack", [f"{spec.job_id}.evidence"])):
+                store_bytes[kind] = 0
+                for artifact_id in ids:
+                    revisions = await store.history(kind, artifact_id, principal=principal)
+                    store_bytes[kind] += sum(rec.size for rec in revisions)
         finally:
             await runtime.close()
             await env.shutdown()
@@ -284,6 +320,8 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
         "history_bytes_per_turn": [round(b / n) for b, _e, n in per_run if n],
         "history_events_per_turn": [round(e / n, 1) for _b, e, n in per_run if n],
         "runs": len(histories),
+        "store_bytes_written": store_bytes,
+        "tool_history_bytes_if_one_artifact": _one_artifact_bytes(tools),
         "wall_s_per_turn": round(statistics.median(walls), 4) if walls else None,
         "floor_s_per_turn": round(statistics.median(floors), 4) if floors else None,
         "wall_s_research": round(wall, 2),

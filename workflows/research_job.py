@@ -135,8 +135,9 @@ class ResearchJobWorkflow:
             as_of=workflow.now().isoformat(), turn=self._state.step_counter,
         ), ResearchResult)
         self._set_refs(source_records=researched.source_records,
-                       evidence_pack=researched.evidence_pack,
-                       tool_records=researched.tool_records)
+                       evidence_pack=researched.evidence_pack)
+        if not self._agent_mode():  # the loop's history is its own chunks (record_turn)
+            self._set_refs(tool_records=researched.tool_records)
 
     def _agent_mode(self) -> bool:
         """Whether research runs as the loop of model turns

@@ -133,3 +133,25 @@ def cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+async def loop_tool_history(runtime: ActivityRuntime, spec: JobSpec) -> dict[str, Any]:
+    """A research loop's tool history from its chunks (``activities.record_turn``): the
+    calls and results in order, and how many revisions were written (one per turn)."""
+    store = await runtime.store()
+    principal = principal_of(spec)
+    calls: list[Any] = []
+    results: list[Any] = []
+    revisions = 0
+    number = 0
+    while (head := await store.head("tool_record", f"{spec.job_id}.tools.t{number:04d}",
+                                    principal=principal)) is not None:
+        _rec, body = await store.get("tool_record", head.artifact_id, principal=principal,
+                                     revision=head.revision)
+        chunk = json.loads(body)
+        calls += chunk["calls"]
+        results += chunk["results"]
+        revisions += len(await store.history("tool_record", head.artifact_id,
+                                             principal=principal))
+        number += 1
+    return {"calls": calls, "results": results, "revisions": revisions}

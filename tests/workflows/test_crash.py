@@ -25,6 +25,7 @@ from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import (
     alive,
+    loop_tool_history,
     published_files,
     start_job,
     start_worker_process,
@@ -68,13 +69,13 @@ async def _loop_record(runtime: ActivityRuntime, spec: JobSpec) -> dict[str, Any
     notes = sorted((tuple(r["topics"]), r["source_name"], r["path"], r["line_start"],
                     r["line_end"], r["content"], r["revision"])
                    for r in pack["records"] if r["tool_name"] == "note")
-    tools = await store_json(runtime, spec, "tool_record", f"{spec.job_id}.tools")
+    tools = await loop_tool_history(runtime, spec)
     writes = {}
     for call in tools["calls"]:
         exchange = f"{spec.job_id}:tool:{call['call_id']}"
         writes[call["call_id"]] = len(await store.history("tool_record", exchange,
                                                           principal=principal))
-    turns = len(await store.history("tool_record", f"{spec.job_id}.tools", principal=principal))
+    turns = tools["revisions"]
     return {"notes": notes, "writes": writes, "turns": turns,
             "calls": [c["call_id"] for c in tools["calls"]]}
 

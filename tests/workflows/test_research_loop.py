@@ -16,7 +16,13 @@ import pytest
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
-from tests.workflows.jobkit import running_worker, start_job, store_json, wait_status
+from tests.workflows.jobkit import (
+    loop_tool_history,
+    running_worker,
+    start_job,
+    store_json,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
@@ -57,8 +63,9 @@ async def test_the_agent_researches_every_topic_then_finishes(
                                  principal=principal_of(spec))
     text = body.decode()
     assert "## retries" in text and "## resume" in text, text
-    tools = await store_json(runtime, spec, "tool_record", f"{spec.job_id}.tools")
+    tools = await loop_tool_history(runtime, spec)
     assert [c["call_id"] for c in tools["calls"]] == [r["call_id"] for r in tools["results"]]
+    assert tools["revisions"] == research.turn  # one write per turn
     assert {c["tool_name"] for c in tools["calls"]} >= {"search", "read", "note", "finish"}
     result = json.loads(tools["results"][-1]["content"])
     assert result["accepted"] is True
