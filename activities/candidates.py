@@ -21,7 +21,7 @@ from typing import Any
 
 from activities.checkpoint import render_checkpoint
 from activities.parsed import PARSED
-from activities.record_turn import tool_chunks
+from activities.record_turn import read_chunks
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
@@ -129,20 +129,11 @@ class _Loader:
     async def evidence(self) -> None:
         # Parsed once per verified revision (see ``activities.parsed``); read every time.
         state, scope = self.inp.state, self.scope
-        noted: tuple[list[ContextItem], ArtifactRef] | None = None
+        principal = principal_of(self.spec)
         if state.evidence_pack is not None:
             rec, body = await self.get(state.evidence_pack)
-            items = PARSED.get("evidence_items", rec.content_hash,
-                               lambda: _evidence_items(body, scope), scope)
-            if self.inp.stage == "research":
-                # A research turn needs to know what was noted, not the evidence blocks:
-                # the notes enter as a ledger, a line per note, once the note's own
-                # exchange has aged out of the verbatim tool turns
-                # (docs/architecture.md#the-research-loop)
-                notes = [i for i in items if i.producer == "note"]
-                items = tuple(i for i in items if i.producer != "note")
-                noted = (notes, state.evidence_pack)
-            self.out.items.extend(items)
+            self.out.items.extend(PARSED.get("evidence_items", rec.content_hash,
+                                             lambda: _evidence_items(body, scope), scope))
         if state.source_records is not None:
             rec, body = await self.get(state.source_records)
             self.out.acquisitions.extend(PARSED.get("acquisitions", rec.content_hash,
@@ -151,19 +142,27 @@ class _Loader:
             # one record, or the research loop's chunks (each parsed once per revision)
             calls: list[ToolCall] = []
             results: list[ToolResult] = []
-            for rec, body in await tool_chunks(self.store, principal_of(self.spec),
-                                               state.tool_records):
+            for rec, body in await read_chunks(self.store, principal, state.tool_records):
                 part: ToolHistory = PARSED.get("tool_history", rec.content_hash,
                                                functools.partial(_tool_history, body))
                 calls += part.calls
                 results += part.results
             self.out.tool_history = ToolHistory(calls=calls, results=results)
-        if noted is not None:
+        if state.notes is not None:
+            notes: list[ContextItem] = []
+            for rec, body in await read_chunks(self.store, principal, state.notes):
+                notes += PARSED.get("evidence_items", rec.content_hash,
+                                    functools.partial(_evidence_items, body, scope), scope)
+            if self.inp.stage != "research":
+                self.out.items.extend(notes)  # the evidence a draft is written from
+                return
+            # A research turn needs to know what was noted, not the evidence blocks: a note
+            # enters the ledger, a line per note, once its own exchange has aged out of the
+            # verbatim tool turns (docs/architecture.md#the-research-loop)
             aged_ids = (aged_call_ids(self.out.tool_history, self.policy)
                         if self.policy is not None else None)
-            notes, pack = noted
             self.notes([n for n in notes if aged_ids is None
-                        or n.source_request_id in aged_ids], pack)
+                        or n.source_request_id in aged_ids], state.notes)
 
     def notes(self, notes: list[ContextItem], pack: ArtifactRef) -> None:
         """The notes of a research turn: the newest ``LEDGER_CHUNKS_SHOWN`` chunks of
@@ -267,12 +266,15 @@ def notes_ledger(notes: list[ContextItem]) -> str:
 
 def notes_index(notes: list[ContextItem], pack: ArtifactRef) -> str:
     """Per topic (in first-noted order): how many notes and their ids, which name the
-    evidence records of ``pack`` holding each note's citation and cited lines."""
+    evidence records (in the chunks ``pack`` ends) holding each note's citation and cited
+    lines."""
     by_topic: dict[str, list[str]] = {}
     for item in notes:
         topic = item.topics[0] if item.topics else "-"
         by_topic.setdefault(topic, []).append(item.item_id.rsplit(":", 1)[-1])
-    lines = [NOTES_INDEX_HEADING.format(pack=f"{pack.kind}:{pack.artifact_id}")]
+    # the chunks of the notes' evidence (``record_turn.notes_id``): <job>.notes.t0000, …
+    chunks = pack.artifact_id.rsplit(".t", 1)[0] + ".t*"
+    lines = [NOTES_INDEX_HEADING.format(pack=f"{pack.kind}:{chunks}")]
     lines += [f"- {topic}: {len(ids)} ({', '.join(ids)})" for topic, ids in by_topic.items()]
     return "\n".join(lines)
 

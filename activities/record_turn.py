@@ -2,12 +2,13 @@
 
 Each tool call stored its own exchange (``tool_call``); the context engine reads a job's
 tool history as a whole. This activity appends the turn's calls and results to the
-history's current chunk (``TOOL_CHUNK_TURNS`` turns per ``tool_record``, so the store grows
-by one chunk per turn, not by the whole history) — results in call order, so the history's
-hash does not depend on which parallel call finished first — turns every accepted ``note``
-into evidence records (one per citation, holding exactly the cited lines of the stored
-result it names, so a note's evidence is what the source said, not what the model
-claimed), and makes the turn's last accepted ``update_plan`` the job's new plan revision.
+history's current chunk — results in call order, so the history's hash does not depend on
+which parallel call finished first — and turns every accepted ``note`` into evidence
+records (one per citation, holding exactly the cited lines of the stored result it names,
+so a note's evidence is what the source said, not what the model claimed) in the notes'
+current chunk; the turn's last accepted ``update_plan`` becomes the job's new plan
+revision. Chunks hold ``TOOL_CHUNK_TURNS`` turns each (``read_chunks`` reads a history
+back), so the store grows by a chunk per turn, never by rewriting the whole history.
 
 All three writes use the turn as their write id: a retry after a crash returns the revisions
 the first attempt wrote, and nothing is appended twice. Only references come back.
@@ -44,7 +45,7 @@ _DOCUMENT_TYPES = {
 
 #: research turns per tool-history chunk
 TOOL_CHUNK_TURNS = 10
-_CHUNK = re.compile(r"^(?P<job>.+)\.tools\.t(?P<n>\d{4})$")
+_CHUNK = re.compile(r"^(?P<job>.+)\.(?P<what>tools|notes)\.t(?P<n>\d{4})$")
 
 
 def tools_id(job_id: str, turn: int) -> str:
@@ -54,27 +55,28 @@ def tools_id(job_id: str, turn: int) -> str:
     return f"{job_id}.tools.t{(turn - 1) // TOOL_CHUNK_TURNS:04d}"
 
 
-async def tool_chunks(store: Any, principal: Any,
+def notes_id(job_id: str, turn: int) -> str:
+    """The chunk of evidence records a research turn's notes go to (same turns per chunk)."""
+    return f"{job_id}.notes.t{(turn - 1) // TOOL_CHUNK_TURNS:04d}"
+
+
+async def read_chunks(store: Any, principal: Any,
                       ref: ArtifactRef) -> list[tuple[Any, bytes]]:
-    """The records and bodies making up the tool history ``ref`` ends: for a chunk, every
-    earlier chunk at its head — complete, so final: no turn writes to it again — then
-    ``ref``'s own revision; any other tool record alone."""
+    """The records and bodies making up the history ``ref`` ends (tool history or notes):
+    for a chunk, every earlier chunk at its head — complete, so final: no turn writes to it
+    again — then ``ref``'s own revision; any other artifact alone."""
     found = _CHUNK.match(ref.artifact_id)
     chunks = []
     if found is not None:
         for number in range(int(found.group("n"))):
-            artifact_id = f"{found.group('job')}.tools.t{number:04d}"
-            head = await store.head("tool_record", artifact_id, principal=principal)
+            artifact_id = f"{found.group('job')}.{found.group('what')}.t{number:04d}"
+            head = await store.head(ref.kind, artifact_id, principal=principal)
             if head is not None:
-                chunks.append(await store.get("tool_record", artifact_id, principal=principal,
+                chunks.append(await store.get(ref.kind, artifact_id, principal=principal,
                                               revision=head.revision))
     chunks.append(await store.get(ref.kind, ref.artifact_id, principal=principal,
                                   revision=ref.revision))
     return chunks
-
-
-def evidence_id(job_id: str) -> str:
-    return f"{job_id}.evidence"
 
 
 def agent_plan_id(job_id: str) -> str:
@@ -191,16 +193,18 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
                     cited[citation["call_id"]] = await _json(store, spec, ref, {})
             new_records += _note_records(spec, call["call_id"], note, cited, as_of)
 
-    evidence_ref = state.evidence_pack
+    notes_ref = state.notes
     if new_records:
-        pack = await _json(store, spec, state.evidence_pack, {"records": []})
+        chunk = notes_id(spec.job_id, inp.turn)
+        held_notes = state.notes if (state.notes is not None
+                                     and state.notes.artifact_id == chunk) else None
+        pack = await _json(store, spec, held_notes, {"records": []})
         pack["records"] += [{**r.model_dump(mode="json"), "citation": r.citation()}
                             for r in new_records]
-        evidence = await put_once(store, "evidence_pack", evidence_id(spec.job_id), dumps(pack),
-                                  spec=spec, trust="mixed", write_id=write,
-                                  parent_revision=state.evidence_pack.revision
-                                  if state.evidence_pack else None)
-        evidence_ref = ref_of(evidence)
+        written = await put_once(store, "evidence_pack", chunk, dumps(pack), spec=spec,
+                                 trust="mixed", write_id=write,
+                                 parent_revision=held_notes.revision if held_notes else None)
+        notes_ref = ref_of(written)
     plan_ref = state.agent_plan
     if plan_text is not None:
         plan = await put_once(store, "agent_plan", agent_plan_id(spec.job_id),
@@ -210,5 +214,5 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
                               parent_revision=state.agent_plan.revision
                               if state.agent_plan else None)
         plan_ref = ref_of(plan)
-    return RecordTurnResult(tool_records=ref_of(tool_record), evidence_pack=evidence_ref,
+    return RecordTurnResult(tool_records=ref_of(tool_record), notes=notes_ref,
                             agent_plan=plan_ref, notes_added=len(new_records))

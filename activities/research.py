@@ -77,18 +77,15 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     src_id, ev_id, tool_id = _ids(spec.job_id)
     old_sources = await _load(store, spec, state.source_records, {"acquisitions": []})
     old_pack = await _load(store, spec, state.evidence_pack, {"records": []})
-    # A source added to a research loop is acquired here too; the loop keeps its history in
-    # chunks of its own (``record_turn``), so this record continues only a record of its own
+    # this record continues only a record of its own (a research loop keeps its history in
+    # chunks, ``record_turn``)
     held_tools = state.tool_records if (state.tool_records is not None
                                         and state.tool_records.artifact_id == tool_id) else None
     old_tools = await _load(store, spec, held_tools, {"calls": [], "results": []})
     renewed = {a.source_name for a in acquired}
 
     acquisitions = [a for a in old_sources["acquisitions"] if a["source_name"] not in renewed]
-    # a research note stays whatever happens to the acquisition of the source it cites:
-    # it was verified against what a tool call read at a pinned revision
-    records = [r for r in old_pack["records"]
-               if r["source_name"] not in renewed or r.get("tool_name") == "note"]
+    records = [r for r in old_pack["records"] if r["source_name"] not in renewed]
     for a, src in zip(acquired, sources, strict=True):
         acquisitions.append({
             "source_name": a.source_name, "kind": a.kind, "outcome": str(a.outcome),

@@ -14,7 +14,7 @@ and SQLite store. Then, from what the turns recorded, with the same tokenizer
   results verbatim and older ones replaced by a one-line placeholder);
 * ``notes_retained_fraction``: of the notes taken before the last turn, the fraction the
   last turn's request still contains or references — the note's evidence id (its ledger
-  line, or the index of older notes, which names the evidence pack holding its citation)
+  line, or the index of older notes, which names the evidence chunks holding its citation)
   or its call id (its own verbatim exchange, or its line in the history summary);
 * ``cache_prefix_median_fraction``: per turn, the byte-identical prefix of the serialized
   request shared with the previous turn's, as a fraction of the request; the median;
@@ -22,7 +22,8 @@ and SQLite store. Then, from what the turns recorded, with the same tokenizer
   ``turns_per_run`` under continue-as-new), its history's JSON bytes and events divided by
   the turns it ran — flat when continue-as-new carries references only;
 * ``store_bytes_written``: the bytes of every revision of the loop's tool history
-  (chunked: a turn rewrites its chunk of ``TOOL_CHUNK_TURNS`` turns) and evidence pack;
+  and of the notes' evidence (both chunked: a turn rewrites its chunk of
+  ``TOOL_CHUNK_TURNS`` turns);
 * ``wall_s_per_turn`` (median, from history timestamps: a turn's ``assemble_context``
   scheduled to its ``record_turn`` completed) beside ``floor_s_per_turn``, the part of it
   no activity was running (Temporal's scheduling and the workflow's own work).
@@ -51,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.testing import WorkflowEnvironment
 
-from activities.record_turn import TOOL_CHUNK_TURNS, tool_chunks, tools_id
-from activities.runtime import ActivityRuntime, principal_of
+from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tools_id
+from activities.runtime import ActivityRuntime, principal_of, ref_of
 from context.tokens import default_counter
 from contracts.activity_messages import ArtifactRef
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
@@ -244,7 +245,7 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
                 manifest = await store.get_manifest(decision["manifest_id"], principal=principal)
                 requests.append(manifest["serialized_request"]["canonical_json"])
             tools = {"calls": [], "results": []}
-            for _rec, body in await tool_chunks(store, principal, ArtifactRef(
+            for _rec, body in await read_chunks(store, principal, ArtifactRef(
                     kind="tool_record", artifact_id=tools_id(spec.job_id, done),
                     revision=(await store.head("tool_record", tools_id(spec.job_id, done),
                                                principal=principal)).revision,
@@ -252,12 +253,23 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
                 chunk = json.loads(body)
                 tools["calls"] += chunk["calls"]
                 tools["results"] += chunk["results"]
-            pack = await stored(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
+            pack = {"records": []}
+            notes_head = None
+            for number in range(done, 0, -1):  # the newest notes chunk there is
+                notes_head = await store.head("evidence_pack", notes_id(spec.job_id, number),
+                                              principal=principal)
+                if notes_head is not None:
+                    break
+            if notes_head is not None:
+                for _rec, body in await read_chunks(store, principal, ref_of(notes_head)):
+                    pack["records"] += json.loads(body)["records"]
             # what the loop's records cost the store over the whole job (every revision)
             store_bytes = {}
             for kind, ids in (("tool_record", [tools_id(spec.job_id, n)
                                                for n in range(1, done + 1, TOOL_CHUNK_TURNS)]),
-                              ("evidence_pack", [f"{spec.job_id}.evidence"])):
+                              ("evidence_pack", [notes_id(spec.job_id, n)
+                                                 for n in range(1, done + 1,
+                                                                TOOL_CHUNK_TURNS)])):
                 store_bytes[kind] = 0
                 for artifact_id in ids:
                     revisions = await store.history(kind, artifact_id, principal=principal)

@@ -83,6 +83,8 @@ class StepState(_Msg):
     agent_plan: ArtifactRef | None = None
     #: every round's requested changes, oldest first (``review_comments`` is the last round)
     all_review_comments: list[str] = Field(default_factory=list)
+    #: the research notes' current chunk (``record_turn``; earlier chunks are read by id)
+    notes: ArtifactRef | None = None
 
 
 class StoreJobSpecInput(_Msg):
@@ -264,6 +266,8 @@ class RecordTurnInput(_Msg):
 
 class RecordTurnResult(_Msg):
     tool_records: ArtifactRef
+    #: recorded histories from before the notes were chunked carry it; now always None
     evidence_pack: ArtifactRef | None = None
     agent_plan: ArtifactRef | None = None
     notes_added: int = Field(default=0, ge=0)
+    notes: ArtifactRef | None = None

@@ -179,8 +179,8 @@ class ResearchJobWorkflow:
             job=self._job(), turn=turn, state=self._refs, results=results,
             as_of=workflow.now().isoformat(),
         ), RecordTurnResult)
-        self._set_refs(tool_records=recorded.tool_records, evidence_pack=recorded.evidence_pack,
-                       agent_plan=recorded.agent_plan)
+        self._set_refs(tool_records=recorded.tool_records, agent_plan=recorded.agent_plan,
+                       notes=recorded.notes or self._refs.notes)
         research.turn = turn
         covered = [r.note_topic for r in results if r.note_topic]
         research.covered_topics = list(dict.fromkeys([*research.covered_topics, *covered]))

@@ -134,7 +134,8 @@ def picture(view: RequestView) -> Picture:
             for line in block.content.split("\n")[1:]:
                 topic, _, rest = line.removeprefix("- ").rpartition(": ")
                 ids = rest.partition("(")[2].rstrip(")").split(", ")
-                seen.notes.setdefault(topic, set()).update(i for i in ids if i)
+                # a note with several citations has an evidence id per citation
+                seen.notes.setdefault(topic, set()).update(i.split("#")[0] for i in ids if i)
         elif block.item_id.startswith("notes:"):
             for line in block.content.split("\n")[1:]:
                 parts = line.removeprefix("- ").split(" | ", 4)

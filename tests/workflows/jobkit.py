@@ -155,3 +155,18 @@ async def loop_tool_history(runtime: ActivityRuntime, spec: JobSpec) -> dict[str
                                              principal=principal))
         number += 1
     return {"calls": calls, "results": results, "revisions": revisions}
+
+
+async def loop_notes(runtime: ActivityRuntime, spec: JobSpec) -> list[dict[str, Any]]:
+    """A research loop's note evidence records, oldest first, from their chunks."""
+    store = await runtime.store()
+    principal = principal_of(spec)
+    records: list[dict[str, Any]] = []
+    number = 0
+    while (head := await store.head("evidence_pack", f"{spec.job_id}.notes.t{number:04d}",
+                                    principal=principal)) is not None:
+        _rec, body = await store.get("evidence_pack", head.artifact_id, principal=principal,
+                                     revision=head.revision)
+        records += json.loads(body)["records"]
+        number += 1
+    return records

@@ -21,6 +21,7 @@ from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
 from workflows import client as jobs
+from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -162,28 +163,26 @@ async def test_spec_block_timeout_cannot_extend_the_policys(
 async def test_refreshing_a_source_keeps_the_notes_taken_from_it(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec]) -> None:
-    """Blocked for an uncovered topic, a human re-acquires the source the notes cite: its
-    fresh excerpts replace the old ones, the verified notes stay."""
-    from tests.workflows.jobkit import store_json
+    """Blocked for an uncovered topic, a human asks for a source the notes cite to be
+    read again: research goes on over it, and every verified note stays."""
+    from tests.workflows.jobkit import loop_notes
 
     spec = make_spec(topics=TOPICS)
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
-        await wait_status(handle, {"blocked"})
-        pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
-        notes = [r["item_id"] for r in pack["records"] if r["tool_name"] == "note"]
-        assert notes
+        first = await wait_status(handle, {"blocked"})
+        notes = [r["item_id"] for r in await loop_notes(runtime, spec)]
+        assert notes and first.research is not None
         await jobs.resolve_job(client, spec.job_id, ResolveInput(
             action="refresh_source", source_name="handbook"))
-        for _ in range(100):  # the refresh runs, research goes on, finish blocks again
-            pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
-            if any(r["tool_name"] != "note" for r in pack["records"]):
+        for _ in range(100):  # research goes on, and the unchanged finish blocks again
+            status = await handle.query(ResearchJobWorkflow.status)
+            if status.research is not None and status.research.turn > first.research.turn \
+                    and status.status == "blocked":
                 break
             await asyncio.sleep(0.2)
-        status = await wait_status(handle, {"blocked"})
         await handle.terminate("test over")
-    after = [r["item_id"] for r in pack["records"] if r["tool_name"] == "note"]
+    after = [r["item_id"] for r in await loop_notes(runtime, spec)]
     assert after[:len(notes)] == notes  # every note kept, in order
-    assert any(r["source_name"] == "handbook" and r["tool_name"] != "note"
-               for r in pack["records"])  # the refreshed acquisition's excerpts
+    assert status.research is not None and status.research.turn > first.research.turn
     assert status.blocked_reason is not None and "quotas" in status.blocked_reason

@@ -25,11 +25,11 @@ from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import (
     alive,
+    loop_notes,
     loop_tool_history,
     published_files,
     start_job,
     start_worker_process,
-    store_json,
     wait_status,
 )
 from worker import build_worker
@@ -65,10 +65,9 @@ async def _loop_record(runtime: ActivityRuntime, spec: JobSpec) -> dict[str, Any
     """What the research loop left: the notes, and how often each exchange was written."""
     store = await runtime.store()
     principal = principal_of(spec)
-    pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
     notes = sorted((tuple(r["topics"]), r["source_name"], r["path"], r["line_start"],
                     r["line_end"], r["content"], r["revision"])
-                   for r in pack["records"] if r["tool_name"] == "note")
+                   for r in await loop_notes(runtime, spec) if r["tool_name"] == "note")
     tools = await loop_tool_history(runtime, spec)
     writes = {}
     for call in tools["calls"]:

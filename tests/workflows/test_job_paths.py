@@ -22,7 +22,13 @@ import pytest
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
-from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
+from tests.workflows.jobkit import (
+    loop_notes,
+    published_files,
+    running_worker,
+    start_job,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
@@ -275,8 +281,8 @@ async def test_resolve_adds_a_source_then_raises_the_budget(
         assert head is not None and head.revision == 2
         stored = json.loads((await store.get("job_spec", spec.job_id, principal=principal))[1])
         assert [s["name"] for s in stored["sources"]] == ["handbook", "quotas"]
-        pack = json.loads((await store.get("evidence_pack", f"{spec.job_id}.evidence",
-                                           principal=principal))[1])
-        assert {r["source_name"] for r in pack["records"]} == {"handbook", "quotas"}
+        # the research loop reached the added source with its tools and noted from it
+        notes = await loop_notes(runtime, spec)
+        assert {r["source_name"] for r in notes} == {"handbook", "quotas"}
         await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
         assert (await handle.result()).status == "published"

@@ -17,6 +17,7 @@ from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import (
+    loop_notes,
     loop_tool_history,
     running_worker,
     start_job,
@@ -30,8 +31,7 @@ pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 
 async def _notes(runtime: ActivityRuntime, spec: JobSpec) -> list[dict[str, Any]]:
-    pack = await store_json(runtime, spec, "evidence_pack", f"{spec.job_id}.evidence")
-    return [r for r in pack["records"] if r["tool_name"] == "note"]
+    return [r for r in await loop_notes(runtime, spec) if r["tool_name"] == "note"]
 
 
 async def test_the_agent_researches_every_topic_then_finishes(
