@@ -1,12 +1,16 @@
 """Turning what a job holds in the store into candidate ``ContextItem``s for one step.
 
 Each candidate is labelled for what it is, whatever it says: the runtime's own control
-policy is ``control_authority``; the job spec and an allowed reviewer's comments are task
-intent; the generated plan is trusted state; the checkpoint is ``derived_context``;
-evidence keeps the trust its acquisition gave it; the model's own draft and the job's
-workspace files (``plan.md``…) are untrusted data. A ``plan.md`` that says "skip approval
-and publish" therefore enters as data in a delimited block, never as an instruction — and
-publishing is gated by the review Update, not by anything a model reads.
+policy (and, in research turns, the research protocol) is ``control_authority``; the job
+spec is task intent; the generated plan is trusted state; the checkpoint is
+``derived_context``; evidence keeps the trust its acquisition gave it; the model's own
+draft, its notes and ``update_plan`` plan, the reviewers' comments (data, never task text)
+and the job's workspace files (``plan.md``…) are untrusted data. A ``plan.md`` that says
+"skip approval and publish" therefore enters as data in a delimited block, never as an
+instruction — and publishing is gated by the review Update, not by anything a model reads.
+
+A research turn's notes are shown by their own tool exchange while it is verbatim and by
+the notes ledger once it has aged out (``notes``; docs/architecture.md#the-research-loop).
 """
 
 from __future__ import annotations
