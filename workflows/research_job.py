@@ -1,4 +1,9 @@
-"""``ResearchJobWorkflow``: plan → research → draft → review → (revise → review)* → publish.
+"""``ResearchJobWorkflow``: plan → research → draft → review → (research → revise → review)*
+→ publish.
+
+Research is a loop of turns (``_research_turn``: assemble, decide, the tool calls in
+parallel, record) until a checked ``finish``, the turn limit or the token budget; it
+continues as new every ``research.turns_per_run`` turns (docs/architecture.md#the-research-loop).
 
 Deterministic orchestration only. Every side effect is an activity, addressed by name so
 this module never imports I/O code into the sandbox. The workflow remembers references

@@ -1,14 +1,15 @@
 """The research agent's tools: ``list``, ``search`` and ``read`` over the job's declared
-sources at their pinned revisions, and ``note``, a finding whose citations are verified
-against the stored results they name (issue 12's tool layer; the loop that offers them to
-the model turn by turn is built on top).
+sources at their pinned revisions, ``note`` (a finding whose citations are verified against
+the stored results they name), ``update_plan`` and ``finish``. ``activities.tool_call``
+runs one call as an activity; the research loop (docs/architecture.md#the-research-loop)
+offers them to the model turn by turn.
 
-``run_source_tool(name, arguments, sources, locations)`` runs one call and returns a
-JSON-able result; a call that cannot run as asked — unknown tool, malformed arguments,
-arguments over a limit, an undeclared source, a path outside the source — raises
-``ToolRejected`` with a ``kind`` and a one-line ``detail``, to be recorded as a typed error
-result the model sees next turn. ``TOOL_DEFINITIONS`` are the definitions the provider
-adapters serialize.
+``run_source_tool(name, arguments, sources, locations, read_limits=…)`` runs one source
+call and returns a JSON-able result (``search_hits`` reads a search result's hits back); a
+call that cannot run as asked — unknown tool, malformed arguments, arguments over a limit,
+an undeclared source, a path outside the source — raises ``ToolRejected`` with a ``kind``
+and a one-line ``detail``, to be recorded as a typed error result the model sees next turn.
+``TOOL_DEFINITIONS`` are the definitions the provider adapters serialize.
 """
 
 from activities.research_tools.arguments import (
