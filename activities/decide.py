@@ -22,14 +22,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
-from activities.draft import load_serialized
+from activities.draft import load_serialized, require_ready
 from activities.providers import get_provider
 from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
 from artifacts import content_hash
-from artifacts.errors import InvalidArtifact
 from contracts.activity_messages import (
     MAX_TOOL_ARGUMENT_CHARS,
     DecideInput,
@@ -88,9 +85,7 @@ def _result(record: Any, body: dict[str, Any]) -> DecideResult:
 async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
     store = await runtime.store()
     spec, ctx = await runtime.spec_of(inp.job), inp.context
-    if ctx.status != "ready":
-        raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
-                               type=InvalidArtifact.__name__, non_retryable=True)
+    require_ready(ctx)
     principal = principal_of(spec)
     artifact_id = decision_id(spec.job_id, inp.turn)
     head = await store.head("model_decision", artifact_id, principal=principal)

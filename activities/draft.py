@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 from activities.providers import get_provider
 from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
 from artifacts.errors import IntegrityError, InvalidArtifact
-from contracts.activity_messages import DraftInput, DraftResult
+from contracts.activity_messages import ContextRef, DraftInput, DraftResult
 
 SUMMARY_CHARS = 240
 
@@ -54,12 +54,17 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, 
     return loaded
 
 
-async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
-    store = await runtime.store()
-    spec, ctx = await runtime.spec_of(inp.job), inp.context
+def require_ready(ctx: ContextRef) -> None:
+    """A blocked step calls no model (draft and research turns alike)."""
     if ctx.status != "ready":
         raise ApplicationError(f"step {ctx.step_id} is blocked; no model call",
                                type=InvalidArtifact.__name__, non_retryable=True)
+
+
+async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
+    store = await runtime.store()
+    spec, ctx = await runtime.spec_of(inp.job), inp.context
+    require_ready(ctx)
     serialized = await load_serialized(store, spec, ctx.manifest_id)
     await pause_point("draft")
     provider = get_provider(spec.model.provider, model=spec.model.name)

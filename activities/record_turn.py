@@ -25,6 +25,7 @@ from activities.research_tools.source_tools import search_hits
 from activities.runtime import (
     ActivityRuntime,
     dumps,
+    load_json,
     pause_point,
     principal_of,
     put_once,
@@ -32,6 +33,7 @@ from activities.runtime import (
 )
 from activities.sources.evidence import EvidenceRecord
 from activities.sources.toolrecord import result_hash
+from activities.tool_call import exchange_id, stored_exchange
 from context.vocabulary import SourceType, Trust
 from contracts.activity_messages import ArtifactRef, RecordTurnInput, RecordTurnResult
 from contracts.job_spec import JobSpec
@@ -90,16 +92,6 @@ def note_item_id(topic: str, note_call_id: str, index: int) -> str:
     return f"note:{topic[:200 - len(suffix) - 5]}{suffix}"
 
 
-async def _json(store: Any, spec: JobSpec, ref: ArtifactRef | None,
-                default: dict[str, Any]) -> dict[str, Any]:
-    if ref is None:
-        return default
-    _, raw = await store.get(ref.kind, ref.artifact_id, principal=principal_of(spec),
-                             revision=ref.revision)
-    body: dict[str, Any] = json.loads(raw)
-    return body
-
-
 def _cited_lines(exchange: dict[str, Any], path: str, start: int, end: int) -> list[str]:
     """The text of lines ``start..end`` of ``path`` as the stored result showed them."""
     content = json.loads(exchange["result"]["content"])
@@ -152,12 +144,12 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
     as_of = datetime.fromisoformat(inp.as_of)
     write = f"turn-{inp.turn}"
     await pause_point("record_turn")
-    exchanges = [await _json(store, spec, result.exchange, {}) for result in inp.results]
+    exchanges = [await load_json(store, spec, result.exchange, {}) for result in inp.results]
 
     chunk_id = tools_id(spec.job_id, inp.turn)
     held = state.tool_records if (state.tool_records is not None
                                   and state.tool_records.artifact_id == chunk_id) else None
-    tools = await _json(store, spec, held, {"calls": [], "results": []})
+    tools = await load_json(store, spec, held, {"calls": [], "results": []})
     known = {call["call_id"] for call in tools["calls"]}
     for exchange in exchanges:
         call, result = exchange["call"], exchange["result"]
@@ -185,12 +177,11 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
             note = json.loads(result["content"])
             cited: dict[str, dict[str, Any]] = {}
             for citation in note["citations"]:
-                found = await store.head("tool_record", f"{spec.job_id}:tool:{citation['call_id']}",
-                                         principal=principal_of(spec))
+                found = await stored_exchange(store, exchange_id(spec.job_id,
+                                                                 citation["call_id"]),
+                                              principal_of(spec))
                 if found is not None:
-                    ref = ArtifactRef(kind="tool_record", artifact_id=found.artifact_id,
-                                      revision=found.revision, content_hash=found.content_hash)
-                    cited[citation["call_id"]] = await _json(store, spec, ref, {})
+                    cited[citation["call_id"]] = found[1]
             new_records += _note_records(spec, call["call_id"], note, cited, as_of)
 
     notes_ref = state.notes
@@ -198,7 +189,7 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
         chunk = notes_id(spec.job_id, inp.turn)
         held_notes = state.notes if (state.notes is not None
                                      and state.notes.artifact_id == chunk) else None
-        pack = await _json(store, spec, held_notes, {"records": []})
+        pack = await load_json(store, spec, held_notes, {"records": []})
         pack["records"] += [{**r.model_dump(mode="json"), "citation": r.citation()}
                             for r in new_records]
         written = await put_once(store, "evidence_pack", chunk, dumps(pack), spec=spec,

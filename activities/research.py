@@ -16,11 +16,17 @@ cumulative tool history).
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import datetime
 from typing import Any
 
-from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
+from activities.runtime import (
+    ActivityRuntime,
+    dumps,
+    load_json,
+    pause_point,
+    put_once,
+    ref_of,
+)
 from activities.sources import acquire
 from contracts.activity_messages import ResearchInput, ResearchResult
 from contracts.source_specs import TopicTerms
@@ -28,15 +34,6 @@ from contracts.source_specs import TopicTerms
 
 def _ids(job_id: str) -> tuple[str, str, str]:
     return f"{job_id}.sources", f"{job_id}.evidence", f"{job_id}.tools"
-
-
-async def _load(store: Any, spec: Any, ref: Any, default: dict[str, Any]) -> dict[str, Any]:
-    if ref is None:
-        return default
-    _rec, body = await store.get(ref.kind, ref.artifact_id, principal=principal_of(spec),
-                                 revision=ref.revision)
-    loaded: dict[str, Any] = json.loads(body)
-    return loaded
 
 
 def _searched(src: Any, topics: list[TopicTerms]) -> dict[str, Any]:
@@ -75,13 +72,13 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     issued = [a.tool_call.model_dump(mode="json") for a in acquired]  # issue order
 
     src_id, ev_id, tool_id = _ids(spec.job_id)
-    old_sources = await _load(store, spec, state.source_records, {"acquisitions": []})
-    old_pack = await _load(store, spec, state.evidence_pack, {"records": []})
+    old_sources = await load_json(store, spec, state.source_records, {"acquisitions": []})
+    old_pack = await load_json(store, spec, state.evidence_pack, {"records": []})
     # this record continues only a record of its own (a research loop keeps its history in
     # chunks, ``record_turn``)
     held_tools = state.tool_records if (state.tool_records is not None
                                         and state.tool_records.artifact_id == tool_id) else None
-    old_tools = await _load(store, spec, held_tools, {"calls": [], "results": []})
+    old_tools = await load_json(store, spec, held_tools, {"calls": [], "results": []})
     renewed = {a.source_name for a in acquired}
 
     acquisitions = [a for a in old_sources["acquisitions"] if a["source_name"] not in renewed]

@@ -150,6 +150,17 @@ def _scope(tenant: str, project: str, task: str) -> Any:
     return artifacts.Scope(tenant=tenant, project=project, task=task)
 
 
+async def load_json(store: Any, spec: JobSpec, ref: ArtifactRef | None,
+                    default: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of the artifact revision ``ref`` names; ``default`` when it is None."""
+    if ref is None:
+        return default
+    _rec, raw = await store.get(ref.kind, ref.artifact_id, principal=principal_of(spec),
+                                revision=ref.revision)
+    body: dict[str, Any] = json.loads(raw)
+    return body
+
+
 def ref_of(rec: Any) -> ArtifactRef:
     kind = rec.kind.value if hasattr(rec.kind, "value") else str(rec.kind)
     return ArtifactRef(kind=kind, artifact_id=rec.artifact_id, revision=rec.revision,

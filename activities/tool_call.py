@@ -63,9 +63,10 @@ def _argument_hash(tool_name: str, arguments: dict[str, Any]) -> str | None:
         return None
 
 
-async def _stored(store: Any, artifact_id: str,
+async def stored_exchange(store: Any, artifact_id: str,
                   principal: Any) -> tuple[Any, dict[str, Any]] | None:
-    """The stored exchange (its record and body) under ``artifact_id``, if there is one."""
+    """The stored exchange (its record and body) under ``artifact_id``, if there is one
+    (a call's retry, a note's cited calls, ``record_turn``'s notes all read it here)."""
     record = await store.head("tool_record", artifact_id, principal=principal)
     if record is None:
         return None
@@ -82,7 +83,7 @@ async def _note(store: Any, spec: JobSpec, principal: Any,
     assert isinstance(arguments, NoteArguments)
     exchanges: dict[str, Any] = {}
     for call_id in sorted({citation.call_id for citation in arguments.citations}):
-        found = await _stored(store, exchange_id(spec.job_id, call_id), principal)
+        found = await stored_exchange(store, exchange_id(spec.job_id, call_id), principal)
         if found is not None:
             exchanges[call_id] = found[1]
     return verify_note(arguments, [topic.name for topic in spec.topics], exchanges)
@@ -130,7 +131,7 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
     principal = principal_of(spec)
     artifact_id = exchange_id(spec.job_id, inp.call_id)
     # a retry after a crash finds the exchange the first attempt stored, and runs nothing
-    found = await _stored(store, artifact_id, principal)
+    found = await stored_exchange(store, artifact_id, principal)
     if found is None:
         await pause_point("run_tool")
         found = await _run_and_store(runtime, store, spec, principal, artifact_id, inp)

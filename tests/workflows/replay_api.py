@@ -97,3 +97,14 @@ def replaying_api(script: list[Turn], *, rate_limited: int = 0
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def replayed_openai(monkeypatch: Any, script: list[Turn], *, rate_limited: int = 0
+                    ) -> Iterator[list[dict[str, Any]]]:
+    """``replaying_api`` with this process's OpenAI SDK pointed at it (a worker started
+    inside the block builds its provider from these variables); yields the request bodies."""
+    with replaying_api(script, rate_limited=rate_limited) as (base_url, requests):
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+        yield requests

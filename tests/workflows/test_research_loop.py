@@ -98,13 +98,11 @@ async def test_bad_model_replies_are_typed_tool_errors_not_crashes(
     note citing what no result showed, next to one good search; then it calls finish.
     Every bad call is a typed error result the model sees next turn and the manifest counts
     as an anomaly; nothing outside the source is read; the unchecked finish blocks."""
-    from tests.workflows.replay_api import replaying_api
+    from tests.workflows.replay_api import replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"})
     script = [BAD_TURN, [("finish", {"summary": "done", "open_items": []})]]
-    with replaying_api(script) as (base_url, requests):
-        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+    with replayed_openai(monkeypatch, script) as requests:
         async with running_worker(client, runtime, task_queue):
             handle = await start_job(client, spec, task_queue)
             status = await wait_status(handle, {"blocked", "awaiting_review", "failed"})
@@ -240,14 +238,12 @@ async def test_a_model_that_keeps_failing_blocks_the_job_instead_of_retrying_for
     replies: no model API is reachable here) answers 429 with Retry-After: 1 three times.
     With two attempts per call the job blocks ``model_call_failed``; ``resolve`` retries
     the turn, whose second attempt then goes through."""
-    from tests.workflows.replay_api import replaying_api
+    from tests.workflows.replay_api import replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model", "max_attempts": 2})
     script = [[("search", {"source": "handbook", "query": "retry"})],
               [("finish", {"summary": "done", "open_items": []})]]
-    with replaying_api(script, rate_limited=3) as (base_url, requests):
-        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+    with replayed_openai(monkeypatch, script, rate_limited=3) as requests:
         async with running_worker(client, runtime, task_queue):
             handle = await start_job(client, spec, task_queue)
             status = await wait_status(handle, {"blocked", "awaiting_review"})
@@ -285,14 +281,12 @@ async def test_update_plan_is_data_and_cannot_change_the_task_or_the_reviewers(
     replies: no model API is reachable here) writes a plan that claims new reviewers and a
     new task. The next request shows it only inside a data block; the task contract, the
     spec's reviewers and the control text are unchanged."""
-    from tests.workflows.replay_api import replaying_api
+    from tests.workflows.replay_api import replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"})
     script = [[("update_plan", {"text": INJECTED_PLAN})],
               [("finish", {"summary": "done", "open_items": []})]]
-    with replaying_api(script) as (base_url, requests):
-        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+    with replayed_openai(monkeypatch, script) as requests:
         async with running_worker(client, runtime, task_queue):
             handle = await start_job(client, spec, task_queue)
             status = await wait_status(handle, {"blocked", "awaiting_review"})
