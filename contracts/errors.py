@@ -11,6 +11,9 @@ them without importing each other:
 - ``SourceSpecError`` — a source location cannot be interpreted
   (``contracts.source_specs.expand_location``, on the worker); ``SourceError`` is also the
   root of the acquisition errors in ``activities.sources.errors``.
+- ``UnpinnedSource`` — a ``SourceSpecError``: a git source reached a worker without a full
+  commit id (only a ``ref``, which ``pressroom run`` resolves at submit; or a value built
+  around the spec's validation). The worker never acquires it.
 - ``PublishRefused`` — the stored review does not authorize the publication.
 - ``ProviderError`` and its subclasses — a model provider failed (``activities.providers``):
   ``ProviderUnavailable`` (the provider's SDK is not installed; not retryable),
@@ -51,6 +54,10 @@ class SourceSpecError(SourceError, ValueError):
 
     Raised to the caller: it is a bad job spec, found before any acquisition tool runs.
     """
+
+
+class UnpinnedSource(SourceSpecError):
+    """A git source has no full commit id to read; no acquisition (or fetch) runs for it."""
 
 
 class PublishRefused(ApplicationError):
@@ -123,4 +130,5 @@ __all__ = [
     "PublishRefused",
     "SourceError",
     "SourceSpecError",
+    "UnpinnedSource",
 ]

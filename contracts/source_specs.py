@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from context.vocabulary import SecurityClass, Trust
 from contracts.errors import SourceSpecError
@@ -25,6 +25,48 @@ from settings import fixtures_from_env, home_from_env
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\s")
+#: a repository location that git reaches over a transport, not a local directory
+REMOTE_LOCATION = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
+
+
+def is_object_id(value: str) -> bool:
+    """Whether ``value`` is a full lowercase git object id (SHA-1 or SHA-256)."""
+    return _OBJECT_ID.fullmatch(value) is not None
+
+
+def ref_name_problem(value: str) -> str | None:
+    """Why ``value`` is not a safe tag or branch name (``git check-ref-format`` rules, plus
+    no leading ``-``), or ``None``. A safe name can never be read by git as an option, a
+    refspec (``src:dst``), a range or a revision expression."""
+    if not value:
+        return "it is empty"
+    if value.startswith("-"):
+        return "it starts with '-'"
+    if _REF_FORBIDDEN.search(value):
+        return "it holds whitespace, a control character or one of ~ ^ : ? * [ \\"
+    if ".." in value or "@{" in value or value == "@":
+        return "it holds '..' or '@{' (a revision expression, not a name)"
+    if value.startswith("/") or value.endswith(("/", ".")) or "//" in value:
+        return "it starts or ends with '/', ends with '.' or holds '//'"
+    if any(part.startswith(".") or part.endswith(".lock") for part in value.split("/")):
+        return "a component starts with '.' or ends with '.lock'"
+    return None
+
+
+def _not_an_id(value: str) -> str:
+    if ":" in value:
+        return "is a refspec, not a commit id (refspecs are never accepted)"
+    if re.fullmatch(r"[0-9a-fA-F]{4,39}", value.strip()):
+        return "is a short commit id, which can become ambiguous"
+    return "is not a full commit id (40 or 64 hex digits)"
+
+
+def _as_ref(value: str) -> str:
+    hexish = re.fullmatch(r"[0-9a-fA-F]+", value.strip())
+    return f" (`ref: {value}`)" if not hexish and ref_name_problem(value) is None else ""
+
 
 # A document spec may lower its trust (a plan file is project-editable data) but never
 # claim more than official external evidence: authority is not self-declared.
@@ -41,11 +83,24 @@ class _Spec(BaseModel):
 
 
 class GitSourceSpec(_Spec):
-    """A git repository read at one pinned commit (never its working tree)."""
+    """A git repository read at one pinned commit (never its working tree).
+
+    ``commit`` is the full object id (40 hex digits, or 64 in a SHA-256 repository) — the
+    only thing the job ever reads. ``ref`` is the tag or branch it was resolved from, kept
+    for the reader: a spec may name only ``ref``, which is parseable but not runnable until
+    ``pressroom run`` resolves it once at submit and records both (``workflows.pins``); the
+    worker refuses to acquire a source without a commit (``UnpinnedSource``). A branch, tag,
+    short id or refspec in ``commit`` is refused here, at parse time: a name can move
+    between jobs, and a refspec would rewrite refs in the clone cache every job shares.
+    """
 
     kind: Literal["git"] = "git"
     repo: str = Field(min_length=1, description="local path (may use placeholders) or URL")
-    commit: str = Field(min_length=1, max_length=200, description="sha, tag or branch")
+    commit: str | None = Field(
+        default=None, description="the full commit id (40 or 64 hex digits) the job reads")
+    ref: str | None = Field(
+        default=None, max_length=200,
+        description="tag or branch the commit is (or is to be) resolved from at submit")
     paths: list[str] = Field(
         default_factory=list,
         description="files or directories (path prefixes, not globs); empty = whole tree",
@@ -53,10 +108,31 @@ class GitSourceSpec(_Spec):
 
     @field_validator("commit")
     @classmethod
-    def _commit_is_a_revision(cls, value: str) -> str:
-        if value.startswith("-") or any(c.isspace() for c in value) or ".." in value:
-            raise ValueError(f"commit {value!r} is not a single revision")
+    def _commit_is_an_object_id(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        sha = value.strip().lower()
+        if is_object_id(sha):
+            return sha
+        raise ValueError(f"commit {value!r} {_not_an_id(value)}: use the full commit id, or "
+                         f"`ref:` and let `pressroom run` resolve it{_as_ref(value)}")
+
+    @field_validator("ref")
+    @classmethod
+    def _ref_is_a_safe_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        problem = ref_name_problem(value)
+        if problem:
+            raise ValueError(f"ref {value!r} is not a tag or branch name: {problem}")
         return value
+
+    @model_validator(mode="after")
+    def _commit_or_ref(self) -> GitSourceSpec:
+        if self.commit is None and self.ref is None:
+            raise ValueError("a git source needs `commit:` (the full commit id) or `ref:` (a "
+                             "tag or branch that `pressroom run` resolves to one)")
+        return self
 
     @field_validator("paths")
     @classmethod

@@ -29,6 +29,7 @@ from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
 from workflows.explain import render_manifest
+from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
 from workflows.temporal_config import DATA_CONVERTER
 
@@ -72,6 +73,8 @@ async def refuse_known_job(spec: JobSpec, settings: Settings) -> None:
 async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
               task_queue: str, address: str | None = None) -> str:
     spec = load_job_spec(job_file)
+    spec = await pin_refs(spec, settings.locations,
+                          lambda line: console.print(line, highlight=False))
     client = await connect(settings, address)
     await refuse_known_job(spec, settings)
     await jobs.start_job(client, spec, task_queue=task_queue)
@@ -294,7 +297,9 @@ async def review(console: Console, settings: Settings, job_id: str, decision: jo
 async def resolve(console: Console, settings: Settings, job_id: str, flags: dict[str, Any],
                   address: str | None = None) -> None:
     """``flags`` are the CLI's resolve options; bad combinations are a ``JobError``."""
-    resolution: ResolveInput = build_resolution(**flags)
+    resolution: ResolveInput = await pin_resolution(
+        build_resolution(**flags), settings.locations,
+        lambda line: console.print(line, highlight=False))
     await jobs.resolve_job(await connect(settings, address), job_id, resolution,
                            worker_grace=settings.worker_grace_seconds)
     console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context now")

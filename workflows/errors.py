@@ -10,6 +10,8 @@ Hierarchy::
     ├── JobNotWaiting         the job is not in a state that accepts this action
     ├── ReviewRejected        the review Update's validator refused the decision (nothing
     │                         was recorded); the message is the validator's reason
+    ├── UnresolvedRef         a git source's ``ref`` did not resolve to a commit at submit
+    │                         (``workflows.pins``); nothing was started
     └── TemporalUnavailable   the Temporal server cannot be reached at the given address
 
 ``JobError`` and ``JobSpecError`` live in ``contracts.errors`` because the job spec, which
@@ -40,4 +42,9 @@ class ReviewRejected(JobError):
 class TemporalUnavailable(JobError):
     pass
 
-__all__ = ["JobExists", "JobNotFound", "JobNotWaiting", "ReviewRejected", "TemporalUnavailable"]
+
+class UnresolvedRef(JobError):
+    pass
+
+__all__ = ["JobExists", "JobNotFound", "JobNotWaiting", "ReviewRejected", "TemporalUnavailable",
+           "UnresolvedRef"]

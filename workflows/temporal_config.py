@@ -32,6 +32,7 @@ from contracts.errors import (
     ProviderInputError,
     PublishRefused,
     SourceSpecError,
+    UnpinnedSource,
 )
 
 #: Every payload (workflow input, activity input/result, update, query) is a pydantic v2
@@ -99,6 +100,8 @@ ACTIVITY_NON_RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
     # a sealed record or a revision parent that disagrees stays so on every retry
     SealedConflict,
     RevisionConflict,
+    # a git source without a full commit id is refused by the worker, not fetched for
+    UnpinnedSource,
 )
 ACTIVITY_NON_RETRYABLE_ERROR_TYPES: tuple[str, ...] = tuple(
     error.__name__ for error in ACTIVITY_NON_RETRYABLE_ERRORS)

@@ -48,8 +48,9 @@ TOOL_NAMES = {"git": GIT_TOOL, "document": DOCUMENT_TOOL, "web_page": WEB_TOOL}
 
 
 def tool_arguments(spec: SourceSpec, topics: Sequence[TopicTerms]) -> dict[str, Any]:
-    """The canonical arguments of the acquisition tool call for ``spec``."""
-    args: dict[str, Any] = spec.model_dump(mode="json", exclude={"kind"})
+    """The canonical arguments of the acquisition tool call for ``spec``. A git source's
+    ``ref`` is left out: the tool reads the pinned commit, whatever name it came from."""
+    args: dict[str, Any] = spec.model_dump(mode="json", exclude={"kind", "ref"})
     args["topics"] = [
         {"name": t.name, "terms": sorted(set(t.terms))}
         for t in sorted(topics, key=lambda t: t.name)
@@ -88,8 +89,8 @@ async def acquire(
     ``locations`` says what the placeholders in the spec's location stand for on this
     worker (``settings.Settings.locations``).
 
-    ``SourceSpecError`` (an unknown placeholder) does propagate: that is a bad job spec,
-    not a retrieval outcome.
+    ``SourceSpecError`` (an unknown placeholder; ``UnpinnedSource``, a git source without a
+    full commit id) does propagate: that is a bad job spec, not a retrieval outcome.
     """
     tool_name = TOOL_NAMES[spec.kind]
     arguments = tool_arguments(spec, topics)

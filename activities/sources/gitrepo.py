@@ -1,14 +1,29 @@
 """Evidence from a git repository at one pinned commit — never its working tree.
 
-Everything is read through the object database at the resolved commit: ``git rev-parse
-<commit>^{commit}`` for the full sha, ``git ls-tree`` at that commit for the file list and
-blob ids, ``git grep -n`` at that commit for the hit lines and ``git cat-file`` for blob
-contents. Uncommitted edits, untracked files and a different checked-out branch therefore
-cannot leak into evidence. Each git call runs via ``asyncio.create_subprocess_exec`` with a
-timeout; a failure is a ``RetrievalFailed`` naming what failed.
+Pinned means pinned: the spec's ``commit`` is a full object id (the spec refuses anything
+else at parse time, and ``pinned_commit`` refuses it again here, before any git process,
+for a value built around that validation); a spec that names only a ``ref`` is
+``UnpinnedSource`` — ``pressroom run`` resolves refs once at submit (``workflows.pins``),
+the worker never does. No branch, tag or other name is resolved here, so what a job reads
+cannot move under it.
 
-A repository given as a URL is cloned bare once into ``$PRESSROOM_HOME/git-cache`` (and
-fetched when the pinned commit is missing); an unreachable URL is ``retrieval_failed``.
+Everything is read through the object database at that commit: ``git rev-parse
+<sha>^{commit}`` confirms the object is a commit with exactly that id, ``git ls-tree`` at
+it gives the file list and blob ids, ``git grep -n`` the hit lines and ``git cat-file`` the
+blob contents. Uncommitted edits, untracked files and a different checked-out branch
+therefore cannot leak into evidence. Each git call runs via
+``asyncio.create_subprocess_exec`` with a timeout; a failure is a ``RetrievalFailed``
+naming what failed.
+
+A repository given as a URL is cloned bare once into ``$PRESSROOM_HOME/git-cache``, one
+clone per URL shared by every job and tenant on the worker; an unreachable URL is
+``retrieval_failed``. A job never writes a ref there: a commit the clone lacks is fetched
+by its id into no ref (``git fetch --no-tags --no-write-fetch-head origin <sha>``), never
+through a caller's refspec. A server that will not serve an unadvertised object by id
+(``uploadpack.allowReachableSHA1InWant`` off) gets one more fetch of its branches and tags
+into Pressroom's own ``refs/pressroom/`` namespace (fixed refspecs no spec can name); the
+commit must then be there. Unreferenced fetched objects may be pruned by a later ``gc``;
+the next acquisition notices and fetches again.
 
 What a commit holds never changes: once ``rev-parse`` has confirmed the pinned commit is
 in the repository, the tree listing, the grep hits and the blob contents read at that
@@ -29,7 +44,6 @@ import asyncio
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from collections import OrderedDict, defaultdict
@@ -48,7 +62,14 @@ from activities.sources.excerpts import (
 )
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
-from contracts.source_specs import GitSourceSpec, TopicTerms, expand_location
+from contracts.errors import UnpinnedSource
+from contracts.source_specs import (
+    REMOTE_LOCATION,
+    GitSourceSpec,
+    TopicTerms,
+    expand_location,
+    is_object_id,
+)
 from settings import home_from_env
 
 TOOL_NAME = "git_grep"
@@ -57,7 +78,10 @@ MAX_HIT_LINES = 5000
 MAX_RECORDS = 200
 MAX_BLOB_BYTES = 5_000_000
 MAX_TOTAL_BYTES = 64_000_000
-_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
+#: the fallback fetch's refspecs: the remote's branches and tags, mirrored only into
+#: Pressroom's own namespace (never refs/heads or refs/tags, never a name a spec gives)
+_MIRROR_REFSPECS = ("+refs/heads/*:refs/pressroom/heads/*", "+refs/tags/*:refs/pressroom/tags/*")
+_FETCH = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", "origin")
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # an unreachable private URL must fail, not wait for a password
     "GIT_ASKPASS": "true",
@@ -130,10 +154,25 @@ async def run_git(
     return code, out
 
 
+def pinned_commit(spec: GitSourceSpec) -> str:
+    """``spec``'s full commit id, or ``UnpinnedSource`` (before any git process runs)."""
+    commit = spec.commit
+    if commit is None:
+        named = f"names ref {spec.ref!r} but " if spec.ref else ""
+        raise UnpinnedSource(
+            f"git source {spec.name!r} {named}has no commit: a job reads only a pinned "
+            "commit id; submit it with `pressroom run`, which resolves the ref once")
+    if not is_object_id(commit):
+        raise UnpinnedSource(
+            f"git source {spec.name!r}: commit {commit[:100]!r} is not a full commit id; "
+            "nothing was fetched or read")
+    return commit
+
+
 async def _local_repo(location: str, commit: str, timeout: float, cache_root: Path) -> str:
     """A local directory to run git in: the repo itself, or a bare clone of a URL (cached
-    under ``cache_root``)."""
-    if not _URL.match(location):
+    under ``cache_root``) that holds ``commit`` (a full object id)."""
+    if not REMOTE_LOCATION.match(location):
         if not Path(location).is_dir():
             raise RetrievalFailed(f"repository {location} does not exist or is not a directory")
         code, _ = await run_git(
@@ -159,25 +198,46 @@ async def _local_repo(location: str, commit: str, timeout: float, cache_root: Pa
             raise RetrievalFailed(f"repository {location} is unreachable: {exc}") from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    code, _ = await run_git(
-        str(cache), "cat-file", "-e", f"{commit}^{{commit}}", timeout=timeout, ok_codes=(0, 1, 128)
-    )
-    if code != 0:
-        try:
-            await run_git(str(cache), "fetch", "--quiet", "origin", commit, timeout=timeout)
-        except RetrievalFailed as exc:
-            raise RetrievalFailed(f"repository {location} is unreachable: {exc}") from exc
+    if not await _has_commit(str(cache), commit, timeout):
+        await _fetch_commit(str(cache), location, commit, timeout)
     return str(cache)
 
 
+async def _has_commit(repo: str, sha: str, timeout: float) -> bool:
+    code, _ = await run_git(repo, "cat-file", "-e", f"{sha}^{{commit}}", timeout=timeout,
+                            ok_codes=(0, 1, 128))
+    return code == 0
+
+
+async def _fetch_commit(cache: str, location: str, sha: str, timeout: float) -> None:
+    """Bring ``sha`` into the shared clone by its id; no ref a spec can name is written
+    (see the module docstring)."""
+    try:
+        await run_git(cache, *_FETCH, sha, timeout=timeout)
+        return
+    except RetrievalFailed as by_id:
+        refused = by_id
+    try:
+        await run_git(cache, *_FETCH, *_MIRROR_REFSPECS, timeout=timeout)
+    except RetrievalFailed as exc:
+        raise RetrievalFailed(f"repository {location} is unreachable: {exc}") from exc
+    if not await _has_commit(cache, sha, timeout):
+        raise RetrievalFailed(f"commit {sha} not found in repository {location} "
+                              f"({refused}; not on any of its branches or tags either)")
+
+
 async def _resolve(repo: str, commit: str, timeout: float) -> str:
+    """``commit`` itself, once the repository confirms it is a commit with exactly that id."""
     code, out = await run_git(
         repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}",
         timeout=timeout, ok_codes=(0, 1, 128),
     )
     sha = out.decode().strip()
-    if code != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+    if code != 0 or not is_object_id(sha):
         raise RetrievalFailed(f"commit {commit} not found in repository")
+    if sha != commit:
+        raise RetrievalFailed(f"object {commit} is not a commit (it peels to commit {sha}); "
+                              "pin the commit's own id")
     return sha
 
 
@@ -276,11 +336,13 @@ class PinnedTree:
 
 async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
                       timeout: float = DEFAULT_TIMEOUT_S) -> PinnedTree:
-    """``spec``'s repository at its pinned commit; ``RetrievalFailed`` names what failed."""
+    """``spec``'s repository at its pinned commit; ``RetrievalFailed`` names what failed,
+    ``UnpinnedSource`` a spec without a full commit id."""
+    commit = pinned_commit(spec)
     cache_root = home_from_env(locations) / "git-cache"
-    repo = await _local_repo(expand_location(spec.repo, locations), spec.commit, timeout,
+    repo = await _local_repo(expand_location(spec.repo, locations), commit, timeout,
                              cache_root)
-    sha = await _resolve(repo, spec.commit, timeout)
+    sha = await _resolve(repo, commit, timeout)
     files: dict[str, tuple[str, int]] = await _at_commit(
         ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))
     return PinnedTree(repo, sha, files, timeout)

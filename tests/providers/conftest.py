@@ -66,7 +66,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltRequest:
         topics = [TopicTerms(name=t.name, terms=t.terms) for t in spec.topics]
         sources = [
             *spec.sources,
-            GitSourceSpec(name="gone", repo=str(fixtures / "repos" / "gone"), commit="main"),
+            GitSourceSpec(name="gone", repo=str(fixtures / "repos" / "gone"),
+                          commit="0" * 40),
             DocumentSourceSpec(
                 name="plan", path=str(fixtures / "workspace" / "plan.md"),
                 trust=Trust.PROJECT_EDITABLE,

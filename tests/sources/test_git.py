@@ -19,7 +19,8 @@ SCOPE = ScopeRef(tenant="acme", project="reliability", task="t1")
 
 
 def _httpkit(fixtures: Path) -> GitSourceSpec:
-    return GitSourceSpec(name="httpkit", repo=str(fixtures / "repos" / "httpkit"), commit="v2")
+    return GitSourceSpec(name="httpkit", repo=str(fixtures / "repos" / "httpkit"),
+                         commit=EXPECTED_COMMITS["httpkit"]["v2"])
 
 
 def _show(repo: Path, rev: str, path: str) -> list[str]:
@@ -35,7 +36,7 @@ async def test_pinned_commit_not_working_tree(fresh_fixtures: Path) -> None:
     policy = repo / "backoff_lib" / "policy.py"
     policy.write_text(policy.read_text() + "\n# jitter max_delay LEAKED_WORKTREE\n")
     (repo / "untracked.py").write_text("jitter = 'LEAKED_UNTRACKED'\n")
-    spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit="v1")
+    spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit=V1)
     result = await acquire(spec, TOPICS, call_id="call-1", as_of=AS_OF, locations=locations())
 
     assert result.outcome is AcquisitionOutcome.RETRIEVED
@@ -52,10 +53,12 @@ async def test_pinned_commit_not_working_tree(fresh_fixtures: Path) -> None:
     assert set(result.missing_topics) >= {"delay_cap", "retry_after", "idempotency"}
 
 
-async def test_commit_is_resolved_to_the_full_sha(shared_fixtures: Path) -> None:
+async def test_commit_is_the_full_id_lowercased(shared_fixtures: Path) -> None:
+    """Names and short ids are refused by the spec (tests/sources/test_git_pins.py)."""
     repo = shared_fixtures / "repos" / "backoff-lib"
-    for given in ("v2", V2[:10], V2):
+    for given in (V2.upper(), V2):
         spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit=given)
+        assert spec.commit == V2
         result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
         assert result.revision == V2
         assert {r.commit for r in result.records} == {V2}
@@ -117,7 +120,7 @@ async def test_unreachable_repositories_are_retrieval_failed(tmp_path: Path) -> 
         f"file://{tmp_path}/nowhere.git": "unreachable",
     }
     for location, expected in cases.items():
-        spec = GitSourceSpec(name="r", repo=location, commit="main")
+        spec = GitSourceSpec(name="r", repo=location, commit=V1)
         result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
         assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED, location
         assert expected in (result.reason or ""), result.reason
@@ -172,8 +175,8 @@ async def test_url_sources_are_cloned_once_and_fetched_for_new_commits(
     origin = fresh_fixtures / "repos" / "httpkit"
     url = f"file://{origin}"
     by_url = await acquire(
-        GitSourceSpec(name="httpkit", repo=url, commit="v2"), TOPICS, call_id="c", as_of=AS_OF,
-        locations=locations(),
+        GitSourceSpec(name="httpkit", repo=url, commit=EXPECTED_COMMITS["httpkit"]["v2"]),
+        TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
     )
     by_path = await acquire(_httpkit(fresh_fixtures), TOPICS, call_id="c", as_of=AS_OF,
                             locations=locations())

@@ -15,14 +15,17 @@ import pytest
 from activities.sources import acquire, gitrepo
 from context.vocabulary import AcquisitionOutcome
 from contracts.source_specs import GitSourceSpec
+from examples.build_fixtures import EXPECTED_COMMITS
 from tests.sources.conftest import AS_OF, TOPICS, locations
+
+V2 = EXPECTED_COMMITS["backoff-lib"]["v2"]
 
 
 async def test_second_acquisition_reuses_reads_at_the_commit(
     fresh_fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = fresh_fixtures / "repos" / "backoff-lib"
-    spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit="v2")
+    spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit=V2)
     commands: list[str] = []
     real = gitrepo.run_git
 
@@ -47,7 +50,7 @@ async def test_second_acquisition_reuses_reads_at_the_commit(
 
 async def test_cached_commit_still_checked(fresh_fixtures: Path) -> None:
     repo = fresh_fixtures / "repos" / "backoff-lib"
-    spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit="v2")
+    spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit=V2)
     assert (await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())).records
     missing = spec.model_copy(update={"commit": "0123456789abcdef0123456789abcdef01234567"})
     result = await acquire(missing, TOPICS, call_id="c", as_of=AS_OF, locations=locations())

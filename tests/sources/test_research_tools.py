@@ -38,7 +38,7 @@ V2 = EXPECTED_COMMITS["backoff-lib"]["v2"]
 def sources(fixtures: Path) -> list[SourceSpec]:
     return [
         GitSourceSpec(name="backoff-lib", repo=str(fixtures / "repos" / "backoff-lib"),
-                      commit="v2", paths=["backoff_lib", "tests", "README.md"]),
+                      commit=V2, paths=["backoff_lib", "tests", "README.md"]),
         DocumentSourceSpec(name="http-notes", path=str(fixtures / "docs")),
         WebPageSourceSpec(name="blog", path=str(fixtures / "web" / "retry-storms.html"),
                           url="https://sre.example.org/blog/retry-storms"),
@@ -167,7 +167,7 @@ async def test_a_link_out_of_a_document_folder_is_never_followed(fresh_fixtures:
 
 async def test_a_missing_source_is_a_refusal_naming_it(shared_fixtures: Path,
                                                        tmp_path: Path) -> None:
-    gone = GitSourceSpec(name="gone", repo=str(tmp_path / "nope"), commit="v1")
+    gone = GitSourceSpec(name="gone", repo=str(tmp_path / "nope"), commit=V2)
     with pytest.raises(ToolRejected) as caught:
         await run_source_tool("list", {"source": "gone"}, [gone], {})
     assert caught.value.kind == "source_unavailable" and "gone" in caught.value.detail

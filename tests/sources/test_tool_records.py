@@ -29,7 +29,7 @@ def _specs() -> list[GitSourceSpec | DocumentSourceSpec | WebPageSourceSpec]:
             name="blog", path="${PRESSROOM_FIXTURES}/web/retry-storms.html",
             url="https://sre.example.org/blog/retry-storms",
         ),
-        GitSourceSpec(name="gone", repo="${PRESSROOM_FIXTURES}/repos/gone", commit="main"),
+        GitSourceSpec(name="gone", repo="${PRESSROOM_FIXTURES}/repos/gone", commit="0" * 40),
     ]
 
 
