@@ -22,6 +22,7 @@ import context
 from activities.candidates import CandidateSet, load_candidates
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, scope_of
+from context.admission.security import redact_secrets
 from context.items import ScopeRef
 from context.request import ModelSpec, PrincipalContext, TopicSpec
 from contracts.activity_messages import AssembleContextInput, ContextRef
@@ -123,7 +124,7 @@ def _input_tokens(body: dict[str, Any]) -> int | None:
 
 def _detail(body: dict[str, Any]) -> str | None:
     """A short human hint for a blocked step: the engine's detail, else the missing topics."""
-    if body.get("blocked_detail"):
-        return str(body["blocked_detail"])[:300]
+    if body.get("blocked_detail"):  # it travels in workflow history: no secret in it
+        return redact_secrets(str(body["blocked_detail"]))[:300]
     missing = [str(m) for m in body.get("missing_topics") or []]
     return f"missing topics: {', '.join(missing)}" if missing else None

@@ -14,7 +14,9 @@ The reply is untrusted input, so nothing in it can fail the turn: arguments that
 JSON object, a tool name that is too long, arguments over the size that may travel in
 history each become a call with a ``refusal`` that the tool activity records as a typed
 error result the model sees next turn; the calls past the turn's limit become one such
-refused call that says how many were not run.
+refused call that says how many were not run. Secrets in a call's arguments are redacted
+(``context.admission.security``) before the call travels anywhere: only the stored reply
+keeps them as the provider sent them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from activities.providers import get_provider
 from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
 from artifacts import content_hash
+from context.admission.security import redact_arguments
 from contracts.activity_messages import (
     MAX_TOOL_ARGUMENT_CHARS,
     DecideInput,
@@ -69,6 +72,12 @@ def plan_calls(decision: ProviderDecision, turn: int, max_calls: int) -> list[Pl
                        f"turn; calls {max_calls + 1} to {asked} were not run")
         if refusal is not None:
             arguments = {}
+        else:
+            # a secret in the arguments (a token in a repository URL) must not travel in
+            # workflow history, the stored exchange or the next turns' requests; the raw
+            # reply stays in the model_decision artifact only
+            scan = redact_arguments(arguments)
+            arguments = arguments if scan is None else scan.arguments
         planned.append(PlannedCall(call_id=call_id(turn, index), tool_name=name,
                                    arguments=arguments, refusal=refusal))
     return planned

@@ -54,6 +54,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
+from context.admission.security import redact_secrets
+
 R = TypeVar("R", bound=BaseModel)
 
 #: Activity bodies a helper may run: activity name -> (module, function, input model); an
@@ -132,7 +134,9 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
         return False, {
             "type": exc.type if isinstance(exc, ApplicationError) and exc.type
             else type(exc).__name__,
-            "message": str(exc) or type(exc).__name__,
+            # Temporal records the message in workflow history; an error quoting external
+            # content (a clone URL with its token) is redacted first
+            "message": redact_secrets(str(exc)) or type(exc).__name__,
             "non_retryable": bool(getattr(exc, "non_retryable", False)),
         }
 

@@ -43,6 +43,7 @@ from activities.runtime import (
     ref_of,
 )
 from artifacts import content_hash
+from context.admission.security import redact_secrets
 from context.errors import ToolHistoryError
 from context.items import sha256_text
 from context.tool_history import canonical_argument_hash
@@ -166,7 +167,9 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
         content = json.dumps(result, sort_keys=True, ensure_ascii=False)
     except ToolRejected as refused:
         status, rejection = "error", refused.kind
-        content = json.dumps({"error": refused.kind, "detail": refused.detail},
+        # the detail may quote a tool's error text (a clone URL with its token): redacted
+        content = json.dumps({"error": refused.kind,
+                              "detail": redact_secrets(refused.detail)},
                              sort_keys=True, ensure_ascii=False)
     body = {
         "call": {"call_id": inp.call_id, "tool_name": inp.tool_name,

@@ -86,7 +86,9 @@ def floor(n: int) -> dict[str, Any]:
         other.result()
 
     detector = Detector()
-    words, shapes = detector._instruction_words, detector._secret_words
+    # the gate's two passes: secret shapes as written, and one caseless pass for the
+    # instruction words and the case-insensitive secret words together
+    words, shapes = detector._folded_words, detector._secret_words
     payload, manifest = out.serialized.payload, out.manifest.model_dump(mode="json")
     parts = {
         "integrity_rehash": _best(

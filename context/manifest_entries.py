@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from context.admission.security import redact_secrets
 from context.admitted import Admitted, GateOutcome
 from context.items import ContextItem, SourceAcquisition
 from context.manifest import (
@@ -54,12 +55,14 @@ def _construct(cls: type[_E], values: dict[str, Any]) -> _E:
 
 
 def acquisition_entry(a: SourceAcquisition) -> AcquisitionEntry:
+    # a failed retrieval's reason is the tool's error text, which may quote a credential
+    # (a repository URL with a token): the manifest keeps it redacted
     return AcquisitionEntry(
         source_request_id=a.source_request_id,
         source=SourceId(type=a.source_type, id=a.source_id, revision=a.revision),
         outcome=a.outcome,
         result_digest=a.result_digest,
-        reason=a.reason,
+        reason=redact_secrets(a.reason) if a.reason else a.reason,
     )
 
 

@@ -264,3 +264,6 @@ PRESERVE_KEYS: tuple[str, ...] = (
 #: The label a data block shows when its text reads like an instruction (the matched text
 #: itself stays in the manifest's security flags, never in the rendered request).
 INSTRUCTION_FLAG = "instruction_like_text"
+#: The prefix of a tool pair's security flag for a secret found in it (``<prefix>:<kind>@
+#: <where>``): the kind and location, never the value.
+SECRET_FLAG = "secret_material"

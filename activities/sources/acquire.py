@@ -35,6 +35,7 @@ from activities.sources.toolrecord import (
 )
 from activities.sources.webpages import TOOL_NAME as WEB_TOOL
 from activities.sources.webpages import acquire_web_page
+from context.admission.security import redact_secrets
 from context.vocabulary import AcquisitionOutcome, ToolStatus
 from contracts.source_specs import (
     DocumentSourceSpec,
@@ -100,10 +101,12 @@ async def acquire(
     try:
         gathered = await _gather(spec, topics, call_id, as_of, timeout, locations)
         outcome = AcquisitionOutcome.RETRIEVED
+    # a tool's error text may quote a credential (a clone URL with its token): the reason
+    # goes into the tool result, the stored records and the manifest, so it is redacted
     except RetrievalFailed as exc:
-        outcome, reason = AcquisitionOutcome.RETRIEVAL_FAILED, str(exc)
+        outcome, reason = AcquisitionOutcome.RETRIEVAL_FAILED, redact_secrets(str(exc))
     except NothingToRetrieve as exc:
-        outcome, reason = AcquisitionOutcome.NOT_RETRIEVED, str(exc)
+        outcome, reason = AcquisitionOutcome.NOT_RETRIEVED, redact_secrets(str(exc))
     records = gathered.records if gathered else []
     warnings = gathered.warnings if gathered else []
     covered = {t for r in records for t in r.topics}

@@ -287,6 +287,8 @@ class GateRunner:
         assessment["cross_scope_check"] = "passed"
         secrets, flags = self.detector.assess(item.content_hash, item.content)
         if secrets is not None:
+            # what was found, never the value (the location is this entry's item id)
+            assessment["secret_kinds"] = ",".join(secrets.kinds)
             if sec.secret_material == "deny":
                 assessment["secret_handling"] = "failed"
                 return (

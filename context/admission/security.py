@@ -3,66 +3,385 @@
 Both detectors are deterministic regular expressions, so the same content always yields
 the same assessment. They are deliberately conservative:
 
-* **Secrets** are high-precision token shapes (cloud keys, private key blocks, GitHub /
-  Slack / OpenAI-style tokens) plus ``key = "value"`` assignments whose value is a quoted
-  opaque string; a bare identifier such as ``token = get_token()`` is not a secret.
-  Redaction replaces each match with ``[REDACTED:<kind>]`` and never touches the rest.
+* **Secrets** (docs/context-engine.md#secrets-and-instruction-like-text) are
+
+  - high-precision token shapes: private key blocks (PEM, OpenSSH, PGP), a PEM/PGP key cut
+    by an excerpt window (a ``BEGIN`` line without its ``END``, or the reverse), AWS access
+    key ids, GitHub (classic ``ghp_``… and fine-grained ``github_pat_``), GitLab
+    (``glpat-`` and its sibling prefixes, routable forms too), Slack, OpenAI/Anthropic-style
+    ``sk-``, Stripe secret and restricted keys (``sk_live_``, ``rk_live_``, ``_test_``;
+    publishable ``pk_`` keys are public by design and left alone), Google API keys
+    (``AIza``…) and JWTs;
+  - secrets by context: the password of a URL (``scheme://user:pass@host``), a
+    ``Bearer <token>``, an ``Authorization:`` header's credentials, and assignments whose
+    key names a secret (``password``, ``secret``, ``token``, ``api_key``, ``access_key``,
+    ``private_key``, ``credentials``, …), quoted (``key = "value"``) or unquoted as in
+    ``.env``, INI, shell and YAML (``KEY=value``, ``key: value``).
+
+  An assigned value counts only when it looks opaque: not a function call
+  (``token = get_token()``), an attribute (``form.password``), a reference (``${VAR}``,
+  ``$VAR``, ``%(x)s``, ``{{ x }}``), a placeholder (``<your-key>``, ``changeme``,
+  ``YOUR_API_KEY``, ``xxxx``), a path, a number or a plain word; and the key must *end*
+  with the secret word (``max_tokens=100``, ``password_field = …`` are not secrets).
+  Redaction replaces the secret itself — the whole token, or just the value of an
+  assignment, URL or header — with ``[REDACTED:<kind>]`` and never touches the rest; the
+  kinds found are what gets reported, never the value.
+
 * **Instruction-like text** (``ignore previous instructions``, ``skip human approval``,
   ``publish without review``, their Chinese forms
   (docs/context-engine.md#secrets-and-instruction-like-text), ...) is only *flagged*: the item
   stays data inside a delimited block (policy ``isolate_as_data``) unless the policy says
   ``deny``. A detector cannot prove text is harmless, which is why structure (data blocks,
   roles) — not detection — is the defence; the flag is for the audit trail.
+
+Cost: every secret shape has a prefilter of literal substrings, all found in the same
+passes over a text as the instruction words (``context.admission.needles``), so a clean
+text costs two hyperscan passes whatever the number of shapes; and a shape's regex is only
+tried where one of its leading words occurs (Python's ``re`` cannot skip ahead on an
+alternation or a character class). ``redact_secrets`` is the same detector for error
+messages and other text outside the engine.
 """
 
 from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from context.admission.needles import find, find_casefolded
-from context.admission.scan import occurrences
+from context.admission.scan import contains_any, occurrences
 
 _MEMO_ENTRIES = 60_000
 
-# (kind, pattern, prefilter): the regex only runs when one of the prefilter's substrings
-# occurs. Python's ``re`` cannot skip ahead on an alternation, so scanning megabytes with
-# every pattern would cost several times the tokenizer; the prefilters — all found in one
-# pass per text (``context.admission.needles``) — make a clean text cheap.
-_SECRET_PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("private_key",
-     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-     ("PRIVATE KEY-----",)),
-    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
-    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b",
-     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    ("slack_token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b", ("xox",)),
-    ("api_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", ("sk-",)),
-)
-# ``password = "…"``-style assignments: find the quoted assignment first (a char-class
-# prefix ``re`` skips to quickly), then look for the key word just before it.
-_ASSIGNED_VALUE = re.compile(r"[:=]\s*[\"'][^\"'\s]{8,}[\"']")
-_ASSIGNED_KEY = re.compile(
-    r"(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)\s*\Z"
-)
-_LOOKBACK = 40
+# -- secret shapes ----------------------------------------------------------------------
+#
+# Each shape: the regex, the prefilter (one of ``needles`` must occur), the leading words
+# (every match *starts* with one of them, so the regex is tried only where one occurs; a
+# test holds the shortcut to a position-by-position search), the group that is replaced
+# and an optional check of the match. ``folded`` shapes are case-insensitive: their
+# needles and leading words are lower-case ASCII, found in the lower-cased text, and their
+# regex carries ``(?ai)`` so that it matches ASCII letters only (``lower()`` then keeps
+# every position, see ``_FOLDS_TO_ASCII``).
+
+Span = tuple[int, int]
 
 
-def _assigned_spans(text: str) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    if '"' not in text and "'" not in text:
-        return spans  # no quoted value at all (two memchr scans, far cheaper than the regex)
-    for m in _ASSIGNED_VALUE.finditer(text):
-        start = max(0, m.start() - _LOOKBACK)
-        key = _ASSIGNED_KEY.search(text, start, m.start())
-        if key is not None:
-            spans.append((key.start(), m.end()))
+@dataclass(frozen=True)
+class _Shape:
+    kind: str
+    pattern: re.Pattern[str] | None
+    needles: tuple[str, ...]
+    lead: tuple[str, ...] = ()
+    folded: bool = False
+    group: str | int = 0
+    accept: Callable[[re.Match[str], str], bool] | None = None
+    #: a finder that is not one regex (the headless key body)
+    spans: Callable[[str], list[Span]] | None = None
+    #: per leading word, a regex of that word and what must follow it (a superset of the
+    #: pattern's start): one C-level scan per present word finds the few places worth a
+    #: match, where a word common in prose ("token") would cost a Python step each
+    gates: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
+    #: one of these must occur too (plain ``in``: single characters, which a hyperscan
+    #: literal set would report on nearly every text)
+    also: tuple[str, ...] = ()
+    #: derived: the needles as a set, and whether they are the leading words too (then
+    #: only the present ones start a match)
+    needle_set: frozenset[str] = field(init=False)
+    lead_is_needles: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "needle_set", frozenset(self.needles))
+        object.__setattr__(self, "lead_is_needles",
+                           bool(self.needles) and self.lead == self.needles)
+
+
+_B64 = r"[A-Za-z0-9+/=]"
+#: a line break as a key body may carry it: raw, JSON-escaped, or between the strings of
+#: a JSON list of lines (a ``read`` result)
+_BREAK = r'(?:\r?\n|\\r?\\n|"[ \t]*,[ \t]*")'
+_ARMOR_HEADER = r"(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset|MessageID):[^\r\n\"\\]*"
+_LINE_END = r'(?=\r?\n|\\[rn]|"|\Z)'
+# a body line is base64, an armor header, or blank (only between lines: the break after
+# the last base64 line is not the key's)
+_KEY_BODY = (rf"(?:{_BREAK}(?:[ \t]*{_B64}+[ \t]*{_LINE_END}|{_ARMOR_HEADER}"
+             rf"|[ \t]*(?={_BREAK})))*")
+_BEGIN_KEY = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_END_KEY = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_BREAK_BEFORE = re.compile(rf"{_BREAK}\Z")
+_BODY_LINE = re.compile(rf"[ \t]*{_B64}+[ \t]*")
+_BODY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \t")
+
+
+def _headless_key_spans(text: str) -> list[Span]:
+    """A key body whose ``BEGIN`` line was cut off: the base64 lines before an ``END``
+    line (complete blocks are already redacted when this runs, so an ``END`` left is
+    alone), through that line."""
+    spans: list[Span] = []
+    for at in occurrences(("-----END ",), text):
+        m = _END_KEY.match(text, at)
+        if m is None:
+            continue
+        start = at
+        while True:
+            brk = _BREAK_BEFORE.search(text, max(0, start - 16), start)
+            if brk is None:
+                break
+            line = brk.start()
+            while line > 0 and text[line - 1] in _BODY_CHARS:
+                line -= 1
+            if not _BODY_LINE.fullmatch(text, line, brk.start()):
+                break
+            while text[line] in " \t":  # the indentation is not the key's
+                line += 1
+            start = line
+        if start < at:
+            spans.append((start, m.end()))
     return spans
 
 
-def _redact_spans(text: str, spans: list[tuple[int, int]], kind: str) -> str:
+# Key names that say "secret". A match must *end* with one (``password_field`` is not a
+# password, ``max_tokens`` no token); ``secret_key``, ``client_secret``, ``DB_PASSWORD``,
+# ``aws_secret_access_key`` all do.
+_KEY_WORDS = (r"(?:pass(?:word|wd|phrase)|pwd|secret(?:[_-]?key)?|token|credentials?"
+              r"|(?:api|access|private|auth|signing|encryption|master)[_-]?key)")
+_KEY_LEAD = ("password", "passwd", "passphrase", "pwd", "secret", "token", "credential",
+             *(f"{w}{sep}key" for w in ("api", "access", "private", "auth", "signing",
+                                         "encryption", "master") for sep in ("", "_", "-")))
+#: what follows a leading key word where an assignment starts (``secret`` + ``_key``,
+#: ``credential`` + ``s``, a closing quote, the separator): a superset of both patterns
+_KEY_GATE = r"[\w-]{0,4}[\"']?\s*[:=]"
+_SEPARATORS = ("=", ":")
+_PLACEHOLDER_WORDS = frozenset({
+    "changeme", "change_me", "change-me", "changeit", "password", "passwd", "secret",
+    "token", "none", "null", "nil", "true", "false", "undefined", "redacted", "placeholder",
+    "example", "todo", "tbd", "required", "optional", "string", "empty", "default",
+    "hidden", "masked", "notset", "not_set", "unset", "sensitive", "pass", "pwd", "pw",
+})
+_PLACEHOLDER_PREFIXES = ("your", "<", "$", "%", "{", "[", "!", "*", "&", "#", "@",
+                         "insert", "enter_", "enter-", "replace", "dummy", "fake",
+                         "placeholder", "example_", "example-", "sample")
+_NUMBERISH = re.compile(r"[\d.,:_+-]+")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_PLAIN_WORDS = re.compile(r"[A-Za-z_.-]+")
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _placeholder(value: str) -> bool:
+    """A value that stands for a secret rather than being one (docs, templates, refs)."""
+    low = value.lower()
+    return (low in _PLACEHOLDER_WORDS or low.startswith(_PLACEHOLDER_PREFIXES)
+            or "[redacted" in low or "..." in value or "\u2026" in value
+            or len(set(low)) == 1)
+
+
+def _mixed_case(value: str) -> bool:
+    return value.lower() != value and value.upper() != value
+
+
+def _names_something(value: str) -> bool:
+    """A number, a dotted name (``form.password``), a path or a URL: not a credential."""
+    return bool(_NUMBERISH.fullmatch(value) or _DOTTED_NAME.fullmatch(value)
+                or value.startswith(("/", "~/", "./", "../")) or "://" in value)
+
+
+def _opaque(value: str) -> bool:
+    """Random-looking enough to be a credential: a digit or a symbol in it, or a long
+    mixed-case run of letters; a plain word is not."""
+    if not _PLAIN_WORDS.fullmatch(value):
+        return True  # a digit or a symbol
+    return len(value) >= 16 and _mixed_case(value)
+
+
+def _key_start(text: str, at: int) -> int:
+    while at > 0 and text[at - 1] in _IDENT_CHARS:
+        at -= 1
+    return at
+
+
+def _accept_unquoted(m: re.Match[str], text: str) -> bool:
+    value = m.group("value")
+    if _placeholder(value):
+        return False
+    after = text[m.end():m.end() + 1]
+    if after in ("(", "[", "{", "<"):
+        return False  # a call, a subscript, a generic: code, not a value
+    key = text[_key_start(text, m.start()):m.end("key")]
+    if value.lower() == key.lower():
+        return False
+    sep = m.group("sep")
+    if sep.strip() == ":" and text[m.end():m.end() + 64].lstrip(" \t").startswith("="):
+        return False  # an annotation: ``api_token: SecretStr = Field()``
+    if _names_something(value):
+        return False
+    if _opaque(value):
+        return True
+    # ``.env`` style (``DB_PASSWORD=hunter``): an upper-case key glued to its value holds a
+    # literal, so a lower-case word counts too; an UPPER_SNAKE value names a variable
+    return (sep == "=" and not any(c.islower() for c in key)
+            and any(c.islower() for c in value))
+
+
+def _accept_quoted(m: re.Match[str], text: str) -> bool:
+    value = m.group("value")
+    key = text[_key_start(text, m.start()):m.end("key")]
+    return not _placeholder(value) and value.lower() != key.lower()
+
+
+def _accept_token(m: re.Match[str], text: str) -> bool:
+    """A bearer or header credential: opaque (a digit or mixed case), not a placeholder."""
+    value = m.group("value")
+    if _placeholder(value) or text[m.end():m.end() + 1] == "(":
+        return False
+    return any(c.isdigit() for c in value) or _mixed_case(value) or "+" in value \
+        or value.endswith("=")
+
+
+def _accept_url(m: re.Match[str], text: str) -> bool:
+    return not _placeholder(m.group("value"))
+
+
+def _shape(kind: str, pattern: str, needles: tuple[str, ...], lead: tuple[str, ...] = (),
+           gate: str = "", **kw: Any) -> _Shape:
+    lead = lead or needles
+    gates: Mapping[str, re.Pattern[str]] = {}
+    if gate:  # shapes with the same words and gate share one mapping (and its scan)
+        gates = _GATES.setdefault((lead, gate), {
+            w: re.compile(re.escape(w) + gate) for w in lead})
+    return _Shape(kind, re.compile(pattern), needles, lead, gates=gates, **kw)
+
+
+_GATES: dict[tuple[tuple[str, ...], str], dict[str, re.Pattern[str]]] = {}
+
+
+_TOKEN_END = r"(?![0-9A-Za-z_-])"
+_TOKEN_START = r"(?<![0-9A-Za-z_-])"
+_GITLAB = ("glpat-", "gldt-", "glptt-", "glrt-", "glrtr-", "gloas-", "glcbt-", "glft-",
+           "glimt-", "glagent-", "glsoat-", "glffct-", "GR1348941")
+_STRIPE = ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_")
+
+#: the shapes in the order they run (each on the text the previous ones redacted)
+_TOKEN_SHAPES: tuple[_Shape, ...] = (
+    _shape("private_key",
+           r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+           ("PRIVATE KEY-----",), ("-----BEGIN ",)),
+    _shape("pgp_private_key",
+           r"-----BEGIN PGP PRIVATE KEY BLOCK-----[\s\S]*?-----END PGP PRIVATE KEY BLOCK-----",
+           ("PGP PRIVATE KEY BLOCK-----",), ("-----BEGIN ",)),
+    _shape("private_key_truncated", _BEGIN_KEY + _KEY_BODY, ("PRIVATE KEY",),
+           ("-----BEGIN ",)),
+    _Shape("private_key_truncated", None, ("PRIVATE KEY",), spans=_headless_key_spans),
+    _shape("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
+    _shape("github_token",
+           r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}\b|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}"
+           r"(?![A-Za-z0-9_]))",
+           ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _shape("gitlab_token",
+           _TOKEN_START + r"(?:gl(?:pat|dt|ptt|rtr?|oas|cbt|ft|imt|agent|soat|ffct)-"
+           r"[0-9A-Za-z_-]{20,300}(?:\.[0-9a-z]{9})?|GR1348941[0-9A-Za-z_-]{20,})"
+           + _TOKEN_END, _GITLAB),
+    _shape("slack_token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b", ("xox",)),
+    _shape("api_key", r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", ("sk-",)),
+    _shape("stripe_key", r"(?<![0-9A-Za-z])[rs]k_(?:live|test|prod)_[0-9A-Za-z]{16,}\b",
+           _STRIPE),
+    _shape("google_api_key", _TOKEN_START + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END, ("AIza",)),
+    _shape("jwt", _TOKEN_START + r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
+           ("eyJ",)),
+)
+#: secrets found by their context; they run after the policy's own patterns
+_CONTEXT_SHAPES: tuple[_Shape, ...] = (
+    _shape("url_password",
+           r"://[^\s:/?#\[\]'\"<>`\\]*:(?P<value>[^\s/?#'\"<>`\\]+)@", ("://",),
+           group="value", accept=_accept_url),
+    _shape("bearer_token", r"(?ai)\bbearer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{12,}=*)",
+           ("bearer",), folded=True, group="value", accept=_accept_token),
+    _shape("authorization_header",
+           r"(?ai)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:basic|token|bot|apikey)"
+           r"[ \t]+)?(?P<value>[A-Za-z0-9._~+/-]{12,}=*)",
+           ("authorization",), folded=True, group="value", accept=_accept_token),
+    _shape("assigned_secret",
+           rf"(?ai)(?P<key>{_KEY_WORDS})[\"']?\s*[:=]\s*[\"'](?P<value>[^\"'\s]{{8,}})[\"']",
+           _KEY_LEAD, folded=True, group="value", accept=_accept_quoted, gate=_KEY_GATE,
+           also=_SEPARATORS),
+    _shape("unquoted_assigned_secret",
+           rf"(?ai)(?P<key>{_KEY_WORDS})[\"']?(?P<sep>[ \t]*[:=][ \t]*)"
+           r"(?P<value>[^\s'\"`\\,;&()\[\]{}<>]{8,})",
+           _KEY_LEAD, folded=True, group="value", accept=_accept_unquoted, gate=_KEY_GATE,
+           also=_SEPARATORS),
+)
+# The only characters outside ASCII that ``re``'s IGNORECASE matches to an ASCII letter
+# (U+0130 dotted capital I, U+0131 dotless i, U+017F long s, U+212A Kelvin sign; found by
+# trying every code point, pinned by a test). In a text without them
+# ``lower()`` keeps every position, and a case-insensitive match of a lower-case ASCII word
+# starts exactly where that word occurs in the lower-cased text.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _lowered(text: str) -> str | None:
+    """``text.lower()`` when it keeps every position, else ``None`` (search everywhere)."""
+    for c in _FOLDS_TO_ASCII:
+        if c in text:
+            return None
+    return text.lower()
+
+
+def _starts(shape: _Shape, haystack: str, lead: Collection[str]) -> list[int]:
+    """Where a match of ``shape`` may start: each occurrence of a leading word in
+    ``lead`` (the shape's present ones), or of its gate."""
+    if not shape.gates:
+        return occurrences(lead, haystack)
+    starts: set[int] = set()
+    for word in lead:
+        starts.update([m.start() for m in shape.gates[word].finditer(haystack)])
+    return sorted(starts)
+
+
+def _shape_spans(shape: _Shape, text: str, lowered: str | None,
+                 lead: Collection[str] | None = None,
+                 gated: dict[int, list[int]] | None = None) -> list[Span]:
+    """Where ``shape`` matches in ``text`` (left to right, not overlapping), as the spans
+    to replace; ``lead`` narrows the leading words to those present (default: all);
+    ``gated`` keeps the starts a shared gate found in this same ``text``."""
+    if shape.spans is not None:
+        return shape.spans(text)
+    pattern, accept = shape.pattern, shape.accept
+    assert pattern is not None
+    spans: list[Span] = []
+    if not shape.lead or (shape.folded and lowered is None):
+        # no shortcut: try every position (a policy's own pattern; or a text holding a
+        # character that folds to ASCII, where ``lower()`` may move positions)
+        at = 0
+        while True:
+            m = pattern.search(text, at)
+            if m is None:
+                return spans
+            if accept is None or accept(m, text):
+                spans.append(m.span(shape.group))
+                at = max(m.end(), m.start() + 1)
+            else:
+                at = m.start() + 1
+    haystack = lowered if shape.folded and lowered is not None else text
+    end = 0
+    lead = shape.lead if lead is None else lead
+    if gated is not None and shape.gates:
+        starts = gated.get(id(shape.gates))
+        if starts is None:
+            starts = gated[id(shape.gates)] = _starts(shape, haystack, lead)
+    else:
+        starts = _starts(shape, haystack, lead)
+    for at in starts:
+        if at < end:
+            continue
+        m = pattern.match(text, at)  # ``\b`` and look-behinds still see the text before
+        if m is None or (accept is not None and not accept(m, text)):
+            continue
+        spans.append(m.span(shape.group))
+        end = m.end()
+    return spans
+
+
+def _redact_spans(text: str, spans: list[Span], kind: str) -> str:
     out: list[str] = []
     pos = 0
     for a, b in spans:
@@ -101,14 +420,6 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[str, 
     (r"跳过.{0,6}(?:批准|审批|评审|审核)", (("跳过",),), ("跳过",)),
     (r"直接发布", (("直接发布",),), ("直接发布",)),
 )
-# The only characters outside ASCII that ``re``'s IGNORECASE matches to an ASCII letter
-# (U+0130 dotted capital I, U+0131 dotless i, U+017F long s, U+212A Kelvin sign; found by
-# trying every code point, pinned by a test). In a text without them
-# ``lower()`` keeps every position, and a case-insensitive match of a lower-case ASCII word
-# starts exactly where that word occurs in the lower-cased text.
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-
-
 def _first_match(pattern: re.Pattern[str], lead: tuple[str, ...], text: str,
                  lowered: str | None) -> re.Match[str] | None:
     """``pattern.search(text)``, trying only the positions where a leading word occurs."""
@@ -142,14 +453,42 @@ class SecretScan:
     redacted: str
 
 
+@dataclass(frozen=True)
+class ArgumentScan:
+    """Secrets in a tool call's arguments: the redacted arguments and, per finding, where
+    (``arguments.<key>[<index>]…``) and what kind — never the value."""
+
+    arguments: dict[str, Any]
+    findings: tuple[tuple[str, str], ...]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(kind for _, kind in self.findings))
+
+
+_SECRET_KEY = re.compile(rf"(?ai){_KEY_WORDS}\Z")
+
+
 class Detector:
     """Compiled detectors for one policy (built-ins plus the policy's extra patterns)."""
 
     def __init__(self, extra_secret: Iterable[str] = (), extra_instruction: Iterable[str] = ()):
-        secrets = [(kind, re.compile(p), pre) for kind, p, pre in _SECRET_PATTERNS]
-        secrets += [(f"policy_pattern_{i}", re.compile(p), ()) for i, p in enumerate(extra_secret)]
-        self._secrets = tuple(secrets)
-        self._secret_words = tuple(sorted({w for _, _, pre in secrets for w in pre}))
+        policy = tuple(_Shape(f"policy_pattern_{i}", re.compile(p), ())
+                       for i, p in enumerate(extra_secret))
+        self._shapes = (*_TOKEN_SHAPES, *policy, *_CONTEXT_SHAPES)
+        self._secret_words = tuple(sorted(
+            {w for shape in self._shapes if not shape.folded for w in shape.needles}))
+        folded = {w for shape in self._shapes if shape.folded for w in shape.needles}
+        self._secret_folded = tuple(sorted(folded))
+        # which shapes each prefilter word lets run (a text runs only those)
+        by_word: dict[str, list[int]] = {}
+        by_folded: dict[str, list[int]] = {}
+        for index, shape in enumerate(self._shapes):
+            for word in shape.needles:
+                (by_folded if shape.folded else by_word).setdefault(word, []).append(index)
+        self._by_word = {w: tuple(ix) for w, ix in by_word.items()}
+        self._by_folded_word = {w: tuple(ix) for w, ix in by_folded.items()}
+        self._unfiltered = tuple(i for i, shape in enumerate(self._shapes) if not shape.needles)
         instructions = [(re.compile(p), groups, lead)
                         for p, groups, lead in _INSTRUCTION_PATTERNS]
         instructions += [(re.compile(p), (), ()) for p in extra_instruction]
@@ -157,40 +496,118 @@ class Detector:
         self._instruction_words = tuple(sorted(
             {w for _, groups, _ in instructions for g in groups for w in g}
         ))
+        # one caseless pass answers both scans' prefilters
+        self._folded_words = tuple(sorted(folded | set(self._instruction_words)))
         self._memo: OrderedDict[str, tuple[SecretScan | None, tuple[str, ...]]] = OrderedDict()
+        self._argument_memo: OrderedDict[str, ArgumentScan | None] = OrderedDict()
 
     def assess(self, content_hash: str, text: str) -> tuple[SecretScan | None, tuple[str, ...]]:
         """Both scans, memoized by a *verified* content hash (scanning is the costly part)."""
         found = self._memo.get(content_hash)
         if found is not None:  # no LRU reordering: single dict ops stay thread-safe
             return found
-        result = (self.scan_secrets(text), self.instruction_matches(text))
+        folded = find_casefolded(self._folded_words, text)
+        result = (self._scan(text, folded), self.instruction_matches(text, folded))
         self._memo[content_hash] = result
         if len(self._memo) > _MEMO_ENTRIES:
             self._memo.popitem(last=False)
         return result
 
     def scan_secrets(self, text: str) -> SecretScan | None:
-        """Kinds of secret material found and the text with each match redacted."""
+        """Kinds of secret material found and the text with each secret redacted."""
+        return self._scan(text, find_casefolded(self._secret_folded, text))
+
+    def _active(self, text: str, folded: frozenset[str],
+                found: frozenset[str] | None = None) -> set[int]:
+        """The shapes whose prefilter passes on ``text``."""
+        active = set(self._unfiltered)
+        for word in find(self._secret_words, text) if found is None else found:
+            active.update(self._by_word[word])
+        for word in folded:
+            shapes = self._by_folded_word.get(word)
+            if shapes:
+                active.update(shapes)
+        return active
+
+    def _scan(self, text: str, folded: frozenset[str]) -> SecretScan | None:
+        found = find(self._secret_words, text)
+        active = self._active(text, folded, found)
+        if not active:
+            return None  # a clean text: no shape's prefilter passed
         kinds: list[str] = []
         redacted = text
-        found = find(self._secret_words, text)
-        for kind, pattern, pre in self._secrets:
-            if pre and not _every_group_in((pre,), found):
+        lowered: str | None = None
+        gated: dict[int, list[int]] = {}
+        stale = True
+        for index in sorted(active):
+            shape = self._shapes[index]
+            lead: Collection[str] | None = None
+            if shape.also and not contains_any(shape.also, redacted):
                 continue
-            redacted, n = pattern.subn(f"[REDACTED:{kind}]", redacted)
-            if n:
-                kinds.append(kind)
-        spans = _assigned_spans(redacted)
-        if spans:
-            redacted = _redact_spans(redacted, spans, "assigned_secret")
-            kinds.append("assigned_secret")
+            if shape.lead_is_needles:  # a leading word that does not occur starts nothing
+                lead = shape.needle_set & (folded if shape.folded else found)
+            if shape.folded and stale:
+                lowered, stale = _lowered(redacted), False
+                gated = {}
+            spans = _shape_spans(shape, redacted, lowered, lead, gated)
+            if spans:
+                redacted, stale = _redact_spans(redacted, spans, shape.kind), True
+                if shape.kind not in kinds:
+                    kinds.append(shape.kind)
         return SecretScan(tuple(kinds), redacted) if kinds else None
 
-    def instruction_matches(self, text: str) -> tuple[str, ...]:
-        """Instruction-like phrases found in ``text`` (first match per pattern, in order)."""
+    def scan_arguments(self, argument_hash: str, arguments: dict[str, Any]) -> ArgumentScan | None:
+        """Secrets in a tool call's arguments (every string, at any depth, and any string
+        value under a key that names a secret), memoized by the *verified* argument hash.
+        Keys are kept as they are; only values are replaced."""
+        found = self._argument_memo.get(argument_hash, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        result = self.redact_arguments(arguments)
+        self._argument_memo[argument_hash] = result
+        if len(self._argument_memo) > _MEMO_ENTRIES:
+            self._argument_memo.popitem(last=False)
+        return result
+
+    def redact_arguments(self, arguments: dict[str, Any]) -> ArgumentScan | None:
+        """``scan_arguments`` without the memo (for arguments with no verified hash)."""
+        # one prefilter pass over all the strings at once (``repr`` escapes quotes,
+        # backslashes and control characters, none of which a needle holds): most calls
+        # hold nothing worth a closer look
+        blob = repr(arguments)
+        if not self._active(blob, find_casefolded(self._secret_folded, blob)):
+            return None
+        findings: list[tuple[str, str]] = []
+        redacted = self._redact_value(arguments, "arguments", None, findings)
+        return ArgumentScan(redacted, tuple(findings)) if findings else None
+
+    def _redact_value(self, value: Any, where: str, key: str | None,
+                      findings: list[tuple[str, str]]) -> Any:
+        if isinstance(value, str):
+            if (key is not None and len(value) >= 8 and _SECRET_KEY.search(key)
+                    and not _placeholder(value) and value.lower() != key.lower()):
+                findings.append((where, "assigned_secret"))
+                return "[REDACTED:assigned_secret]"
+            scan = self.scan_secrets(value)
+            if scan is None:
+                return value
+            findings += [(where, kind) for kind in scan.kinds]
+            return scan.redacted
+        if isinstance(value, dict):
+            return {k: self._redact_value(v, f"{where}.{k}", str(k), findings)
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redact_value(v, f"{where}[{i}]", None, findings)
+                    for i, v in enumerate(value)]
+        return value
+
+    def instruction_matches(self, text: str,
+                            present: frozenset[str] | None = None) -> tuple[str, ...]:
+        """Instruction-like phrases found in ``text`` (first match per pattern, in order);
+        ``present`` is the caseless prefilter's answer when the caller has it."""
         found: list[str] = []
-        present = find_casefolded(self._instruction_words, text)
+        if present is None:
+            present = find_casefolded(self._instruction_words, text)
         lowered: str | None = None
         checked = False
         for pattern, groups, lead in self._instructions:
@@ -223,3 +640,19 @@ def clear_memos() -> None:
     """Forget memoized scans (compiled detectors stay)."""
     for detector in _CACHE.values():
         detector._memo.clear()
+        detector._argument_memo.clear()
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every secret the built-in detector finds replaced by
+    ``[REDACTED:<kind>]`` — for error messages, refusal details and other text derived from
+    external content that leaves the engine's gates (tool results, activity errors,
+    blocked details)."""
+    scan = detector_for((), ()).scan_secrets(text)
+    return text if scan is None else scan.redacted
+
+
+def redact_arguments(arguments: dict[str, Any]) -> ArgumentScan | None:
+    """A tool call's arguments with every secret the built-in detector finds redacted
+    (``Detector.redact_arguments``), or ``None`` when there is none."""
+    return detector_for((), ()).redact_arguments(arguments)

@@ -11,6 +11,11 @@ older exchanges compacted. Decisions recorded here:
   result is withheld with a notice); instruction-like text is flagged in the pair's
   ``security_flags`` and, under ``deny``, withheld. Withholding keeps the pair (an
   exchange is never cut) and is recorded as a ``redact`` transform.
+* Tool *calls'* arguments are screened for secrets too (a token in a repository URL the
+  model or a source spec put there would otherwise go back to the provider every turn):
+  redacted, or under ``deny`` replaced by a notice, as a ``redact`` transform of
+  ``tool-call:<call_id>``. Every secret found in a pair is in its ``security_flags`` as
+  ``secret_material:<kind>@<where>`` (``result`` or ``arguments.<key>…``), never the value.
 * The newest ``keep_recent`` pairs, extended to whole assistant turns, stay verbatim.
   Older ones are compacted (see ``context.tools.compaction``) when the policy allows
   ``summarize``; otherwise they compete for the tool-pair budget, oldest evicted first.
@@ -38,19 +43,27 @@ from context.manifest_entries import excluded_after_gates, simple_transform
 from context.ranking.coverage import content_topics
 from context.ranking.loading import load_mode_for
 from context.tokens import TokenCounter
-from context.tool_history import PairingResult, ToolAnomaly, ToolPair, result_item_id
+from context.tool_history import (
+    PairingResult,
+    ToolAnomaly,
+    ToolPair,
+    canonical_argument_hash,
+    result_item_id,
+)
 from context.tools.aging import aged
 from context.tools.compaction import compact, pair_item
 from context.tools.pairing import pair_tool_history
 from context.tools.transforms import PreservationFailed, TransformRecord
 from context.vocabulary import (
     INSTRUCTION_FLAG,
+    SECRET_FLAG,
     AnomalyType,
     BlockedReason,
     ExclusionReason,
     Partition,
     SourceType,
     ToolStatus,
+    Trust,
     Zone,
 )
 
@@ -91,6 +104,7 @@ class ToolStage:
         self.verbatim: set[str] = set()
         self.placement: dict[str, str] = {}
         self.flags: dict[str, tuple[str, ...]] = {}
+        self.secrets: dict[str, list[str]] = {}
         self.withheld: set[str] = set()
 
     def run(self) -> None:
@@ -128,20 +142,24 @@ class ToolStage:
         )
 
     def _screen(self, pair: ToolPair) -> ToolPair:
+        pair = self._screen_arguments(pair)
         if pair.synthesized:
             return pair
         state, security = self.state, self.state.policy.security
         detector = self.runner.detector
         secrets, flags = detector.assess(pair.result_hash, pair.result.content)
-        if flags:
-            self.flags[pair.call_id] = flags
         content = pair.result.content
         why = ""
         if secrets is not None:
+            self._found(pair.call_id, [("result", kind) for kind in secrets.kinds])
             if security.secret_material == "deny":
                 why = f"secret material {list(secrets.kinds)}"
             else:
                 content = secrets.redacted
+            # the flags quote the text: take them from the redacted copy, as the gates do
+            flags = detector.instruction_matches(secrets.redacted)
+        if flags:
+            self.flags[pair.call_id] = flags
         if flags and security.external_instruction_text == "deny":
             why = why or f"instruction-like text {list(flags)}"
         if why:
@@ -167,6 +185,48 @@ class ToolStage:
         )
         state.transforms.append(rec)
         return new
+
+    def _found(self, call_id: str, findings: list[tuple[str, str]]) -> None:
+        """Record secrets found in a pair: kind and location, never the value."""
+        self.secrets.setdefault(call_id, []).extend(
+            f"{SECRET_FLAG}:{kind}@{where}" for where, kind in findings)
+
+    def _screen_arguments(self, pair: ToolPair) -> ToolPair:
+        """The call's arguments are the model's output (or, for an acquisition, the job's
+        source spec) and go back to the provider with every later request: secrets in
+        them are redacted per policy, or under ``deny`` the arguments are withheld; a
+        ``redact`` transform records it (the digests and kinds, never the value)."""
+        detector = self.runner.detector
+        scan = detector.scan_arguments(pair.canonical_argument_hash, pair.call.arguments)
+        if scan is None:
+            return pair
+        self._found(pair.call_id, list(scan.findings))
+        withheld = {"withheld": f"[ARGUMENTS WITHHELD by security policy: secret material "
+                                f"{list(scan.kinds)}]"}
+        arguments = withheld if self.state.policy.security.secret_material == "deny" \
+            else scan.arguments
+        after = canonical_argument_hash(pair.tool_name, arguments)
+        clean = detector.scan_arguments(after, arguments) is None
+        if not clean:
+            arguments = withheld
+            after = canonical_argument_hash(pair.tool_name, arguments)
+        call_item = f"tool-call:{pair.call_id}"
+        self.state.transforms.append(TransformEntry(
+            record_id=f"transform-redact-{call_item}", type="redact",
+            input_item_ids=[call_item], input_digest=pair.canonical_argument_hash,
+            objective="withhold_tool_arguments" if arguments is withheld
+            else "remove_secret_material",
+            policy_version=self.state.policy.version_label,
+            transformer_version="secret-redactor/v1", output_item_id=call_item,
+            output_digest=after,
+            preservation_assertions={"secrets_removed": "passed" if clean else "failed",
+                                     "pair_kept_whole": "passed"},
+            token_estimate_before=None, token_estimate_after=None,
+            trust_before=Trust.UNTRUSTED_EXTERNAL_DATA.value,
+            trust_after=Trust.UNTRUSTED_EXTERNAL_DATA.value,
+        ))
+        call = pair.call.model_copy(update={"arguments": arguments})
+        return pair.model_copy(update={"call": call})
 
     def _compact(self, older: list[ToolPair]) -> None:
         state = self.state
@@ -261,7 +321,8 @@ class ToolStage:
         pairs = [
             ToolPairEntry(
                 **x.model_dump(mode="json"), placement=self.placement.get(x.call_id, "not_placed"),
-                security_flags=list(self.flags.get(x.call_id, ())),
+                security_flags=[*self.flags.get(x.call_id, ()),
+                                *self.secrets.get(x.call_id, ())],
             )
             for x in self.pairs
         ]

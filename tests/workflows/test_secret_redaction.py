@@ -1,0 +1,103 @@
+"""Secrets in what the activities take from outside stay out of what they hand on.
+
+Real SQLite store, real document source, activities called directly (no Temporal): a
+refused tool call's detail, a reviewer's comment entering the next prompt, and an
+acquisition's failure reason are each redacted (``context.admission.security``) before
+they reach a tool result, the provider request or the sealed manifest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from activities import store_activities
+from activities.context_activity import assemble_context
+from activities.runtime import ActivityRuntime, principal_of
+from activities.sources.errors import RetrievalFailed
+from activities.tool_call import exchange_id, run_tool_call
+from contracts.activity_messages import (
+    ArtifactRef,
+    AssembleContextInput,
+    JobRef,
+    StepState,
+    StoreJobSpecInput,
+    ToolCallInput,
+)
+from contracts.job_spec import JobSpec
+from contracts.source_specs import TopicTerms
+
+#: the module (``activities.sources.acquire`` the attribute is the function it exports)
+acquire_module = importlib.import_module("activities.sources.acquire")
+#: assembled from parts: this file holds no literal token shape
+SERVER_TOKEN = "gh" + "s_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
+
+
+async def _job(runtime: ActivityRuntime, spec: JobSpec) -> JobRef:
+    ref = await store_activities.store_job_spec(runtime, StoreJobSpecInput(spec=spec))
+    return JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
+                  tenant=spec.scope.tenant, project=spec.scope.project, spec=ref)
+
+
+async def test_a_refusal_quoting_a_credential_is_stored_redacted(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    source = "https://ci:Tok3nValue9@git.example/r"
+    result = await run_tool_call(runtime, ToolCallInput(
+        job=job, call_id="leaky", tool_name="list", arguments={"source": source}))
+    assert (result.status, result.rejection) == ("error", "undeclared_source")
+    store = await runtime.store()
+    _, raw = await store.get("tool_record", exchange_id(spec.job_id, "leaky"),
+                             principal=principal_of(spec))
+    content = json.loads(json.loads(raw)["result"]["content"])
+    assert "Tok3nValue9" not in content["detail"]
+    assert "[REDACTED:url_password]" in content["detail"]
+
+
+async def test_review_comments_are_screened_by_the_security_gate(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec]) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    review = ArtifactRef(kind="review_decision", artifact_id=f"{spec.job_id}.review",
+                         revision=1, content_hash="sha256:" + "0" * 64)
+    comments = ["Cite the retry section.",
+                f"Use the mirror https://x-access-token:{SERVER_TOKEN}@github.com/o/r.git",
+                "DATABASE_PASSWORD=hunter2hunter2 is what staging uses"]
+    state = StepState(job_spec=job.spec, review=review, review_comments=comments)
+    ref = await assemble_context(runtime, AssembleContextInput(
+        job=job, step_id="research-1", stage="research", state=state, turn=1,
+        as_of="2026-01-01T00:00:00+00:00"))
+    assert ref.status == "ready", ref
+    store = await runtime.store()
+    body = await store.get_manifest(ref.manifest_id, principal=principal_of(spec))
+    sealed = json.dumps(body)  # the manifest and the serialized provider request
+    assert SERVER_TOKEN not in sealed and "hunter2hunter2" not in sealed
+    [entry] = [e for e in body["included"] if e["item_id"].startswith("review_comments:")]
+    assert entry["security_assessment"]["secret_handling"] == "redacted"
+    assert entry["security_assessment"]["secret_kinds"] == (
+        "github_token,unquoted_assigned_secret")
+    assert entry["trust"] == "project_editable" and entry["zone"] == "data"
+    assert "Cite the retry section." in body["serialized_request"]["canonical_json"]
+
+
+async def test_an_acquisition_failure_reason_is_redacted(
+        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RetrievalFailed(f"git clone https://x-access-token:{SERVER_TOKEN}@github.com/"
+                              "o/r.git: HTTP 403")
+
+    monkeypatch.setattr(acquire_module, "_gather", failing)
+    spec = make_spec()
+    result = await acquire_module.acquire(
+        spec.sources[0], [TopicTerms(name="retries", terms=["retry"])], call_id="acq-1",
+        as_of=datetime(2026, 1, 1, tzinfo=UTC), locations={})
+    assert result.outcome.value == "retrieval_failed"
+    assert result.reason is not None and SERVER_TOKEN not in result.reason
+    assert "[REDACTED:github_token]" in result.reason and "HTTP 403" in result.reason
+    assert SERVER_TOKEN not in result.tool_result.content
