@@ -33,7 +33,13 @@ Choices the design leaves open (written down here so reviews can argue with them
   booleans and fractions are errors) and, like every field, part of the digest. The engine
   itself never waits; the runtime reads it from the policy the step ran under.
 * ``load_policy`` is the one function in ``context/`` that reads a file; everything else
-  in the package is pure.
+  in the package is pure. A worker reads a job's policy file itself, inside its source
+  roots (``activities.job_policy``), and parses the text with ``policy_from_text``.
+* An error about a policy *file* names the file, the line and the key path, never a value
+  or a key the file holds (``context.file_errors``): a job's policy path may point at any
+  file by mistake — credentials included — and the error becomes a workflow failure and
+  log line. An unknown key is named by its line (with the closest known key as a hint).
+  ``policy_from_mapping`` on a mapping built in code names keys and values as before.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,11 +63,13 @@ from pydantic import (
 )
 
 from context.errors import PolicyError
+from context.file_errors import Position, file_problems, yaml_positions, yaml_problem
 from context.vocabulary import PRESERVE_KEYS, LoadMode, Partition, Role, SourceType, Trust
 
 POLICY_SCHEMA_VERSION = "context-policy/v1"
 POLICY_DIR = Path(__file__).parent / "policies"
 _DURATION = re.compile(r"^(\d+)([smhd])$")
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DEFAULT_BLOCK_TIMEOUT = 24 * 3600
 
@@ -316,44 +325,69 @@ def _loc(err: Any) -> str:
     return ".".join(str(p) for p in err["loc"]) or "<root>"
 
 
-def policy_from_mapping(data: object, *, origin: str = "<mapping>") -> ContextPolicy:
-    """Validate a parsed mapping into a ``ContextPolicy`` or raise ``PolicyError``."""
+def is_policy_name(value: str) -> bool:
+    """Whether a job's ``policy`` names a shipped policy (``default``) rather than a file."""
+    return bool(_NAME.fullmatch(value))
+
+
+def policy_from_mapping(data: object, *, origin: str = "<mapping>",
+                        positions: Mapping[Position, int] | None = None) -> ContextPolicy:
+    """Validate a parsed mapping into a ``ContextPolicy`` or raise ``PolicyError``.
+
+    ``positions`` (``context.file_errors.yaml_positions`` of the file's text) says the
+    mapping was read from a file: errors then name lines and quote nothing from it.
+    """
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise PolicyError(f"policy {origin}: top level must be a mapping, got {kind}")
+    from_file = positions is not None
     try:
         policy = ContextPolicy.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            if err["type"] == "extra_forbidden":
-                problems.append(f"unknown key '{_loc(err)}'")
-            else:
-                problems.append(f"'{_loc(err)}': {err['msg']} (got {err.get('input')!r})")
+        if from_file:
+            problems = file_problems(exc, data=data, positions=positions or {},
+                                     model=ContextPolicy)
+        else:
+            problems = []
+            for err in exc.errors():
+                if err["type"] == "extra_forbidden":
+                    problems.append(f"unknown key '{_loc(err)}'")
+                else:
+                    problems.append(f"'{_loc(err)}': {err['msg']} (got {err.get('input')!r})")
         raise PolicyError(f"policy {origin} is invalid: " + "; ".join(problems)) from None
     claimed = policy.policy.digest
     if claimed is not None and claimed != policy_digest(policy):
+        shown = "" if from_file else f" {claimed}"
         raise PolicyError(
-            f"policy {origin}: claimed digest {claimed} does not match computed "
+            f"policy {origin}: claimed digest{shown} does not match computed "
             f"{policy_digest(policy)}"
         )
     return policy
 
 
+def policy_from_text(text: str, *, origin: str) -> ContextPolicy:
+    """Parse a policy file's text (YAML or JSON); ``PolicyError`` names ``origin``, the
+    line and the key, never what the text holds."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"policy {origin} is not valid YAML: {yaml_problem(exc)}") from None
+    return policy_from_mapping(data, origin=origin, positions=yaml_positions(text))
+
+
 def load_policy(path_or_name: str | Path) -> ContextPolicy:
     """Load ``"default"``, ``"strict"`` (shipped) or a YAML file path into a ``ContextPolicy``."""
     path = Path(path_or_name)
-    if isinstance(path_or_name, str) and re.fullmatch(r"[A-Za-z0-9_-]+", path_or_name):
+    if isinstance(path_or_name, str) and is_policy_name(path_or_name):
         path = POLICY_DIR / f"{path_or_name}.yaml"
         if not path.is_file():
             known = sorted(p.stem for p in POLICY_DIR.glob("*.yaml"))
             raise PolicyError(f"unknown policy name {path_or_name!r}; shipped: {known}")
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError(f"cannot read policy {str(path)!r}: {exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"policy {str(path)!r} is not valid YAML: {exc}") from exc
-    return policy_from_mapping(data, origin=repr(str(path)))
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"cannot read policy {str(path)!r}: not UTF-8 text (byte "
+                          f"{exc.start})") from None
+    return policy_from_text(text, origin=repr(str(path)))

@@ -9,6 +9,7 @@ the workflow's input and the first artifact a job writes; it is small by constru
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from context.file_errors import Position, file_problems, yaml_positions, yaml_problem
+from context.policy import is_policy_name
 from context.vocabulary import SecurityClass
 from contracts.errors import JobSpecError
 from contracts.source_specs import SourceSpec
@@ -203,21 +206,18 @@ class JobSpec(_Spec):
 
 
 def yaml_error_line(exc: yaml.YAMLError) -> str:
-    """A YAML error as one line: the problem and where (PyYAML's own text spans lines)."""
-    def at(mark: Any) -> str:
-        return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-
-    problem = getattr(exc, "problem", None)
-    if not problem:
-        return " ".join(str(exc).split())
-    text = f"{problem}{at(getattr(exc, 'problem_mark', None))}"
-    context = getattr(exc, "context", None)
-    if context:
-        text += f" ({context}{at(getattr(exc, 'context_mark', None))})"
-    return " ".join(text.split())
+    """A YAML error as one line: the problem and where (PyYAML's own text spans lines),
+    quoting nothing from the document (``context.file_errors.yaml_problem``)."""
+    return yaml_problem(exc)
 
 
-def _format_error(exc: ValidationError, origin: str) -> str:
+def _format_error(exc: ValidationError, origin: str, *, data: object = None,
+                  positions: Mapping[Position, int] | None = None) -> str:
+    """The errors as one line; read from a file (``positions`` given), each names its field
+    and line and quotes no value or key of the file (``context.file_errors``)."""
+    if positions is not None:
+        parts = file_problems(exc, data=data, positions=positions, model=JobSpec)
+        return f"invalid job spec {origin}: " + "; ".join(parts)
     parts = []
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "<root>"
@@ -241,6 +241,8 @@ def _absolutize(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     for key in ("destination", "workspace"):
         if key in out:
             out[key] = fix(out[key])
+    if isinstance(out.get("policy"), str) and not is_policy_name(out["policy"]):
+        out["policy"] = fix(out["policy"])  # a policy file, not a shipped policy's name
     if isinstance(out.get("sources"), list):
         fixed = []
         for src in out["sources"]:
@@ -255,17 +257,24 @@ def _absolutize(raw: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def parse_job_spec(
-    data: object, *, origin: str = "<input>", base_dir: Path | None = None
+    data: object, *, origin: str = "<input>", base_dir: Path | None = None,
+    positions: Mapping[Position, int] | None = None,
 ) -> JobSpec:
-    """Validate a mapping into a ``JobSpec``; ``JobSpecError`` names the bad field."""
+    """Validate a mapping into a ``JobSpec``; ``JobSpecError`` names the bad field.
+
+    ``positions`` (the file's ``yaml_positions``) says ``data`` was read from a file: the
+    error then names lines and quotes nothing the file holds.
+    """
     if not isinstance(data, dict):
         raise JobSpecError(f"invalid job spec {origin}: expected a mapping at the top level")
+    raw = data
     if base_dir is not None:
         data = _absolutize(data, base_dir)
     try:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
-        raise JobSpecError(_format_error(exc, origin)) from None
+        raise JobSpecError(_format_error(exc, origin, data=[raw, data],
+                                         positions=positions)) from None
 
 
 def load_job_spec(path: str | Path) -> JobSpec:
@@ -282,4 +291,5 @@ def load_job_spec(path: str | Path) -> JobSpec:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise JobSpecError(f"job spec {p} is not valid YAML: {yaml_error_line(exc)}") from None
-    return parse_job_spec(data, origin=str(p), base_dir=p.resolve().parent)
+    return parse_job_spec(data, origin=str(p), base_dir=p.resolve().parent,
+                          positions=yaml_positions(text))

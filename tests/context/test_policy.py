@@ -136,3 +136,52 @@ def test_redact_requires_the_redact_transform() -> None:
     data["transforms"]["allowed"] = ["summarize", "excerpt"]
     with pytest.raises(PolicyError, match="lacks 'redact'"):
         policy_from_mapping(data)
+
+
+@pytest.mark.parametrize("kind", ["json", "ini", "ini-no-section", "yaml", "bad-yaml",
+                                  "tabbed-yaml"])
+def test_a_policy_file_s_errors_never_quote_it(tmp_path: Path, kind: str) -> None:
+    """A policy path pointing at a credentials file by mistake: the error names the file,
+    the line and the key path — never a value or key the file holds (before: the YAML
+    error quoted the offending line, and validation errors ``(got '<value>')``)."""
+    from tests.secret_files import leaked, write_secret_files
+
+    path = write_secret_files(tmp_path)[kind]
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path)
+    text = str(caught.value)
+    assert str(path) in text and "\n" not in text
+    assert leaked(text) == [], text
+    # nothing chained either (Temporal would carry a cause into history)
+    error = caught.value
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
+
+
+def test_a_policy_file_s_errors_name_lines_and_fields(tmp_path: Path) -> None:
+    from tests.secret_files import SECRET_KEY, TOKEN, write_secret_files
+
+    text = _policy_error(write_secret_files(tmp_path)["yaml"])
+    assert "field 'budget.response_reserve' (line 4): Input should be a valid integer" in text
+    assert "field 'blocking.block_timeout' (line 6): duration must be like" in text
+    assert "got <value>" in text
+    assert "unknown key (line 13)" in text
+    assert "field 'trust.default_by_source.<key>.[key]' (line 12)" in text
+    assert TOKEN not in text and SECRET_KEY not in text
+    # a typo'd key is named by its line, with the key it probably meant
+    typo = tmp_path / "typo.yaml"
+    data = _default_mapping()
+    data["budgett"] = data.pop("budget")
+    typo.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    text = _policy_error(typo)
+    assert "unknown key (line" in text and "did you mean 'budget'?" in text
+    assert "budgett" not in text
+    # YAML errors keep PyYAML's own words and position, not the line's text
+    bad = write_secret_files(tmp_path)["tabbed-yaml"]
+    text = _policy_error(bad)
+    assert "cannot start any token at line 1, column" in text
+
+
+def _policy_error(path: Path) -> str:
+    with pytest.raises(PolicyError) as caught:
+        load_policy(path)
+    return str(caught.value)

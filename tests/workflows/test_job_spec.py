@@ -147,3 +147,53 @@ def test_workflow_waits_for_the_shorter_of_policy_and_spec(tmp_path: Path) -> No
     assert wait("5h", 7200) == timedelta(hours=2)          # ... never extend it
     assert wait("10m", None) == timedelta(minutes=10)      # refs recorded before the field
     assert wait(None, None) == timedelta(hours=24)
+
+def test_a_job_spec_file_s_errors_never_quote_it(tmp_path: Path) -> None:
+    """Errors about a job spec *file* name its field and line, never a value or key from
+    it (before: ``not a duration: '<secret>'``, ``Input tag '<secret>' found`` and an
+    unknown key by name)."""
+    from tests.secret_files import ACCESS_KEY, DB_URL, SECRET_KEY, TOKEN, leaked
+
+    data = job_dict(tmp_path, tmp_path)
+    data["review"] = {"reviewers": ["alice"], "timeout": ACCESS_KEY}
+    data["sources"] = [{"kind": TOKEN, "name": "x", "path": "/x"},
+                       {"kind": "git", "name": "g", "repo": "/r", "commit": SECRET_KEY}]
+    data["principal"] = {"principal_id": "agent", "clearance": DB_URL}
+    data[SECRET_KEY] = 1
+    bad = tmp_path / "job.yaml"
+    bad.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with pytest.raises(JobSpecError) as err:
+        load_job_spec(bad)
+    text = str(err.value)
+    assert leaked(text) == [], text
+    assert str(bad) in text and "\n" not in text
+    assert "field 'review.timeout' (line" in text and "not a duration: <value>" in text
+    assert "field 'sources.0' (line" in text and "unknown 'kind'" in text
+    assert "unknown key (line" in text
+    # the same mapping built in code (not read from a file) still names what is wrong
+    with pytest.raises(JobSpecError, match=ACCESS_KEY):
+        parse_job_spec(data)
+
+
+@pytest.mark.parametrize("kind", ["json", "ini", "ini-no-section", "bad-yaml", "tabbed-yaml"])
+def test_a_credentials_file_given_as_the_job_spec_is_not_quoted(tmp_path: Path,
+                                                              kind: str) -> None:
+    from tests.secret_files import leaked, write_secret_files
+
+    with pytest.raises(JobSpecError) as err:
+        load_job_spec(write_secret_files(tmp_path)[kind])
+    assert leaked(str(err.value)) == [], str(err.value)
+
+
+def test_a_relative_policy_path_is_resolved_against_the_job_file(tmp_path: Path) -> None:
+    """Before: a relative policy path was left as written and read from the worker's
+    working directory."""
+    data = {**job_dict(tmp_path, tmp_path), "policy": "policies/mine.yaml"}
+    job = tmp_path / "jobs" / "job.yaml"
+    job.parent.mkdir()
+    job.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert load_job_spec(job).policy == str(tmp_path / "jobs" / "policies" / "mine.yaml")
+    data["policy"] = "strict"  # a shipped policy's name stays a name
+    job.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert load_job_spec(job).policy == "strict"
+

@@ -1,0 +1,193 @@
+"""Errors about a file a user named, reported without quoting the file.
+
+A policy path or a job spec path is chosen by whoever writes the job, and a mistaken (or
+hostile) one can point at anything the process reads: a JSON credentials file, an INI file
+of access keys, a YAML file of tokens. Its errors become CLI lines, workflow failures shown
+by ``pressroom status``, workflow history and log records, so they name the file, the line
+and the field — never a value, a key or a line the file holds:
+
+* ``yaml_problem``: PyYAML's problem and context phrases with the line and column, never
+  its snippet of the offending line; a quoted token that is not PyYAML's own vocabulary
+  (``'<scalar>'``, ``','``…) becomes ``…``.
+* ``yaml_positions``: where each key and list item of a YAML (or JSON) document starts, so
+  a validation error can name its line.
+* ``file_problems``: a pydantic ``ValidationError`` as one phrase per error — the field path
+  (an element that is not a word of the model's own schema — an unknown key — becomes
+  ``<key>``), its line, and the message with every value of the document it quotes replaced
+  by ``<value>``. An unknown key is reported by its line, with the closest known key as a
+  suggestion. ``Input tag … found`` loses the tag.
+
+A mapping built in code (not read from a file) keeps the old, value-naming messages: the
+callers choose (``context.policy.policy_from_mapping``, ``contracts.job_spec``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+Position = tuple[str | int, ...]
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_YAML_TOKEN = re.compile(r"<[a-z ]+>|[^\w\s]")
+#: a document value shorter than this is never scrubbed from a message (it would garble it)
+_MIN_SCRUB = 4
+
+
+def _mark(mark: Any) -> str:
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _unquote(text: str) -> str:
+    def keep(match: re.Match[str]) -> str:
+        inner = match.group(0)[1:-1]
+        return match.group(0) if _YAML_TOKEN.fullmatch(inner) else "…"
+
+    return " ".join(_QUOTED.sub(keep, text).split())
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line that quotes nothing from the document."""
+    problem = getattr(exc, "problem", None)
+    if not problem:
+        position = getattr(exc, "position", None)
+        where = f" at character {position + 1}" if isinstance(position, int) else ""
+        reason = getattr(exc, "reason", None)
+        return f"{type(exc).__name__}{': ' + _unquote(str(reason)) if reason else ''}{where}"
+    text = f"{_unquote(problem)}{_mark(getattr(exc, 'problem_mark', None))}"
+    context = getattr(exc, "context", None)
+    if context:
+        text += f" ({_unquote(context)}{_mark(getattr(exc, 'context_mark', None))})"
+    return text
+
+
+def yaml_positions(text: str) -> dict[Position, int]:
+    """1-based line of every mapping key and sequence item of ``text`` by its path
+    (``{}`` when the text does not compose; its YAML error is reported separately)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    found: dict[Position, int] = {}
+
+    def walk(node: Any, path: Position) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    here = (*path, key.value)
+                    found[here] = key.start_mark.line + 1
+                    walk(value, here)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                here = (*path, index)
+                found[here] = item.start_mark.line + 1
+                walk(item, here)
+
+    if node is not None:
+        walk(node, ())
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def schema_words(model: type[BaseModel]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Every string in ``model``'s JSON schema (property names, enum values, defaults,
+    descriptions — all written in code, none from a document) and its property names."""
+    words: set[str] = set()
+    names: set[str] = set()
+
+    def walk(value: Any, parent: str | None = None) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                words.add(str(key))
+                if parent == "properties":
+                    names.add(str(key))
+                walk(item, str(key))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, parent)
+        elif isinstance(value, str):
+            words.add(value)
+
+    walk(model.model_json_schema())
+    return frozenset(words), tuple(sorted(names))
+
+
+def _leaves(data: Any) -> Iterator[str]:
+    """Every key and scalar of a parsed document, as text."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            yield str(key)
+            yield from _leaves(value)
+    elif isinstance(data, list | tuple):
+        for item in data:
+            yield from _leaves(item)
+    elif isinstance(data, str | int | float) and not isinstance(data, bool):
+        yield str(data)
+
+
+def _scrubber(data: Any, vocabulary: frozenset[str]) -> Any:
+    values = sorted({leaf for leaf in _leaves(data)
+                     if len(leaf) >= _MIN_SCRUB and leaf not in vocabulary},
+                    key=len, reverse=True)
+    forms: list[str] = []
+    for value in values:
+        quoted = repr(value)
+        forms += [quoted, quoted[1:-1], value]
+    if not forms:
+        return lambda text: text
+    pattern = re.compile("|".join(f"(?<!\\w){re.escape(f)}(?!\\w)" if f[:1].isalnum()
+                                  and f[-1:].isalnum() else re.escape(f)
+                                  for f in dict.fromkeys(forms)))
+    return lambda text: pattern.sub("<value>", text)
+
+
+def _line(loc: tuple[Any, ...], positions: Mapping[Position, int]) -> int | None:
+    """The line of the deepest element of ``loc`` that the document has (pydantic's
+    discriminator tags and ``[key]`` markers are not in it and are skipped)."""
+    path: Position = ()
+    line = None
+    for element in loc:
+        candidate = (*path, element)
+        if candidate in positions:
+            path, line = candidate, positions[candidate]
+    return line
+
+
+def file_problems(exc: ValidationError, *, data: Any, positions: Mapping[Position, int],
+                  model: type[BaseModel]) -> list[str]:
+    """``exc``'s errors as phrases that quote nothing from the document ``data``
+    (``field '<path>' (line N): <message>``)."""
+    vocabulary, names = schema_words(model)
+    scrub = _scrubber(data, vocabulary)
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        shown = [str(p) if isinstance(p, int) or str(p) in vocabulary or p == "[key]"
+                 else "<key>" for p in loc]
+        line = _line(loc, positions)
+        where = f" (line {line})" if line is not None else ""
+        if err["type"] == "extra_forbidden":
+            parent = ".".join(shown[:-1])
+            near = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.75) \
+                if loc else []
+            hint = f"; did you mean '{near[0]}'?" if near else ""
+            inside = f" in '{parent}'" if parent else ""
+            problems.append(f"unknown key{inside}{where}{hint}")
+            continue
+        if err["type"] == "union_tag_invalid":
+            ctx = err.get("ctx") or {}
+            msg = (f"unknown {ctx.get('discriminator', 'tag')}; expected one of "
+                   f"{ctx.get('expected_tags', '?')}")
+        else:
+            msg = scrub(str(err["msg"]).removeprefix("Value error, "))
+        problems.append(f"field '{'.'.join(shown) or '<root>'}'{where}: {msg}")
+    return problems
+
+
+__all__ = ["file_problems", "schema_words", "yaml_positions", "yaml_problem"]
