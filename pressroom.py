@@ -107,18 +107,42 @@ def _queue(task_queue: str | None, settings: Settings) -> str:
     return task_queue or settings.task_queue
 
 
+_SOURCE_ROOT_HELP = ("A folder jobs may read sources, a workspace and a policy file from "
+                     "(repeatable; replaces $PRESSROOM_SOURCE_ROOTS; $PRESSROOM_HOME and the "
+                     "fixtures folder always count).")
+_PUBLISH_ROOT_HELP = ("A folder a job's destination may lie in (repeatable; replaces "
+                      "$PRESSROOM_PUBLISH_ROOTS; $PRESSROOM_HOME always counts).")
+_SourceRoots = Annotated[list[Path] | None,
+                         typer.Option("--source-root", help=_SOURCE_ROOT_HELP)]
+_PublishRoots = Annotated[list[Path] | None,
+                          typer.Option("--publish-root", help=_PUBLISH_ROOT_HELP)]
+
+
+def _with_roots(settings: Settings, sources: list[Path] | None,
+                publish: list[Path] | None) -> Settings:
+    """``--source-root`` / ``--publish-root`` win over the variables (``~`` expanded,
+    relative to the current folder if relative)."""
+    def absolute(paths: list[Path] | None) -> list[Path] | None:
+        return [p.expanduser().resolve() for p in paths] if paths else None
+
+    return settings.with_roots(sources=absolute(sources), publish=absolute(publish))
+
+
 @app.command()
 def dev(
     ctx: typer.Context,
     port: int = typer.Option(7233, help="gRPC port of the dev server (Web UI on port + 1000)."),
     headless: bool = typer.Option(False, help="Run without the Web UI."),
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+    source_root: _SourceRoots = None,
+    publish_root: _PublishRoots = None,
 ) -> None:
-    """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker."""
+    """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker (whose
+    roots also include the bundled examples/ folder)."""
     from worker import run_worker
     from workflows.embedded import run_dev
 
-    settings = _settings(ctx)
+    settings = _with_roots(_settings(ctx), source_root, publish_root)
     _job_cmd(run_dev(console, settings, run_worker, port=port, headless=headless,
                      task_queue=_queue(task_queue, settings)), settings)
 
@@ -136,13 +160,18 @@ def worker(
     helper_processes: int | None = typer.Option(
         None, min=0, help="Processes running context assembly (default: "
                           "$PRESSROOM_HELPER_PROCESSES, else 1 on a multi-core machine)."),
+    source_root: _SourceRoots = None,
+    publish_root: _PublishRoots = None,
 ) -> None:
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C)."""
     from worker import run_worker
 
-    settings = _settings(ctx)
+    settings = _with_roots(_settings(ctx), source_root, publish_root)
     console.print(f"pressroom worker → {address or settings.temporal_address}, "
                   f"queue {_queue(task_queue, settings)!r}")
+    console.print("  source roots: " + ", ".join(map(str, settings.source_root_paths()))
+                  + "\n  publish roots: " + ", ".join(map(str, settings.publish_root_paths())),
+                  highlight=False, soft_wrap=True)
     _job_cmd(run_worker(settings, address=address, namespace=namespace,
                         task_queue=_queue(task_queue, settings), store_url=store_url,
                         tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
@@ -156,11 +185,16 @@ def run(
     wait: bool = typer.Option(False, "--wait", help="Follow the stages until review/blocked/end."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+    source_root: _SourceRoots = None,
+    publish_root: _PublishRoots = None,
 ) -> None:
-    """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused)."""
+    """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused).
+
+    Every path the job names must lie inside the roots (the settings', plus JOB_FILE's
+    folder); the worker checks again with its own."""
     from workflows import commands
 
-    settings = _settings(ctx)
+    settings = _with_roots(_settings(ctx), source_root, publish_root)
     _job_cmd(commands.run(console, settings, job_file, wait=wait,
                           task_queue=_queue(task_queue, settings), address=address), settings)
 

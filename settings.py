@@ -7,6 +7,14 @@ these variables again. A job's source locations may hold ``${PRESSROOM_HOME}`` /
 the source, from ``Settings.locations`` handed to its runtime (``worker.build_runtime``)
 and on to every acquisition — never from the environment of the moment.
 
+Every path a job names is used only inside the operator's roots: sources, the workspace
+and a policy file inside the *source roots*, the destination inside the *publish roots*
+(``PRESSROOM_SOURCE_ROOTS`` / ``PRESSROOM_PUBLISH_ROOTS``, or the repeatable
+``--source-root`` / ``--publish-root`` flags, which replace the variable). Pressroom's own
+folders are always roots (``source_root_paths`` / ``publish_root_paths``); the commands add
+what they stand for — ``pressroom run`` the job file's folder, ``pressroom dev`` / ``demo``
+the bundled ``examples/``. ``contracts.path_safety`` enforces them.
+
 This module imports nothing from Pressroom, so every layer may import it without a cycle.
 
 A bad value is a ``SettingsError``: one line naming the variable. ``PRESSROOM_STORE_URL``
@@ -22,8 +30,9 @@ tests), ``PRESSROOM_TEST_POSTGRES_URL`` and ``PRESSROOM_CI`` (``tests/``),
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +59,8 @@ HOME = "PRESSROOM_HOME"
 DATABASE_URL = "PRESSROOM_DATABASE_URL"
 STORE_URL = "PRESSROOM_STORE_URL"  # deprecated name of PRESSROOM_DATABASE_URL
 FIXTURES = "PRESSROOM_FIXTURES"
+SOURCE_ROOTS = "PRESSROOM_SOURCE_ROOTS"
+PUBLISH_ROOTS = "PRESSROOM_PUBLISH_ROOTS"
 TEMPORAL_ADDRESS = "PRESSROOM_TEMPORAL_ADDRESS"
 TEMPORAL_NAMESPACE = "PRESSROOM_TEMPORAL_NAMESPACE"
 TASK_QUEUE = "PRESSROOM_TASK_QUEUE"
@@ -92,6 +103,18 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(FIXTURES, "fixtures", "`$PRESSROOM_HOME/fixtures`",
              "what `${PRESSROOM_FIXTURES}` in a job's source locations stands for (the "
              "example's fixture repositories)"),
+    Variable(SOURCE_ROOTS, "source_roots",
+             "none: only `$PRESSROOM_HOME` and the fixtures folder",
+             "folders (absolute, separated by `:`) a job may read from: document and web "
+             "page paths, local git repositories, the workspace, a policy file. "
+             "`$PRESSROOM_HOME` and the fixtures folder are always included, `pressroom run` "
+             "adds the job file's folder, `pressroom dev` / `demo` the bundled `examples/`; "
+             "`--source-root` (repeatable) overrides the variable"),
+    Variable(PUBLISH_ROOTS, "publish_roots", "none: only `$PRESSROOM_HOME`",
+             "folders (absolute, separated by `:`) a job's destination must lie inside; "
+             "`$PRESSROOM_HOME` is always included, `pressroom run` adds the job file's "
+             "folder, `pressroom dev` / `demo` the bundled `examples/`; `--publish-root` "
+             "(repeatable) overrides the variable"),
     Variable(TEMPORAL_ADDRESS, "temporal_address", "`localhost:7233`",
              "Temporal frontend `HOST:PORT`; `--address` overrides it"),
     Variable(TEMPORAL_NAMESPACE, "temporal_namespace", "`default`",
@@ -134,6 +157,31 @@ def fixtures_from_env(environ: Mapping[str, str]) -> Path:
     """``$PRESSROOM_FIXTURES`` (``~`` expanded), else ``<home>/fixtures``."""
     raw = _text(environ, FIXTURES)
     return Path(raw).expanduser() if raw else home_from_env(environ) / "fixtures"
+
+
+def _roots(environ: Mapping[str, str], name: str) -> tuple[Path, ...]:
+    """``os.pathsep``-separated absolute folders (``~`` expanded; empty entries ignored)."""
+    raw = _text(environ, name)
+    if raw is None:
+        return ()
+    try:
+        return _parse_roots(raw.split(os.pathsep))
+    except ValueError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
+
+
+def _parse_roots(raw: Sequence[str]) -> tuple[Path, ...]:
+    """A variable's root folders: absolute after ``~`` expansion; ``ValueError`` naming the
+    first that is not."""
+    roots = []
+    for entry in (item.strip() for item in raw):
+        if not entry:
+            continue
+        path = Path(entry).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"not an absolute path: {entry!r}")
+        roots.append(path)
+    return tuple(roots)
 
 
 def _database_url(environ: Mapping[str, str]) -> str | None:
@@ -192,6 +240,10 @@ class Settings(BaseModel):
     database_url: str | None = None
     #: ``None``: ``home / "fixtures"`` (see ``fixtures_dir``).
     fixtures: Path | None = None
+    #: Folders jobs may read from besides Pressroom's own (see ``source_root_paths``).
+    source_roots: tuple[Path, ...] = ()
+    #: Folders a destination may lie in besides ``home`` (see ``publish_root_paths``).
+    publish_roots: tuple[Path, ...] = ()
     temporal_address: str = DEFAULT_ADDRESS
     temporal_namespace: str = DEFAULT_NAMESPACE
     task_queue: str = DEFAULT_TASK_QUEUE
@@ -210,6 +262,8 @@ class Settings(BaseModel):
             home=home_from_env(environ),
             database_url=_database_url(environ),
             fixtures=fixtures_from_env(environ) if _text(environ, FIXTURES) else None,
+            source_roots=_roots(environ, SOURCE_ROOTS),
+            publish_roots=_roots(environ, PUBLISH_ROOTS),
             temporal_address=_text(environ, TEMPORAL_ADDRESS) or DEFAULT_ADDRESS,
             temporal_namespace=_text(environ, TEMPORAL_NAMESPACE) or DEFAULT_NAMESPACE,
             task_queue=_text(environ, TASK_QUEUE) or DEFAULT_TASK_QUEUE,
@@ -228,6 +282,40 @@ class Settings(BaseModel):
     def fixtures_dir(self) -> Path:
         """``fixtures``, else ``home / "fixtures"``."""
         return self.fixtures or self.home / "fixtures"
+
+    def source_root_paths(self, *extra: Path) -> tuple[Path, ...]:
+        """Where a job may read: ``home``, the fixtures folder, ``source_roots`` and
+        ``extra`` (what a command adds, e.g. the job file's folder)."""
+        return (self.home, self.fixtures_dir, *self.source_roots, *extra)
+
+    def publish_root_paths(self, *extra: Path) -> tuple[Path, ...]:
+        """Where a job's destination may lie: ``home``, ``publish_roots`` and ``extra``."""
+        return (self.home, *self.publish_roots, *extra)
+
+    @property
+    def private_paths(self) -> tuple[Path, ...]:
+        """Pressroom's own state, never read or written for a job even inside a root: the
+        git cache, reviewer keys and registry, the self-check's scratch folder, and the
+        SQLite store with its journal files wherever ``database_url`` puts it. (Files
+        directly in ``home`` — databases, logs — are refused too: ``contracts.path_safety``.)"""
+        private = [self.home / name for name in ("git-cache", "keys", "reviewers", "selfcheck")]
+        url = self.store_url
+        if url.startswith("sqlite") and ":///" in url:
+            store = Path(url.split(":///", 1)[1].split("?", 1)[0])
+            private += [store, *(store.with_name(store.name + suffix)
+                                 for suffix in ("-wal", "-shm", "-journal"))]
+        return tuple(private)
+
+    def with_roots(self, *, sources: Sequence[Path] | None = None,
+                   publish: Sequence[Path] | None = None) -> Settings:
+        """These settings with ``--source-root`` / ``--publish-root`` values, which replace
+        the variables' roots when given (Pressroom's own folders stay roots)."""
+        update: dict[str, tuple[Path, ...]] = {}
+        if sources:
+            update["source_roots"] = tuple(sources)
+        if publish:
+            update["publish_roots"] = tuple(publish)
+        return self.model_copy(update=update) if update else self
 
     @property
     def locations(self) -> dict[str, str]:

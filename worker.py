@@ -11,6 +11,11 @@ helper processes (``activities.offload``): one by default on a machine with more
 core, none on a single core (a helper there only adds hand-offs); ``--helper-processes 0``
 keeps them in the worker process.
 
+It reads a job's paths only inside its source roots and publishes only inside its publish
+roots (``contracts.path_safety``): ``$PRESSROOM_HOME`` and the fixtures folder, plus
+``PRESSROOM_SOURCE_ROOTS`` / ``PRESSROOM_PUBLISH_ROOTS`` or ``--source-root`` /
+``--publish-root`` (repeatable; they replace the variables).
+
 This module wires the parts: ``build_runtime`` builds the helper pool and hands it to the
 ``ActivityRuntime`` the activities share, so neither of those two modules imports the
 other's builder (``offload`` does not import ``runtime`` at all).
@@ -37,10 +42,13 @@ from activities.offload import HelperPool
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
 from contracts.errors import JobError
+from contracts.path_safety import PathRoots
 from settings import (
     DEFAULT_NAMESPACE,
     DEFAULT_TASK_QUEUE,
     HELPER_PROCESSES,
+    PUBLISH_ROOTS,
+    SOURCE_ROOTS,
     Settings,
     SettingsError,
     load,
@@ -102,21 +110,24 @@ def default_helper_processes(settings: Settings) -> int:
     return settings.helper_count(os.cpu_count())
 
 
-def build_helper_pool(store_url: str, processes: int, *,
-                      locations: Mapping[str, str]) -> HelperPool:
-    """``processes`` helper processes, each with its own ``ActivityRuntime`` on ``store_url``."""
-    return HelperPool(functools.partial(ActivityRuntime, store_url, locations=dict(locations)),
-                      processes)
+def build_helper_pool(store_url: str, processes: int, *, locations: Mapping[str, str],
+                      roots: PathRoots | None = None) -> HelperPool:
+    """``processes`` helper processes, each with its own ``ActivityRuntime`` on ``store_url``
+    (with the same locations and roots as the worker's)."""
+    return HelperPool(functools.partial(ActivityRuntime, store_url, locations=dict(locations),
+                                        roots=roots), processes)
 
 
 def build_runtime(store_url: str, *, locations: Mapping[str, str],
-                  helper_processes: int = 0) -> ActivityRuntime:
+                  roots: PathRoots | None = None, helper_processes: int = 0) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
-    ``Settings.locations``, what source-location placeholders stand for on this worker."""
-    helpers = (build_helper_pool(store_url, helper_processes, locations=locations)
+    ``Settings.locations``, what source-location placeholders stand for on this worker;
+    ``roots``: the folders it reads a job's paths from and publishes into
+    (``PathRoots.of(settings)``; none: only Pressroom's own home and fixtures)."""
+    helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots)
                if helper_processes else None)
-    return ActivityRuntime(store_url, locations=locations, helpers=helpers)
+    return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers)
 
 
 async def run_worker(settings: Settings, *, address: str | None = None,
@@ -135,6 +146,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                            namespace or settings.temporal_namespace,
                            tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
     runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
+                            roots=PathRoots.of(settings),
                             helper_processes=helpers)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -161,11 +173,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--helper-processes", type=_count, default=None,
                         help="processes that run context assembly (default: "
                              f"${HELPER_PROCESSES}, else 1 on a multi-core machine)")
+    parser.add_argument("--source-root", action="append", type=_root, default=None,
+                        help="a folder jobs may read from (repeatable; default: "
+                             f"${SOURCE_ROOTS}; $PRESSROOM_HOME and fixtures always)")
+    parser.add_argument("--publish-root", action="append", type=_root, default=None,
+                        help="a folder jobs may publish into (repeatable; default: "
+                             f"${PUBLISH_ROOTS}; $PRESSROOM_HOME always)")
     args = parser.parse_args(argv)
     try:
         settings, notes = load(os.environ)
     except SettingsError as exc:  # one clear line, like the pressroom CLI
         parser.exit(2, f"pressroom worker: {exc}\n")
+    settings = settings.with_roots(sources=args.source_root, publish=args.publish_root)
     for note in notes:
         print(f"pressroom worker: warning: {note}", file=sys.stderr, flush=True)
     print(f"pressroom worker: {args.address or settings.temporal_address} "
@@ -176,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                                helper_processes=args.helper_processes))
     except JobError as exc:  # one clear line, like the pressroom CLI
         parser.exit(2, f"pressroom worker: {exc}\n")
+
+
+def _root(raw: str) -> Path:
+    """A root folder as typed: ``~`` expanded, relative to the current folder if relative."""
+    return Path(raw).expanduser().resolve()
 
 
 def _count(raw: str) -> int:

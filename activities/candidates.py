@@ -20,7 +20,6 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from activities.checkpoint import render_checkpoint
@@ -32,9 +31,11 @@ from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, s
 from context.policy import ContextPolicy
 from context.tool_history import ToolCall, ToolHistory, ToolResult
 from context.tools.aging import aged_call_ids
-from context.vocabulary import Role, SecurityClass, SourceType, Trust
+from context.vocabulary import AcquisitionOutcome, Role, SecurityClass, SourceType, Trust
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
+from contracts.errors import PathRefused
 from contracts.job_spec import JobSpec
+from contracts.path_safety import PathRoots, existing_type, list_folder, locate, read_file
 
 CONTROL_POLICY = """\
 You are Pressroom's research writer. Write only what the admitted evidence supports and cite
@@ -88,8 +89,9 @@ def render_job_spec(spec: JobSpec) -> str:
 
 class _Loader:
     def __init__(self, store: Any, spec: JobSpec, inp: AssembleContextInput,
-                 policy: ContextPolicy | None) -> None:
+                 policy: ContextPolicy | None, roots: PathRoots) -> None:
         self.store, self.inp, self.spec, self.policy = store, inp, spec, policy
+        self.roots = roots
         self.scope = _scope(spec)
         self.as_of = datetime.fromisoformat(inp.as_of)
         self.out = CandidateSet()
@@ -212,15 +214,25 @@ class _Loader:
                  key=f"checkpoint:{self.spec.job_id}")
 
     async def workspace(self) -> None:
+        """The workspace's text files, read inside the source roots (``PathRefused`` when
+        the workspace itself is not). A file that may not be read — a link out of the
+        roots, a FIFO, one over ``WORKSPACE_MAX_BYTES`` — is recorded as a ``not_retrieved``
+        acquisition with its reason, which the manifest lists."""
         if not self.spec.workspace:
             return
-        root = Path(self.spec.workspace)
-        files = sorted(p for p in root.rglob("*")
-                       if p.is_file() and p.suffix.lower() in WORKSPACE_SUFFIXES) \
-            if root.is_dir() else []
-        for path in files:
-            rel = path.relative_to(root).as_posix()
-            data = path.read_bytes()[:WORKSPACE_MAX_BYTES]
+        root = locate(self.spec.workspace, self.roots, "source", what="workspace")
+        if existing_type(root.real) != "folder":
+            return
+        listing = list_folder(root, self.roots, suffixes=WORKSPACE_SUFFIXES,
+                              max_bytes=WORKSPACE_MAX_BYTES)
+        refused = list(listing.excluded)
+        for rel, located in listing.files.items():
+            try:
+                data = read_file(located, what="workspace file", max_bytes=WORKSPACE_MAX_BYTES)
+            except (PathRefused, OSError) as exc:
+                refused.append((rel, str(exc) if isinstance(exc, PathRefused)
+                                else f"cannot be read ({exc.strerror})"))
+                continue
             text = data.decode("utf-8", errors="replace")
             # The path's hash, not the path: any file name makes a valid store id (a
             # backslash or a very long path would not), and two paths never share one.
@@ -242,6 +254,11 @@ class _Loader:
                      ref=ArtifactRef(kind="workspace_file", artifact_id=art_id,
                                      revision=rec.revision, content_hash=rec.content_hash),
                      key=f"workspace:{rel}")
+        for rel, reason in refused:
+            self.out.acquisitions.append(SourceAcquisition(
+                source_request_id=f"workspace:{rel}",
+                source_type=SourceType.EDITABLE_PROJECT_FILE.value, source_id="workspace",
+                outcome=AcquisitionOutcome.NOT_RETRIEVED, reason=reason))
 
 
 #: a note's quoted text is shown up to this many characters in the ledger
@@ -302,10 +319,12 @@ def _tool_history(body: bytes) -> ToolHistory:
 
 
 async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput,
-                          policy: ContextPolicy | None = None) -> CandidateSet:
+                          policy: ContextPolicy | None = None, *,
+                          roots: PathRoots) -> CandidateSet:
     """The step's candidates; ``policy`` (the one the step assembles under) decides which
-    research notes are still shown by their own verbatim exchange rather than the ledger."""
-    loader = _Loader(store, spec, inp, policy)
+    research notes are still shown by their own verbatim exchange rather than the ledger;
+    the workspace is read inside ``roots`` (the worker's source roots)."""
+    loader = _Loader(store, spec, inp, policy, roots)
     state, stage = inp.state, inp.stage
     loader.add(item_id="pressroom:control-policy", source_type=SourceType.SYSTEM_POLICY,
            trust=Trust.CONTROL_AUTHORITY, role=Role.CONTROL, content=CONTROL_POLICY,

@@ -13,17 +13,17 @@ workflow.
 from __future__ import annotations
 
 import asyncio
-import functools
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import context
 from activities.candidates import CandidateSet, load_candidates
+from activities.job_policy import job_policy
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, scope_of
 from context.admission.security import redact_secrets
 from context.items import ScopeRef
+from context.policy import ContextPolicy
 from context.request import ModelSpec, PrincipalContext, TopicSpec
 from contracts.activity_messages import AssembleContextInput, ContextRef
 from contracts.job_spec import JobSpec
@@ -40,19 +40,8 @@ DECISIONS = {
 EVIDENCE_STAGES = frozenset({"draft", "revise", "publish"})
 
 
-@functools.lru_cache(maxsize=32)
-def _policy_at(name: str, mtime_ns: int) -> Any:
-    return context.load_policy(name)
-
-
-def _policy(name: str) -> Any:
-    """The named policy, parsed once per worker (YAML parsing was a third of each step);
-    a policy file's modification time is part of the key, so an edited file is re-read."""
-    path = Path(name)
-    return _policy_at(name, path.stat().st_mtime_ns if path.is_file() else 0)
-
-
-def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet) -> Any:
+def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet,
+             policy: ContextPolicy) -> Any:
     scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
     topics = [TopicSpec(name=t.name, terms=tuple(t.terms), blocking=t.blocking)
               for t in spec.topics] if inp.stage in EVIDENCE_STAGES else []
@@ -64,7 +53,7 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet)
         principal=PrincipalContext(principal_id=spec.principal.principal_id,
                                    clearance=spec.principal.clearance, scope=scope),
         scope=scope,
-        policy=_policy(spec.policy),
+        policy=policy,
         model=ModelSpec(provider=spec.model.provider, name=spec.model.name,
                         context_limit=inp.state.context_limit or spec.model.context_limit),
         adapter=spec.model.adapter,
@@ -83,8 +72,11 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet)
 async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
-    candidates = await load_candidates(store, spec, inp, _policy(spec.policy))
-    request = _request(spec, inp, candidates)
+    # the job's policy, parsed once per worker; a policy file is read inside the worker's
+    # source roots and its errors quote nothing from it (activities.job_policy)
+    policy = job_policy(spec.policy, runtime.roots)
+    candidates = await load_candidates(store, spec, inp, policy, roots=runtime.roots)
+    request = _request(spec, inp, candidates, policy)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
     # event loop free to heartbeat and run other activities meanwhile.
     outcome = await asyncio.to_thread(context.assemble, request)

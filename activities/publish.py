@@ -4,34 +4,88 @@ The workflow already validated the review, but publishing is the irreversible st
 activity re-reads the stored review decision and checks it binds exactly this draft (id,
 revision, content hash) and this destination, came from an allowed reviewer who is not the
 job's principal, and says ``approve``. Anything else raises ``PublishRefused`` (never
-retried). The article goes to ``<destination>/<job_id>.md`` through a temp file and
-``os.replace``, so a reader never sees half a file and a retry after a crash overwrites the
-same path with the same bytes: one copy, one receipt (``put_receipt`` is idempotent).
+retried).
+
+Where the article goes: ``<destination>/<job_id>/<job_id>.md`` — a folder per job, so
+publishing never replaces a file it did not write (a job id ``README`` next to a
+``README.md`` leaves it alone). The destination must resolve inside the worker's publish
+roots (``contracts.path_safety``; ``PathOutsideRoots`` otherwise, never retried) and be a
+folder or not exist yet; the folders from the root down are opened, and created, without
+following a symbolic link (one swapped in after the check fails the write). An existing
+``<job_id>.md`` there is replaced only if it is this job's own article (it starts with the
+``<!-- pressroom job=<job_id> `` header every article carries: a retry after a crash);
+anything else is left untouched and the publication refused. The receipt is no file: it is
+the store's ``put_receipt`` record, shown by ``pressroom status``.
+
+The article is written through a temp file beside it and ``os.replace``, so a reader never
+sees half a file and a retry after a crash overwrites the same path with the same bytes:
+one copy, one receipt (``put_receipt`` is idempotent). It is mode 0644, whatever the
+worker's umask: an article is meant to be read.
 """
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import secrets
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from contracts.activity_messages import PublishInput, PublishResult
-from contracts.errors import PublishRefused
+from contracts.errors import PathRefused, PublishRefused
 from contracts.job_spec import JobSpec
+from contracts.path_safety import (
+    ARTICLE_SUFFIX,
+    Located,
+    PathRoots,
+    existing_type,
+    locate,
+    open_folder,
+)
+from contracts.path_safety import article_path as path_of_article
 
 
 def receipt_key(spec: JobSpec, inp: PublishInput) -> str:
     return f"{spec.job_id}.publish.{inp.draft.content_hash.removeprefix('sha256:')[:32]}"
 
 
+#: what a published article's file mode is (not the 0600 of a temp file)
+ARTICLE_MODE = 0o644
+
+
 def article_path(spec: JobSpec) -> Path:
-    return Path(spec.destination) / f"{spec.job_id}.md"
+    """Where ``spec``'s article goes, as the spec names it (the receipt holds the resolved
+    path): ``<destination>/<job_id>/<job_id>.md``."""
+    return path_of_article(spec.destination, spec.job_id)
+
+
+def article_marker(job_id: str) -> bytes:
+    """How every article of ``job_id`` begins (the header ``publish`` writes)."""
+    return f"<!-- pressroom job={job_id} ".encode()
+
+
+def write_article(destination: str, job_id: str, data: bytes, roots: PathRoots) -> Path:
+    """Write ``data`` as ``job_id``'s article under ``destination`` (see the module
+    docstring); returns the article's resolved path."""
+    located = locate(destination, roots, "publish", what="destination")
+    kind = existing_type(located.real)
+    if kind not in ("folder", "missing"):
+        raise PathRefused(f"destination {destination} is a {kind}, not a folder")
+    folder = Located(located.root, located.real / job_id)
+    if roots.is_private(folder.real):
+        raise PathRefused(f"destination folder {folder.real} is Pressroom's own state")
+    name = f"{job_id}{ARTICLE_SUFFIX}"
+    fd = open_folder(folder, what="destination", create=True)
+    try:
+        _write_atomically(fd, name, data, owner=article_marker(job_id))
+    finally:
+        os.close(fd)
+    return folder.real / name
 
 
 def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[str, Any]) -> None:
@@ -55,32 +109,58 @@ def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[st
                              f"not by the reviewer {reviewer!r}")
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Temp file in the same directory, fsync, ``os.replace``, fsync the directory.
+def _write_atomically(folder: int, name: str, data: bytes, *, owner: bytes) -> None:
+    """``name`` in the open folder ``folder``: temp file, fsync, ``os.replace``, fsync the
+    folder — all relative to the folder's descriptor, never through a symbolic link.
 
-    A temp file is never left behind: a failed attempt removes its own, and a successful
-    one sweeps those of attempts killed between their write and their replace, so the
-    destination holds the article once and no second (temp) copy of it.
+    An existing ``name`` is replaced only if it begins with ``owner`` (this job's own
+    article); anything else is refused and left as it is. A temp file is never left
+    behind: a failed attempt removes its own, and a successful one sweeps those of attempts
+    killed between their write and their replace, so the folder holds the article once and
+    no second (temp) copy of it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
+    _refuse_foreign(folder, name, owner)
+    tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 ARTICLE_MODE, dir_fd=folder)
     try:
-        with open(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            os.fchmod(fd, ARTICLE_MODE)  # the umask may have taken bits away
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=folder)
         raise
-    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        stale.unlink(missing_ok=True)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    for entry in os.listdir(folder):
+        if entry.startswith(f".{name}.") and entry.endswith(".tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry, dir_fd=folder)
+    os.fsync(folder)
+
+
+def _refuse_foreign(folder: int, name: str, owner: bytes) -> None:
+    """``PublishRefused`` unless ``name`` is absent or a regular file starting ``owner``."""
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=folder)
+        try:
+            head = os.read(fd, len(owner))
+        finally:
+            os.close(fd)
+        if head == owner:
+            return
+    raise PublishRefused(f"{name} already exists in the job's folder and is not this job's "
+                         "article; it is left untouched and nothing is published")
 
 
 async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
@@ -103,8 +183,7 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
               f"@{inp.draft.revision} {inp.draft.content_hash} "
               f"review={decision['decision_id']} -->\n\n")
     data = header.encode("utf-8") + draft_body
-    path = article_path(spec)
-    _write_atomically(path, data)
+    path = write_article(spec.destination, spec.job_id, data, runtime.roots)
     await pause_point("publish_after_write")
     body = PublishResult(
         receipt_key=key, destination=spec.destination, location=str(path),

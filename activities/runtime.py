@@ -37,6 +37,7 @@ from activities.store_access import WorkerStore
 from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.job_spec import JobSpec
+from contracts.path_safety import PathRoots
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -49,17 +50,21 @@ class ActivityRuntime:
 
     ``locations`` is what the placeholders in a job's source locations stand for on this
     worker (``settings.Settings.locations``); acquisitions expand them from it, never from
-    the environment. ``helpers``, when given, runs CPU-bound bodies
-    (``offload.OFFLOADABLE``) in helper processes; ``None`` runs them here. The worker
-    builds the pool (``worker.build_runtime``) and the runtime owns it from then on:
-    ``close`` shuts it down.
+    the environment. ``roots`` are the folders this worker reads a job's paths from and
+    publishes into (``contracts.path_safety``; the worker builds them from its settings);
+    without them only Pressroom's own home and fixtures folder are roots. ``helpers``,
+    when given, runs CPU-bound bodies (``offload.OFFLOADABLE``) in helper processes;
+    ``None`` runs them here. The worker builds the pool (``worker.build_runtime``) and the
+    runtime owns it from then on: ``close`` shuts it down.
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
+                 roots: PathRoots | None = None,
                  spec_cache_size: int = SPEC_CACHE_SIZE,
                  helpers: HelperPool | None = None) -> None:
         self.store_url = store_url
         self.locations = dict(locations)
+        self.roots = roots or PathRoots.default(locations)
         self.helpers = helpers
         self._store: Any = None
         self._lock = asyncio.Lock()

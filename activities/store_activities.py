@@ -11,6 +11,7 @@ import hashlib
 from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from contracts.job_spec import JobSpec
+from contracts.path_safety import check_job_paths
 
 
 def job_spec_id(spec: JobSpec) -> str:
@@ -26,8 +27,13 @@ def review_id(spec: JobSpec) -> str:
 
 
 async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> ArtifactRef:
-    store = await runtime.store()
+    """Store a job's spec (at start, and after ``resolve`` adds a source) — once every path
+    it names is inside this worker's roots (``contracts.path_safety.check_job_paths``): a
+    spec started around ``pressroom run``'s own check is refused here, non-retryably,
+    before anything reads it."""
     spec = inp.spec
+    check_job_paths(spec, runtime.roots, runtime.locations)
+    store = await runtime.store()
     body = dumps(spec.model_dump(mode="json"))
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     head = await store.head("job_spec", job_spec_id(spec), principal=principal_of(spec))

@@ -20,11 +20,10 @@ the activity.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any, cast, get_args
 
-import context
+from activities.job_policy import job_policy
 from activities.research_tools import ToolRejected, run_source_tool
 from activities.research_tools.arguments import (
     FinishArguments,
@@ -50,6 +49,7 @@ from context.tool_history import canonical_argument_hash
 from context.vocabulary import SourceType
 from contracts.activity_messages import ToolCallInput, ToolCallResult
 from contracts.job_spec import JobSpec
+from contracts.path_safety import PathRoots
 
 
 def exchange_id(job_id: str, call_id: str) -> str:
@@ -96,21 +96,17 @@ _LIMIT_OF_KIND = {"git": SourceType.REPOSITORY_SOURCE, "web_page": SourceType.WE
                   "document": SourceType.OFFICIAL_DOCUMENT}
 
 
-@functools.lru_cache(maxsize=32)
-def _read_limits(policy_name: str) -> dict[str, int]:
-    policy = context.load_policy(policy_name)
+def read_limits(spec: JobSpec, roots: PathRoots) -> dict[str, int]:
+    """The most lines one ``read`` returns per source kind: the job policy's source limits
+    (docs/context-engine.md), the same bound its assembly puts on an excerpt. A policy file
+    is read inside ``roots`` (``activities.job_policy``)."""
+    policy = job_policy(spec.policy, roots)
     limits = {}
     for kind, source_type in _LIMIT_OF_KIND.items():
         limit = policy.source_limits.get(source_type)
         if limit is not None and limit.max_lines:
             limits[kind] = limit.max_lines
     return limits
-
-
-def read_limits(spec: JobSpec) -> dict[str, int]:
-    """The most lines one ``read`` returns per source kind: the job policy's source limits
-    (docs/context-engine.md), the same bound its assembly puts on an excerpt."""
-    return _read_limits(spec.policy)
 
 
 def _bookkeeping(tool_name: str, raw_arguments: dict[str, Any]) -> dict[str, Any]:
@@ -161,8 +157,9 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
         elif inp.tool_name in ("update_plan", "finish"):
             result = _bookkeeping(inp.tool_name, inp.arguments)
         else:
-            result = await run_source_tool(inp.tool_name, inp.arguments, spec.sources,
-                                           runtime.locations, read_limits=read_limits(spec))
+            result = await run_source_tool(
+                inp.tool_name, inp.arguments, spec.sources, runtime.locations,
+                read_limits=read_limits(spec, runtime.roots), roots=runtime.roots)
         status, rejection = "success", None
         content = json.dumps(result, sort_keys=True, ensure_ascii=False)
     except ToolRejected as refused:

@@ -58,10 +58,11 @@ from contracts.activity_messages import (
     StoreJobSpecInput,
 )
 from contracts.job_spec import JobSpec, ResearchSpec, load_job_spec
+from contracts.path_safety import PathRoots
 from settings import Settings
 from worker import build_runtime, build_worker, default_helper_processes
 from workflows import client as jobs
-from workflows.embedded import EXAMPLE_JOB, _build_fixtures
+from workflows.embedded import EXAMPLE_JOB, _build_fixtures, with_examples
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
@@ -242,8 +243,10 @@ async def with_worker_processes(client: Client, base: JobSpec, home: Path, n_job
     queue = f"bench-procs-{uuid.uuid4().hex[:6]}"
     address = client.service_client.config.target_host
     root = Path(__file__).resolve().parents[1]
+    # the example's workspace is under examples/: a root of these workers too
     procs = [subprocess.Popen([sys.executable, str(root / "worker.py"), "--address", address,
-                               "--task-queue", queue, "--store-url", store_url],
+                               "--task-queue", queue, "--store-url", store_url,
+                               "--source-root", str(root / "examples")],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for _ in range(n_procs)]
     try:
@@ -285,8 +288,9 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         finally:
             os.dup2(saved, 1)
             os.close(saved)
+        settings = with_examples(Settings.from_env(os.environ))  # the example's workspace
         runtime = build_runtime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
-                                locations=Settings.from_env(os.environ).locations,
+                                locations=settings.locations, roots=PathRoots.of(settings),
                                 helper_processes=helpers)
         real_q, noop_q = f"bench-real-{uuid.uuid4().hex[:6]}", f"bench-noop-{uuid.uuid4().hex[:6]}"
         try:

@@ -15,12 +15,15 @@ home):
 - ``workflow_messages`` — the workflow's input, state, update, signal, query and result.
 - ``activity_messages`` — every activity's input and result (references, never content).
 - ``errors`` — errors raised on one side of a boundary and named on the other.
+- ``path_safety`` — the operator's roots for every path a job names, and reading and
+  writing inside them (checked at submit and again on the worker).
 """
 
 __all__ = [
     "activity_messages",
     "errors",
     "job_spec",
+    "path_safety",
     "source_specs",
     "workflow_messages",
 ]

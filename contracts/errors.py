@@ -15,6 +15,13 @@ them without importing each other:
   commit id (only a ``ref``, which ``pressroom run`` resolves at submit; or a value built
   around the spec's validation). The worker never acquires it.
 - ``PublishRefused`` — the stored review does not authorize the publication.
+- ``PathRefused`` — a path a job names may not be used (``contracts.path_safety``): on
+  ``/proc``, ``/sys`` or ``/dev``, inside Pressroom's own state, not a regular file (a FIFO,
+  socket or device), over the size limit, relative, or turned into a symbolic link after it
+  was checked; its subclass ``PathOutsideRoots``: resolved, it lies outside every root the
+  operator set for its kind (source or publish roots). Both are ``JobError``s (the CLI
+  prints one line at submit) and non-retryable ``ApplicationError``s (a worker refusing a
+  path fails the step at once).
 - ``ProviderError`` and its subclasses — a model provider failed (``activities.providers``):
   ``ProviderUnavailable`` (the provider's SDK is not installed; not retryable),
   ``ProviderConfigError`` (unknown provider name, missing API key, or a payload built for
@@ -65,6 +72,22 @@ class PublishRefused(ApplicationError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, type=PublishRefused.__name__, non_retryable=True)
+
+
+class PathRefused(JobError, ApplicationError):
+    """A path a job names may not be used; the message names the path and why (never what
+    the file holds)."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=PathRefused.__name__, non_retryable=True)
+
+
+class PathOutsideRoots(PathRefused):
+    """A path, resolved (symbolic links followed), lies outside every root of its kind."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=PathOutsideRoots.__name__,
+                                  non_retryable=True)
 
 
 class ProviderError(ApplicationError):
@@ -122,6 +145,8 @@ class ProviderCallError(ProviderError):
 __all__ = [
     "JobError",
     "JobSpecError",
+    "PathOutsideRoots",
+    "PathRefused",
     "ProviderCallError",
     "ProviderConfigError",
     "ProviderError",

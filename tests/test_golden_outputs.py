@@ -120,12 +120,17 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
         StepState,
     )
     from contracts.job_spec import load_job_spec
+    from contracts.path_safety import PathRoots
     from examples.build_fixtures import build_fixtures
 
     fixtures = tmp / "fixtures"
     build_fixtures(fixtures)
     locations = {"PRESSROOM_HOME": str(tmp / "home"), "PRESSROOM_FIXTURES": str(fixtures)}
-    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}", locations=locations)
+    # the job reads under tmp (fixtures, workspace); nothing is published, but its pinned
+    # destination must lie in a publish root for the spec to be stored
+    roots = PathRoots(sources=(tmp,), publish=(Path("/golden"),))
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}", locations=locations,
+                              roots=roots)
     out: dict[str, Any] = {}
     try:
         spec = load_job_spec(ROOT / "examples" / "job.yaml")

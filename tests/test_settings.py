@@ -56,6 +56,9 @@ def test_unrelated_variables_are_ignored() -> None:
     ("PRESSROOM_DATABASE_URL", "postgresql+asyncpg://u@h/db", "database_url",
      "postgresql+asyncpg://u@h/db"),
     ("PRESSROOM_FIXTURES", "/srv/fixtures", "fixtures", Path("/srv/fixtures")),
+    ("PRESSROOM_SOURCE_ROOTS", f"/srv/docs{os.pathsep}{os.pathsep} /srv/repos ", "source_roots",
+     (Path("/srv/docs"), Path("/srv/repos"))),
+    ("PRESSROOM_PUBLISH_ROOTS", "/srv/published", "publish_roots", (Path("/srv/published"),)),
     ("PRESSROOM_TEMPORAL_ADDRESS", "temporal.internal:7233", "temporal_address",
      "temporal.internal:7233"),
     ("PRESSROOM_TEMPORAL_NAMESPACE", "ns", "temporal_namespace", "ns"),
@@ -165,6 +168,8 @@ def test_both_database_names_disagreeing_is_refused() -> None:
     ("PRESSROOM_HELPER_PROCESSES", "1.5", "not a whole number: '1.5'"),
     ("PRESSROOM_HELPER_PROCESSES", "-1", "must be 0 or more, got -1"),
     ("PRESSROOM_WORKER_GRACE_SECONDS", "soon", "must be a number of seconds, got 'soon'"),
+    ("PRESSROOM_SOURCE_ROOTS", f"/srv/docs{os.pathsep}docs", "not an absolute path: 'docs'"),
+    ("PRESSROOM_PUBLISH_ROOTS", "published", "not an absolute path: 'published'"),
 ])
 def test_a_bad_value_is_one_line_naming_the_variable(variable: str, raw: str,
                                                      message: str) -> None:
@@ -215,5 +220,23 @@ def test_readme_table_lists_every_setting() -> None:
 def test_the_settings_module_imports_nothing_from_pressroom() -> None:
     source = Path(settings_module.__file__).read_text(encoding="utf-8")
     imported = set(re.findall(r"^(?:from|import) ([a-z_]+)", source, re.MULTILINE))
-    assert imported <= {"__future__", "warnings", "collections", "dataclasses", "pathlib",
-                        "pydantic"}, imported
+    assert imported <= {"__future__", "os", "warnings", "collections", "dataclasses",
+                        "pathlib", "pydantic"}, imported
+
+
+def test_roots_always_hold_pressrooms_own_folders_and_flags_replace_the_variable(
+        tmp_path: Path) -> None:
+    s = Settings.from_env({"PRESSROOM_HOME": "/srv/p", "PRESSROOM_SOURCE_ROOTS": "/docs",
+                           "PRESSROOM_PUBLISH_ROOTS": "/out"})
+    assert s.source_root_paths() == (Path("/srv/p"), Path("/srv/p/fixtures"), Path("/docs"))
+    assert s.source_root_paths(Path("/job")) == (
+        Path("/srv/p"), Path("/srv/p/fixtures"), Path("/docs"), Path("/job"))
+    assert s.publish_root_paths() == (Path("/srv/p"), Path("/out"))
+    flagged = s.with_roots(sources=[Path("/flag")], publish=None)
+    assert flagged.source_roots == (Path("/flag"),) and flagged.publish_roots == (Path("/out"),)
+    assert s.with_roots() is s
+    # Pressroom's own state is never a job's path, even inside a root
+    assert Path("/srv/p/keys") in s.private_paths
+    assert Path("/srv/p/pressroom.db-wal") in s.private_paths
+    elsewhere = Settings.from_env({"PRESSROOM_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db"})
+    assert tmp_path / "s.db" in elsewhere.private_paths

@@ -24,6 +24,15 @@ from temporalio.client import Client
 
 import artifacts
 from contracts.job_spec import JobSpec, load_job_spec
+from contracts.path_safety import (
+    PathRoots,
+    article_path,
+    check_job_paths,
+    check_source,
+    is_remote,
+    read_policy,
+)
+from contracts.source_specs import GitSourceSpec
 from contracts.workflow_messages import JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
@@ -70,9 +79,42 @@ async def refuse_known_job(spec: JobSpec, settings: Settings) -> None:
                         "is never reused — pick a new job_id")
 
 
+def check_paths(spec: JobSpec, settings: Settings, job_file: Path) -> PathRoots:
+    """Refuse ``spec`` at submit unless every path it names is inside this client's roots
+    (``contracts.path_safety``): the settings' roots plus the job file's folder, for sources
+    and the destination alike; a policy file is read there and validated now, its errors
+    quoting nothing it holds. The worker checks again with its own roots."""
+    folder = job_file.resolve().parent
+    roots = PathRoots.of(settings, sources=(folder,), publish=(folder,))
+    check_job_paths(spec, roots, settings.locations)
+    read_policy(spec.policy, roots)
+    return roots
+
+
+def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput:
+    """``resolve --add-source``: a relative (or ``~``) location made absolute against the
+    current folder — what a path typed on a command line means — then checked against this
+    client's roots (the settings' roots; ``contracts.path_safety``). The worker checks
+    again with its own before the job uses it."""
+    source = resolution.source
+    if source is None:
+        return resolution
+    field = "repo" if isinstance(source, GitSourceSpec) else "path"
+    value: str = getattr(source, field)
+    if not is_remote(value) and "${" not in value and "://" not in value:
+        absolute = Path(value).expanduser()
+        absolute = absolute if absolute.is_absolute() else absolute.resolve()
+        if str(absolute) != value:
+            source = source.model_copy(update={field: str(absolute)})
+            resolution = resolution.model_copy(update={"source": source})
+    check_source(source, PathRoots.of(settings), settings.locations)
+    return resolution
+
+
 async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
               task_queue: str, address: str | None = None) -> str:
     spec = load_job_spec(job_file)
+    check_paths(spec, settings, job_file)
     spec = await pin_refs(spec, settings.locations,
                           lambda line: console.print(line, highlight=False))
     client = await connect(settings, address)
@@ -123,7 +165,8 @@ async def show_status(console: Console, settings: Settings, job_id: str,
     live = view.live
     if live is not None:
         console.print(f"  stage {live.stage}, revision round {live.revision_round}, "
-                      f"destination {live.destination}")
+                      f"destination {live.destination} (the article goes to "
+                      f"{article_path(live.destination, job_id)})")
         if live.pending_draft:
             pending = live.pending_draft
             console.print(f"  pending draft r{pending.revision} {pending.content_hash}\n"
@@ -298,7 +341,7 @@ async def resolve(console: Console, settings: Settings, job_id: str, flags: dict
                   address: str | None = None) -> None:
     """``flags`` are the CLI's resolve options; bad combinations are a ``JobError``."""
     resolution: ResolveInput = await pin_resolution(
-        build_resolution(**flags), settings.locations,
+        checked_source(build_resolution(**flags), settings), settings.locations,
         lambda line: console.print(line, highlight=False))
     await jobs.resolve_job(await connect(settings, address), job_id, resolution,
                            worker_grace=settings.worker_grace_seconds)

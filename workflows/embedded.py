@@ -28,7 +28,8 @@ from workflows.commands import follow, show_draft
 from workflows.devserver import DevServer, free_port, port_free
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE_JOB = REPO_ROOT / "examples" / "job.yaml"
+EXAMPLES_DIR = REPO_ROOT / "examples"
+EXAMPLE_JOB = EXAMPLES_DIR / "job.yaml"
 DEMO_REVIEWER = "demo-reviewer"
 
 
@@ -76,8 +77,20 @@ async def embedded(console: Console, settings: Settings, run_worker: WorkerRunne
         server.stop()
 
 
+def with_examples(settings: Settings, *job_folders: Path) -> Settings:
+    """``settings`` whose source and publish roots also hold the bundled ``examples/``
+    folder (and ``job_folders``): what ``pressroom dev`` and ``demo`` run, so the example
+    job — its workspace and destination relative to ``examples/`` — works as written. A
+    worker joining a cluster (``pressroom worker``) gets only the roots it is given."""
+    extra = (EXAMPLES_DIR, *job_folders)
+    return settings.model_copy(update={
+        "source_roots": (*settings.source_roots, *extra),
+        "publish_roots": (*settings.publish_roots, *extra)})
+
+
 async def run_dev(console: Console, settings: Settings, run_worker: WorkerRunner, *,
                   port: int, headless: bool, task_queue: str) -> None:
+    settings = with_examples(settings)
     settings.home.mkdir(parents=True, exist_ok=True)
     db = settings.home / "temporal.db"
     async with embedded(console, settings, run_worker, db=db, port=port, headless=headless,
@@ -130,6 +143,7 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
     home = settings.home
     home.mkdir(parents=True, exist_ok=True)
     job_file = example_job(example, settings.fixtures_dir)
+    settings = with_examples(settings, job_file.parent)
     _build_fixtures(console, settings)
     spec = demo_spec(home, job_file)
     port = 7233 if port_free(7233) and port_free(8233) else free_port()

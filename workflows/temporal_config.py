@@ -28,6 +28,8 @@ from artifacts.errors import (
 from context.errors import PolicyError, RequestError
 from contracts.errors import (
     JobSpecError,
+    PathOutsideRoots,
+    PathRefused,
     ProviderConfigError,
     ProviderInputError,
     PublishRefused,
@@ -102,6 +104,9 @@ ACTIVITY_NON_RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
     RevisionConflict,
     # a git source without a full commit id is refused by the worker, not fetched for
     UnpinnedSource,
+    # a path outside the worker's roots (or special, or too large) stays so on every retry
+    PathRefused,
+    PathOutsideRoots,
 )
 ACTIVITY_NON_RETRYABLE_ERROR_TYPES: tuple[str, ...] = tuple(
     error.__name__ for error in ACTIVITY_NON_RETRYABLE_ERRORS)

@@ -4,10 +4,17 @@ Why this exists: a tool call names a source and a path chosen by the model, whic
 untrusted input. Every source kind is reduced here to the same narrow view — the relative
 paths it holds, and the text lines of one of them — built only from what the job spec
 declared: a git repository at its pinned commit (read through the object database, limited
-to the spec's ``paths``), a document folder (regular, non-hidden documents under it; a
-symbolic link is never followed), or one saved web page (its visible text). A path is
-normalized and checked before anything is read; ``..``, an absolute path or a path outside
-the declared scope is refused with ``path_outside_source``.
+to the spec's ``paths``), a document folder (regular, non-hidden documents under it), or one
+saved web page (its visible text). A path is normalized and checked before anything is
+read; ``..``, an absolute path or a path outside the declared scope is refused with
+``path_outside_source``.
+
+Every file is read inside the worker's source roots (``contracts.path_safety``): a document
+folder lists a symbolic link only when it leads to a file inside them, and what it leaves
+out — a link out of the roots or to a folder, a FIFO, socket or device, a file over
+``MAX_FILE_BYTES`` — it reports with the reason (``FolderFiles.excluded``; ``list`` shows
+them), never silently. A declared location outside the roots is ``PathRefused``, a bad job
+spec that fails the step.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from activities.research_tools.rejected import ToolRejected
-from activities.sources.documents import MAX_FILE_BYTES, SUFFIXES
+from activities.sources.documents import MAX_FILE_BYTES, document_files
 from activities.sources.errors import RetrievalFailed
 from activities.sources.gitrepo import MAX_BLOB_BYTES, PinnedTree, in_scope, open_pinned
-from activities.sources.webpages import MAX_PAGE_BYTES, html_to_lines, looks_like_html
+from activities.sources.webpages import html_to_lines, looks_like_html, read_page
+from contracts.errors import PathRefused
+from contracts.path_safety import PathRoots, existing_type, locate, read_file
 from contracts.source_specs import (
     DocumentSourceSpec,
     GitSourceSpec,
@@ -46,6 +55,10 @@ class SourceFiles(Protocol):
 
     async def prefetch(self, paths: Sequence[str]) -> None:
         """Read ``paths`` ahead in one go where that is cheaper (a search over many files)."""
+        ...
+
+    def excluded(self) -> list[tuple[str, str]]:
+        """Entries the source holds but a tool may not read, each with the reason."""
         ...
 
 
@@ -80,6 +93,9 @@ class GitFiles:
     def paths(self) -> list[str]:
         return self._paths
 
+    def excluded(self) -> list[tuple[str, str]]:
+        return []
+
     async def prefetch(self, paths: Sequence[str]) -> None:
         # one `git cat-file --batch` for every file a search will visit, not one per file
         wanted = [p for p in paths if p not in self._read
@@ -98,74 +114,82 @@ class GitFiles:
 
 
 class FolderFiles:
-    """The documents of a folder (or one document), never through a symbolic link."""
+    """The documents of a folder (or one document) inside the source roots."""
 
-    def __init__(self, spec: DocumentSourceSpec, root: Path) -> None:
+    def __init__(self, spec: DocumentSourceSpec, location: str, roots: PathRoots) -> None:
         self.name = spec.name
-        if root.is_file() and not root.is_symlink():
-            self._files = {root.name: root}
-        elif root.is_dir() and not root.is_symlink():
-            inside = root.resolve()
-            self._files = {
-                file.relative_to(root).as_posix(): file for file in sorted(root.rglob("*"))
-                if file.suffix.lower() in SUFFIXES and file.is_file() and not file.is_symlink()
-                and not any(part.startswith(".") for part in file.relative_to(root).parts)
-                # a file reached through a linked folder must still resolve inside the root
-                and inside in file.resolve().parents
-            }
-        else:
-            raise RetrievalFailed(f"document path of source {spec.name!r} does not exist "
-                                  "(or is a symbolic link, which is never followed)")
+        try:
+            _single, listing = document_files(location, roots)
+        except RetrievalFailed:
+            raise RetrievalFailed(f"document path of source {spec.name!r} does not "
+                                  "exist") from None
+        self._files = listing.files
+        self._excluded = listing.excluded
         self._paths = sorted(self._files)
 
     def paths(self) -> list[str]:
         return self._paths
 
+    def excluded(self) -> list[tuple[str, str]]:
+        return self._excluded
+
     async def prefetch(self, paths: Sequence[str]) -> None:
         del paths  # files are read as the search reaches them
 
     async def lines(self, path: str) -> tuple[str, list[str]]:
-        data = self._files[path].read_bytes()
-        if len(data) > MAX_FILE_BYTES:
-            raise ToolRejected("not_found", f"{self.name}:{path} is {len(data)} bytes; files "
-                                            f"over {MAX_FILE_BYTES} are not read")
+        try:
+            data = read_file(self._files[path], what=f"{self.name}:{path}",
+                             max_bytes=MAX_FILE_BYTES)
+        except PathRefused as exc:
+            raise ToolRejected("not_found", f"{self.name}:{path} is not read: {exc}") from None
+        except OSError as exc:
+            raise ToolRejected("not_found", f"{self.name}:{path} cannot be read "
+                                            f"({exc.strerror})") from None
         return "sha256:" + hashlib.sha256(data).hexdigest(), _decode(self.name, path, data)
 
 
 class PageFiles:
     """One saved web page: its visible text, under the page's file name."""
 
-    def __init__(self, spec: WebPageSourceSpec, path: Path) -> None:
+    def __init__(self, spec: WebPageSourceSpec, location: str, roots: PathRoots) -> None:
         self.name = spec.name
-        if not path.is_file() or path.is_symlink():
-            raise RetrievalFailed(f"saved web page of source {spec.name!r} does not exist "
-                                  "(or is a symbolic link, which is never followed)")
-        self._path = path
+        self._location, self._roots = location, roots
+        self._path = Path(location)
+        located = locate(location, roots, "source", what=f"saved web page of {spec.name!r}")
+        if existing_type(located.real) == "missing":
+            raise RetrievalFailed(f"saved web page of source {spec.name!r} does not exist")
 
     def paths(self) -> list[str]:
         return [self._path.name]
+
+    def excluded(self) -> list[tuple[str, str]]:
+        return []
 
     async def prefetch(self, paths: Sequence[str]) -> None:
         del paths  # one page, read when asked
 
     async def lines(self, path: str) -> tuple[str, list[str]]:
-        data = self._path.read_bytes()
-        if len(data) > MAX_PAGE_BYTES:
-            raise ToolRejected("not_found", f"{self.name}:{path} is {len(data)} bytes; pages "
-                                            f"over {MAX_PAGE_BYTES} are not read")
+        try:
+            data, _named = read_page(self._location, self._roots)
+        except (PathRefused, RetrievalFailed) as exc:
+            raise ToolRejected("not_found", f"{self.name}:{path} is not read: {exc}") from None
         text = "\n".join(_decode(self.name, path, data))
         lines = html_to_lines(text) if looks_like_html(self._path, text) else text.splitlines()
         return "sha256:" + hashlib.sha256(data).hexdigest(), lines
 
 
-async def open_source(spec: SourceSpec, locations: Mapping[str, str]) -> SourceFiles:
-    """The view of ``spec``; ``ToolRejected('source_unavailable')`` if it cannot be read."""
+async def open_source(spec: SourceSpec, locations: Mapping[str, str],
+                      roots: PathRoots | None = None) -> SourceFiles:
+    """The view of ``spec``; ``ToolRejected('source_unavailable')`` if it cannot be read,
+    ``PathRefused`` if its location is outside ``roots`` (the worker's source roots; none
+    given: Pressroom's own folders) or may not be read at all."""
+    roots = roots or PathRoots.default(locations)
     try:
         if isinstance(spec, GitSourceSpec):
-            return GitFiles(spec, await open_pinned(spec, locations))
+            return GitFiles(spec, await open_pinned(spec, locations, roots=roots))
         if isinstance(spec, DocumentSourceSpec):
-            return FolderFiles(spec, Path(expand_location(spec.path, locations)))
-        return PageFiles(spec, Path(expand_location(spec.path, locations)))
+            return FolderFiles(spec, expand_location(spec.path, locations), roots)
+        return PageFiles(spec, expand_location(spec.path, locations), roots)
     except RetrievalFailed as exc:
         raise ToolRejected("source_unavailable", f"source {spec.name!r}: {exc}") from None
 

@@ -33,13 +33,18 @@ from activities.research_tools.arguments import (
 )
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from activities.research_tools.source_files import SourceFiles, confine, declared, open_source
+from contracts.path_safety import PathRoots
 from contracts.source_specs import SourceSpec
 
 
 async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[SourceSpec],
                           locations: Mapping[str, str], *,
-                          read_limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+                          read_limits: Mapping[str, int] | None = None,
+                          roots: PathRoots | None = None) -> dict[str, Any]:
     """Run one source tool call; ``ToolRejected`` for a call that cannot run as asked.
+
+    ``roots``: the worker's source roots (``contracts.path_safety``; none given:
+    Pressroom's own folders from ``locations``); a location outside them is ``PathRefused``.
 
     ``read_limits`` maps a source kind (``git``, ``document``, ``web_page``) to the most
     lines one ``read`` may return — the job policy's source limits; ``MAX_READ_LINES``
@@ -56,7 +61,7 @@ async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[
             raise ToolRejected("arguments_over_limit",
                                f"read asks for {asked} lines; the job's policy allows at "
                                f"most {limit} per read of a {source.kind} source")
-    files = await open_source(source, locations)
+    files = await open_source(source, locations, roots)
     if isinstance(arguments, ListArguments):
         return _list(files, arguments)
     if isinstance(arguments, SearchArguments):
@@ -73,8 +78,16 @@ def _list(files: SourceFiles, arguments: ListArguments) -> dict[str, Any]:
         raise ToolRejected(kind, f"{files.name}:{folder} is not a folder of this source")
     entries = sorted({p[len(prefix):].split("/", 1)[0] + ("/" if "/" in p[len(prefix):] else "")
                       for p in below})
-    return {"source": files.name, "path": folder, "entries": entries[:MAX_LIST_ENTRIES],
-            "truncated": len(entries) > MAX_LIST_ENTRIES}
+    listed: dict[str, Any] = {"source": files.name, "path": folder,
+                              "entries": entries[:MAX_LIST_ENTRIES],
+                              "truncated": len(entries) > MAX_LIST_ENTRIES}
+    # what the folder holds but is not read (a link out of the roots, a FIFO, a file over
+    # the size limit), with why: never dropped silently
+    excluded = [{"path": path, "reason": reason} for path, reason in files.excluded()
+                if path.startswith(prefix)]
+    if excluded:
+        listed["excluded"] = excluded[:MAX_LIST_ENTRIES]
+    return listed
 
 
 def _selected(files: SourceFiles, scopes: Sequence[str]) -> list[str]:

@@ -37,6 +37,7 @@ from activities.sources.webpages import TOOL_NAME as WEB_TOOL
 from activities.sources.webpages import acquire_web_page
 from context.admission.security import redact_secrets
 from context.vocabulary import AcquisitionOutcome, ToolStatus
+from contracts.path_safety import PathRoots
 from contracts.source_specs import (
     DocumentSourceSpec,
     GitSourceSpec,
@@ -61,17 +62,17 @@ def tool_arguments(spec: SourceSpec, topics: Sequence[TopicTerms]) -> dict[str, 
 
 async def _gather(
     spec: SourceSpec, topics: Sequence[TopicTerms], call_id: str, as_of: datetime,
-    timeout: float, locations: Mapping[str, str],
+    timeout: float, locations: Mapping[str, str], roots: PathRoots,
 ) -> Gathered:
     if isinstance(spec, GitSourceSpec):
         return await acquire_git(spec, topics, call_id=call_id, as_of=as_of, timeout=timeout,
-                                 locations=locations)
+                                 locations=locations, roots=roots)
     if isinstance(spec, DocumentSourceSpec):
         return await acquire_documents(spec, topics, call_id=call_id, as_of=as_of,
-                                       locations=locations)
+                                       locations=locations, roots=roots)
     if isinstance(spec, WebPageSourceSpec):
         return await acquire_web_page(spec, topics, call_id=call_id, as_of=as_of,
-                                      locations=locations)
+                                      locations=locations, roots=roots)
     raise TypeError(f"unknown source spec {type(spec).__name__}")
 
 
@@ -82,13 +83,17 @@ async def acquire(
     call_id: str,
     as_of: datetime,
     locations: Mapping[str, str],
+    roots: PathRoots | None = None,
     turn: int = 0,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> AcquisitionResult:
     """Acquire ``spec`` for ``topics``; never raises for a source that cannot be read.
 
     ``locations`` says what the placeholders in the spec's location stand for on this
-    worker (``settings.Settings.locations``).
+    worker (``settings.Settings.locations``); ``roots`` are the folders it may read
+    (``contracts.path_safety``; none given: Pressroom's own home and fixtures folder).
+    ``PathRefused`` — a location outside them, special or of the wrong type — propagates
+    like a bad job spec; what a folder holds that may not be read is a recorded warning.
 
     ``SourceSpecError`` (an unknown placeholder; ``UnpinnedSource``, a git source without a
     full commit id) does propagate: that is a bad job spec, not a retrieval outcome.
@@ -99,7 +104,8 @@ async def acquire(
     gathered: Gathered | None = None
     reason: str | None = None
     try:
-        gathered = await _gather(spec, topics, call_id, as_of, timeout, locations)
+        gathered = await _gather(spec, topics, call_id, as_of, timeout, locations,
+                                 roots or PathRoots.default(locations))
         outcome = AcquisitionOutcome.RETRIEVED
     # a tool's error text may quote a credential (a clone URL with its token): the reason
     # goes into the tool result, the stored records and the manifest, so it is redacted

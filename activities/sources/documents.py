@@ -10,6 +10,13 @@ Trust is ``external_evidence`` (official documentation) unless the spec lowers i
 ``project_editable`` for a ``plan.md`` — which also makes it an editable project file, so
 the engine renders it as data whatever it says.
 
+Paths are read only inside the worker's source roots (``contracts.path_safety``): a
+``path`` outside them, on ``/proc``, ``/sys`` or ``/dev``, or not a regular file or folder is
+refused (``PathRefused``, which fails the step: it is a bad job spec). Inside a folder, a
+symbolic link out of the roots or to a folder, a FIFO, socket or device, and a file over
+``MAX_FILE_BYTES`` are not read and recorded as warnings with their reason (tool status
+``partial``); a file's size is checked before a byte of it is read.
+
 Record identity: ``item_id = <name>:<relpath>#L<a>-L<b>``; ``revision`` and
 ``source_digest`` are the sha256 of the file's bytes.
 """
@@ -19,13 +26,21 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
 from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import Section, excerpt_text, markdown_sections, section_windows
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.errors import PathRefused
+from contracts.path_safety import (
+    FolderListing,
+    PathRoots,
+    existing_type,
+    list_folder,
+    locate,
+    read_file,
+)
 from contracts.source_specs import DocumentSourceSpec, TopicTerms, expand_location
 
 TOOL_NAME = "read_document"
@@ -54,21 +69,29 @@ def text_blocks(lines: Sequence[str]) -> list[Section]:
     return blocks
 
 
-def _files(root: Path) -> list[Path]:
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise RetrievalFailed(f"document path {root} does not exist")
-    found = sorted(
-        p for p in root.rglob("*")
-        if p.is_file() and p.suffix.lower() in SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
-    if not found:
-        raise NothingToRetrieve(f"no {'/'.join(SUFFIXES)} documents under {root}")
-    if len(found) > MAX_FILES:
-        raise RetrievalFailed(f"{len(found)} documents under {root}; the limit is {MAX_FILES}")
-    return found
+def document_files(path: str, roots: PathRoots) -> tuple[bool, FolderListing]:
+    """Whether ``path`` (expanded) is a single document, and its readable files with the
+    exclusions (a single file is listed under its own name). ``RetrievalFailed`` when it
+    does not exist; ``PathRefused`` when it may not be read at all."""
+    located = locate(path, roots, "source", what="document path")
+    kind = existing_type(located.real)
+    if kind == "missing":
+        raise RetrievalFailed(f"document path {path} does not exist")
+    if kind == "file":
+        return True, FolderListing(files={located.real.name: located})
+    if kind != "folder":
+        raise PathRefused(f"document path {path} is a {kind}, not a file or folder; not read")
+    return False, list_folder(located, roots, suffixes=SUFFIXES, max_bytes=MAX_FILE_BYTES)
+
+
+def _files(path: str, roots: PathRoots) -> tuple[bool, FolderListing]:
+    single, listing = document_files(path, roots)
+    if not listing.files and not listing.excluded:
+        raise NothingToRetrieve(f"no {'/'.join(SUFFIXES)} documents under {path}")
+    if len(listing.files) > MAX_FILES:
+        raise RetrievalFailed(f"{len(listing.files)} documents under {path}; the limit is "
+                              f"{MAX_FILES}")
+    return single, listing
 
 
 async def acquire_documents(
@@ -78,23 +101,24 @@ async def acquire_documents(
     call_id: str,
     as_of: datetime,
     locations: Mapping[str, str],
+    roots: PathRoots | None = None,
 ) -> Gathered:
-    """Matching sections of every document under ``spec.path``."""
-    root = Path(expand_location(spec.path, locations))
-    files = _files(root)
-    warnings: list[str] = []
+    """Matching sections of every document under ``spec.path`` (inside ``roots``: the
+    worker's source roots; none given, Pressroom's own folders from ``locations``)."""
+    roots = roots or PathRoots.default(locations)
+    single, listing = _files(expand_location(spec.path, locations), roots)
+    warnings = [f"{rel}: {reason}" for rel, reason in listing.excluded]
     records: list[EvidenceRecord] = []
     folder_digest = hashlib.sha256()
     file_digests: dict[str, str] = {}
-    for f in files:
-        rel = f.name if root.is_file() else f.relative_to(root).as_posix()
+    for rel, located in listing.files.items():
         try:
-            data = f.read_bytes()
+            data = read_file(located, what="document", max_bytes=MAX_FILE_BYTES)
+        except PathRefused as exc:
+            warnings.append(f"{rel}: refused ({exc}); skipped")
+            continue
         except OSError as exc:
             warnings.append(f"{rel}: cannot be read ({exc.strerror}); skipped")
-            continue
-        if len(data) > MAX_FILE_BYTES:
-            warnings.append(f"{rel}: {len(data)} bytes exceeds {MAX_FILE_BYTES}; skipped")
             continue
         try:
             lines = data.decode("utf-8").splitlines()
@@ -105,7 +129,7 @@ async def acquire_documents(
         file_digests[rel] = digest
         folder_digest.update(f"{rel}\0{digest}\n".encode())
         sections = (
-            text_blocks(lines) if f.suffix.lower() == ".txt" else markdown_sections(lines)
+            text_blocks(lines) if rel.lower().endswith(".txt") else markdown_sections(lines)
         )
         for section in sections:
             for w in section_windows(lines, section, topics):
@@ -137,7 +161,7 @@ async def acquire_documents(
         raise RetrievalFailed("no document could be read: " + "; ".join(warnings))
     # A single file's revision is its own digest; a folder's digests every file it read.
     revision = (
-        next(iter(file_digests.values())) if root.is_file()
+        next(iter(file_digests.values())) if single
         else "sha256:" + folder_digest.hexdigest()
     )
     return Gathered(revision=revision, records=records, warnings=warnings)

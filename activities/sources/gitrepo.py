@@ -63,6 +63,7 @@ from activities.sources.excerpts import (
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
 from contracts.errors import UnpinnedSource
+from contracts.path_safety import PathRoots, locate_repository
 from contracts.source_specs import (
     REMOTE_LOCATION,
     GitSourceSpec,
@@ -335,13 +336,17 @@ class PinnedTree:
 
 
 async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
-                      timeout: float = DEFAULT_TIMEOUT_S) -> PinnedTree:
+                      timeout: float = DEFAULT_TIMEOUT_S, *,
+                      roots: PathRoots | None = None) -> PinnedTree:
     """``spec``'s repository at its pinned commit; ``RetrievalFailed`` names what failed,
-    ``UnpinnedSource`` a spec without a full commit id."""
+    ``UnpinnedSource`` a spec without a full commit id, ``PathRefused`` a local repository
+    outside ``roots`` (the worker's source roots; none given: Pressroom's own folders)."""
     commit = pinned_commit(spec)
     cache_root = home_from_env(locations) / "git-cache"
-    repo = await _local_repo(expand_location(spec.repo, locations), commit, timeout,
-                             cache_root)
+    location = expand_location(spec.repo, locations)
+    locate_repository(location, roots or PathRoots.default(locations),
+                      what=f"source {spec.name!r} repository")
+    repo = await _local_repo(location, commit, timeout, cache_root)
     sha = await _resolve(repo, commit, timeout)
     files: dict[str, tuple[str, int]] = await _at_commit(
         ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))
@@ -356,10 +361,11 @@ async def acquire_git(
     as_of: datetime,
     locations: Mapping[str, str],
     timeout: float = DEFAULT_TIMEOUT_S,
+    roots: PathRoots | None = None,
 ) -> Gathered:
     """Excerpts around topic hits (and test-log failures) at the pinned commit; a URL
     repository is cloned once into ``$PRESSROOM_HOME/git-cache`` (from ``locations``)."""
-    tree = await open_pinned(spec, locations, timeout)
+    tree = await open_pinned(spec, locations, timeout, roots=roots)
     repo, sha, blobs = tree.repo, tree.sha, tree.files
     for p in spec.paths:
         if not any(in_scope(f, [p]) for f in blobs):

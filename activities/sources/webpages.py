@@ -10,6 +10,11 @@ must see it), headings become section boundaries, and only sections that mention
 kept, each with its line range in the extracted text and the page's content hash as its
 revision.
 
+The page is read only inside the worker's source roots (``contracts.path_safety``): outside
+them, on ``/proc``, ``/sys`` or ``/dev``, not a regular file (a FIFO, socket or device) or
+over ``MAX_PAGE_BYTES`` (checked before a byte is read), it is refused with
+``PathRefused``, a bad job spec that fails the step.
+
 Record identity: ``item_id = <name>:page#L<a>-L<b>`` (lines of the extracted text);
 ``revision`` and ``source_digest`` are the sha256 of the saved file's bytes.
 """
@@ -28,6 +33,7 @@ from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_i
 from activities.sources.excerpts import excerpt_text, markdown_sections, section_windows
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
+from contracts.path_safety import PathRoots, locate, read_file
 from contracts.source_specs import TopicTerms, WebPageSourceSpec, expand_location
 
 TOOL_NAME = "read_web_page"
@@ -106,6 +112,20 @@ def html_to_lines(html: str) -> list[str]:
     return [line for line in parser.lines if line.strip("# ")]
 
 
+def read_page(location: str, roots: PathRoots) -> tuple[bytes, Path]:
+    """The saved page's bytes and its path as named; ``RetrievalFailed`` when it does not
+    exist, ``PathRefused`` when it may not be read."""
+    located = locate(location, roots, "source", what="saved web page")
+    try:
+        return read_file(located, what="saved web page", max_bytes=MAX_PAGE_BYTES), \
+            Path(location)
+    except FileNotFoundError:
+        raise RetrievalFailed(f"saved web page {location} does not exist") from None
+    except OSError as exc:
+        raise RetrievalFailed(f"saved web page {location} cannot be read "
+                              f"({exc.strerror})") from None
+
+
 def looks_like_html(path: Path, text: str) -> bool:
     return path.suffix.lower() in (".html", ".htm", ".xhtml") or text.lstrip().startswith("<")
 
@@ -117,14 +137,12 @@ async def acquire_web_page(
     call_id: str,
     as_of: datetime,
     locations: Mapping[str, str],
+    roots: PathRoots | None = None,
 ) -> Gathered:
-    """Relevant sections of a saved page, labelled untrusted external data."""
-    path = Path(expand_location(spec.path, locations))
-    if not path.is_file():
-        raise RetrievalFailed(f"saved web page {path} does not exist")
-    data = path.read_bytes()
-    if len(data) > MAX_PAGE_BYTES:
-        raise RetrievalFailed(f"saved web page is {len(data)} bytes; the limit is {MAX_PAGE_BYTES}")
+    """Relevant sections of a saved page, labelled untrusted external data (read inside
+    ``roots``; none given, Pressroom's own folders from ``locations``)."""
+    data, path = read_page(expand_location(spec.path, locations),
+                           roots or PathRoots.default(locations))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -17,7 +17,7 @@ from artifacts.errors import ScopeDenied
 from contracts.activity_messages import JobRef
 from contracts.job_spec import parse_job_spec
 from settings import Settings
-from tests.workflows.jobkit import job_dict
+from tests.workflows.jobkit import job_dict, roots_for
 
 #: what source-location placeholders stand for here (as a worker started now is told)
 LOCAL = Settings.from_env(os.environ).locations
@@ -32,7 +32,7 @@ async def _stored(rt: ActivityRuntime, tmp_path: Path) -> JobRef:
 
 async def test_cache_is_bounded_and_evicted_specs_still_load(tmp_path: Path) -> None:
     rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", spec_cache_size=2,
-                         locations=LOCAL)
+                         locations=LOCAL, roots=roots_for(tmp_path))
     try:
         jobs = [await _stored(rt, tmp_path) for _ in range(4)]
         for job in jobs:
@@ -44,7 +44,8 @@ async def test_cache_is_bounded_and_evicted_specs_still_load(tmp_path: Path) -> 
 
 
 async def test_a_cached_spec_is_not_served_to_another_tenant(tmp_path: Path) -> None:
-    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", locations=LOCAL)
+    rt = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}", locations=LOCAL,
+                         roots=roots_for(tmp_path))
     try:
         job = await _stored(rt, tmp_path)
         await rt.spec_of(job)  # cached now, for tenant acme

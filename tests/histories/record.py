@@ -29,7 +29,7 @@ from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.workflow_messages import ResolveInput
 from settings import Settings
-from tests.workflows.jobkit import job_dict, wait_status
+from tests.workflows.jobkit import job_dict, roots_for, wait_status
 from worker import build_worker
 from workflows import client as jobs
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
@@ -113,7 +113,8 @@ async def record(out_dir: Path = HERE, only: set[str] | None = None) -> list[Pat
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             docs = _docs(root)
-            runtime = ActivityRuntime(f"sqlite+aiosqlite:///{root / 'store.db'}", locations=LOCAL)
+            runtime = ActivityRuntime(f"sqlite+aiosqlite:///{root / 'store.db'}", locations=LOCAL,
+                                      roots=roots_for(root))
             queue = f"record-{uuid.uuid4().hex[:8]}"
             async with build_worker(env.client, runtime, task_queue=queue):
                 for name, (overrides, scenario) in SCENARIOS.items():

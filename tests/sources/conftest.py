@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from contracts.path_safety import PathRoots
 from contracts.source_specs import TopicTerms
 from examples.build_fixtures import build_fixtures
 from settings import Settings
@@ -27,6 +29,14 @@ def locations() -> dict[str, str]:
     (``Settings.locations``): the tests point ``PRESSROOM_FIXTURES`` / ``PRESSROOM_HOME``
     at their own trees with ``monkeypatch`` first."""
     return Settings.from_env(os.environ).locations
+
+
+def roots(*folders: Path) -> PathRoots:
+    """The roots a worker started now would have (Pressroom's own folders, as
+    ``locations``), plus ``folders`` for reading and publishing — by default the system's
+    temporary folder, which holds every test's ``tmp_path`` and fixture tree."""
+    extra = folders or (Path(tempfile.gettempdir()),)
+    return PathRoots.of(Settings.from_env(os.environ), sources=extra, publish=extra)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from context.items import ScopeRef, sha256_text
 from context.vocabulary import AcquisitionOutcome, Role, SourceType, ToolStatus, Trust
 from contracts.source_specs import GitSourceSpec, TopicTerms
 from examples.build_fixtures import EXPECTED_COMMITS
-from tests.sources.conftest import AS_OF, TOPICS, locations
+from tests.sources.conftest import AS_OF, TOPICS, locations, roots
 
 V1 = EXPECTED_COMMITS["backoff-lib"]["v1"]
 V2 = EXPECTED_COMMITS["backoff-lib"]["v2"]
@@ -37,7 +37,8 @@ async def test_pinned_commit_not_working_tree(fresh_fixtures: Path) -> None:
     policy.write_text(policy.read_text() + "\n# jitter max_delay LEAKED_WORKTREE\n")
     (repo / "untracked.py").write_text("jitter = 'LEAKED_UNTRACKED'\n")
     spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit=V1)
-    result = await acquire(spec, TOPICS, call_id="call-1", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, TOPICS, call_id="call-1", as_of=AS_OF, locations=locations(),
+                           roots=roots())
 
     assert result.outcome is AcquisitionOutcome.RETRIEVED
     assert result.revision == V1
@@ -59,7 +60,8 @@ async def test_commit_is_the_full_id_lowercased(shared_fixtures: Path) -> None:
     for given in (V2.upper(), V2):
         spec = GitSourceSpec(name="backoff-lib", repo=str(repo), commit=given)
         assert spec.commit == V2
-        result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+        result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                               roots=roots())
         assert result.revision == V2
         assert {r.commit for r in result.records} == {V2}
 
@@ -69,7 +71,8 @@ async def test_excerpts_are_bounded_with_line_ranges(shared_fixtures: Path) -> N
         name="httpkit", repo=str(shared_fixtures / "repos" / "httpkit"),
         commit=EXPECTED_COMMITS["httpkit"]["v2"],
     )
-    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVED
     assert result.missing_topics == []
     by_path: dict[str, list[tuple[int, int]]] = {}
@@ -92,7 +95,8 @@ async def test_test_log_gives_failures_and_an_artifact_ref(shared_fixtures: Path
         name="backoff-lib", repo=str(shared_fixtures / "repos" / "backoff-lib"),
         commit=V2, paths=["logs"],
     )
-    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     logs = [r for r in result.records if r.source_type is SourceType.TEST_LOG]
     assert logs and len(logs) == len(result.records)
     assert any("FAILED" in r.content and "Retry-After" in r.content for r in logs)
@@ -104,7 +108,8 @@ async def test_missing_commit_is_retrieval_failed(shared_fixtures: Path) -> None
         name="backoff-lib", repo=str(shared_fixtures / "repos" / "backoff-lib"),
         commit="0123456789abcdef0123456789abcdef01234567",
     )
-    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
     assert "0123456789abcdef" in (result.reason or "")
     assert result.records == [] and result.tool_result.status is ToolStatus.ERROR
@@ -121,7 +126,8 @@ async def test_unreachable_repositories_are_retrieval_failed(tmp_path: Path) -> 
     }
     for location, expected in cases.items():
         spec = GitSourceSpec(name="r", repo=location, commit=V1)
-        result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+        result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                               roots=roots())
         assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED, location
         assert expected in (result.reason or ""), result.reason
 
@@ -131,7 +137,8 @@ async def test_bad_path_is_retrieval_failed(shared_fixtures: Path) -> None:
         name="backoff-lib", repo=str(shared_fixtures / "repos" / "backoff-lib"),
         commit=V1, paths=["logs"],  # logs/ exists only from v2 on
     )
-    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
     assert "'logs'" in (result.reason or "")
 
@@ -139,7 +146,8 @@ async def test_bad_path_is_retrieval_failed(shared_fixtures: Path) -> None:
 async def test_no_matches_is_retrieved_with_zero_records(shared_fixtures: Path) -> None:
     topics = [TopicTerms(name="tls", terms=["certificate pinning"])]
     spec = _httpkit(shared_fixtures)
-    result = await acquire(spec, topics, call_id="c", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, topics, call_id="c", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVED
     assert result.records == [] and result.missing_topics == ["tls"]
     assert result.tool_result.status is ToolStatus.SUCCESS
@@ -148,6 +156,7 @@ async def test_no_matches_is_retrieved_with_zero_records(shared_fixtures: Path) 
 async def test_timeout_is_retrieval_failed(shared_fixtures: Path) -> None:
     spec = _httpkit(shared_fixtures)
     result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                           roots=roots(),
                            timeout=1e-6)
     assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
     assert "timed out" in (result.reason or "")
@@ -155,8 +164,10 @@ async def test_timeout_is_retrieval_failed(shared_fixtures: Path) -> None:
 
 async def test_records_become_code_evidence_items(shared_fixtures: Path) -> None:
     spec = _httpkit(shared_fixtures)
-    first = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
-    again = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+    first = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                          roots=roots())
+    again = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                          roots=roots())
     assert first == again, "same commit, same topics -> identical records and hashes"
     item = to_context_item(first.records[0], SCOPE)
     assert item.source_ref.is_complete_code_ref
@@ -176,10 +187,10 @@ async def test_url_sources_are_cloned_once_and_fetched_for_new_commits(
     url = f"file://{origin}"
     by_url = await acquire(
         GitSourceSpec(name="httpkit", repo=url, commit=EXPECTED_COMMITS["httpkit"]["v2"]),
-        TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+        TOPICS, call_id="c", as_of=AS_OF, locations=locations(), roots=roots(),
     )
     by_path = await acquire(_httpkit(fresh_fixtures), TOPICS, call_id="c", as_of=AS_OF,
-                            locations=locations())
+                            locations=locations(), roots=roots())
     assert by_url.outcome is AcquisitionOutcome.RETRIEVED
     assert by_url.records == by_path.records  # citations name the source, not its location
     caches = list((tmp_path / "home" / "git-cache").iterdir())
@@ -195,7 +206,7 @@ async def test_url_sources_are_cloned_once_and_fetched_for_new_commits(
                          capture_output=True, text=True, env=env).stdout.strip()
     later = await acquire(
         GitSourceSpec(name="httpkit", repo=url, commit=new, paths=["NOTES.md"]), TOPICS,
-        call_id="c2", as_of=AS_OF, locations=locations(),
+        call_id="c2", as_of=AS_OF, locations=locations(), roots=roots(),
     )
     assert later.outcome is AcquisitionOutcome.RETRIEVED, later.reason
     assert [r.path for r in later.records] == ["NOTES.md"] and later.revision == new
@@ -206,7 +217,7 @@ async def test_oversized_blobs_are_skipped_and_reported(shared_fixtures: Path, m
 
     monkeypatch.setattr(gitrepo, "MAX_BLOB_BYTES", 600)
     result = await acquire(_httpkit(shared_fixtures), TOPICS, call_id="c", as_of=AS_OF,
-                           locations=locations())
+                           locations=locations(), roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVED
     assert result.tool_result.status is ToolStatus.PARTIAL
     assert "httpkit/client.py" in (result.reason or "") and "not read" in (result.reason or "")

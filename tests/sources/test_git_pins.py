@@ -24,7 +24,7 @@ from contracts.job_spec import parse_job_spec
 from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
 from contracts.workflow_messages import ResolveInput
 from examples.build_fixtures import EXPECTED_COMMITS
-from tests.sources.conftest import AS_OF, TOPICS, locations
+from tests.sources.conftest import AS_OF, TOPICS, locations, roots
 from tests.workflows.jobkit import job_dict
 from workflows.errors import UnresolvedRef
 from workflows.pins import pin_refs, pin_resolution, resolve_ref
@@ -136,13 +136,14 @@ async def test_an_unpinned_source_is_refused_before_any_git_process(
     repo = str(shared_fixtures / "repos" / "backoff-lib")
     with pytest.raises(UnpinnedSource, match="names ref 'v2' but has no commit"):
         await acquire(git_source(repo, ref="v2"), TOPICS, call_id="c", as_of=AS_OF,
-                      locations=locations())
+                      locations=locations(), roots=roots())
     # a value built around the spec's validation is refused just the same
     for bad in (ATTACK, "v2", V2[:12]):
         smuggled = GitSourceSpec.model_construct(name="backoff-lib", repo=repo, commit=bad,
                                                  ref=None, paths=[])
         with pytest.raises(UnpinnedSource, match="not a full commit id"):
-            await acquire(smuggled, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+            await acquire(smuggled, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                          roots=roots())
     assert ran == []
 
 
@@ -155,7 +156,7 @@ async def test_a_refspec_never_rewrites_a_tag_in_the_shared_clone(
     git(origin, "update-ref", "refs/pull/123/head", evil)
     url = f"file://{origin}"
     first = await acquire(git_source(url, commit=V2), TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations())
+                          locations=locations(), roots=roots())
     assert first.outcome is AcquisitionOutcome.RETRIEVED and first.revision == V2
     before = cache_refs(home)
     assert before["refs/tags/v2"] == git(origin, "rev-parse", "refs/tags/v2")
@@ -163,10 +164,11 @@ async def test_a_refspec_never_rewrites_a_tag_in_the_shared_clone(
     smuggled = GitSourceSpec.model_construct(name="backoff-lib", repo=url, commit=ATTACK,
                                              ref=None, paths=[])
     with pytest.raises(UnpinnedSource):
-        await acquire(smuggled, TOPICS, call_id="b", as_of=AS_OF, locations=locations())
+        await acquire(smuggled, TOPICS, call_id="b", as_of=AS_OF, locations=locations(),
+                      roots=roots())
     assert cache_refs(home) == before
     again = await acquire(git_source(url, commit=V2), TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations())
+                          locations=locations(), roots=roots())
     assert again.revision == V2 and again.records == first.records
 
 
@@ -177,7 +179,8 @@ async def test_jobs_sharing_the_clone_fetch_by_id_and_leave_its_refs_alone(
     origin = fresh_fixtures / "repos" / "backoff-lib"
     url = f"file://{origin}"
     job_a = git_source(url, commit=V1)
-    read_a = await acquire(job_a, TOPICS, call_id="a", as_of=AS_OF, locations=locations())
+    read_a = await acquire(job_a, TOPICS, call_id="a", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert read_a.revision == V1
     before = cache_refs(home)
 
@@ -185,15 +188,16 @@ async def test_jobs_sharing_the_clone_fetch_by_id_and_leave_its_refs_alone(
     newer = new_commit(origin, "after the clone")
     git(origin, "tag", "-f", "v2", newer)
     job_b = git_source(url, commit=newer, ref="v2", paths=["NOTES.md"])
-    read_b = await acquire(job_b, TOPICS, call_id="b", as_of=AS_OF, locations=locations())
+    read_b = await acquire(job_b, TOPICS, call_id="b", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert read_b.outcome is AcquisitionOutcome.RETRIEVED, read_b.reason
     assert read_b.revision == newer and [r.path for r in read_b.records] == ["NOTES.md"]
     assert cache_refs(home) == before  # job B's fetch wrote no ref, moved no tag
     # ... and each job still reads exactly its own pin
     assert (await acquire(job_a, TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations())).records == read_a.records
+                          locations=locations(), roots=roots())).records == read_a.records
     old_v2 = await acquire(git_source(url, commit=V2), TOPICS, call_id="c", as_of=AS_OF,
-                           locations=locations())
+                           locations=locations(), roots=roots())
     assert old_v2.revision == V2 and {r.commit for r in old_v2.records} == {V2}
 
 
@@ -207,12 +211,13 @@ async def test_a_commit_the_server_will_not_serve_by_id_comes_from_its_branches(
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "0")
     url = f"file://{origin}"
     assert (await acquire(git_source(url, commit=V2), TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations())).revision == V2
+                          locations=locations(), roots=roots())).revision == V2
     before = cache_refs(home)
     inner = new_commit(origin, "not a branch tip")
     tip = new_commit(origin, "the tip")
     spec = git_source(url, commit=inner, paths=["NOTES.md"])
-    result = await acquire(spec, TOPICS, call_id="b", as_of=AS_OF, locations=locations())
+    result = await acquire(spec, TOPICS, call_id="b", as_of=AS_OF, locations=locations(),
+                           roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVED, result.reason
     assert result.revision == inner
     after = cache_refs(home)
@@ -223,7 +228,7 @@ async def test_a_commit_the_server_will_not_serve_by_id_comes_from_its_branches(
     # a commit on no branch or tag is not found, and says so
     gone = "f" * 40
     missing = await acquire(git_source(url, commit=gone), TOPICS, call_id="c", as_of=AS_OF,
-                            locations=locations())
+                            locations=locations(), roots=roots())
     assert missing.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
     assert gone in (missing.reason or "") and "not found" in (missing.reason or "")
 
@@ -234,7 +239,7 @@ async def test_an_annotated_tag_object_id_is_not_a_commit(fresh_fixtures: Path) 
     tag_object = git(repo, "rev-parse", "refs/tags/annotated")
     assert tag_object != V1
     result = await acquire(git_source(str(repo), commit=tag_object), TOPICS, call_id="c",
-                           as_of=AS_OF, locations=locations())
+                           as_of=AS_OF, locations=locations(), roots=roots())
     assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
     assert "is not a commit" in (result.reason or "") and V1 in (result.reason or "")
 
@@ -297,7 +302,8 @@ async def test_pin_refs_fills_the_commit_keeps_the_ref_and_a_moved_tag_changes_n
     moved = new_commit(origin, "MOVED after submit")
     git(origin, "tag", "-f", "v2", moved)
     assert await resolve_ref(f"file://{origin}", "v2", name="x") == moved
-    read = await acquire(by_url, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+    read = await acquire(by_url, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
+                         roots=roots())
     assert read.revision == V2 and {r.commit for r in read.records} == {V2}
     assert all("MOVED" not in r.content for r in read.records)
     # the acquisition's recorded arguments name the commit read, not the name it came from

@@ -31,6 +31,7 @@ from contracts.source_specs import (
     WebPageSourceSpec,
 )
 from examples.build_fixtures import EXPECTED_COMMITS
+from tests.sources.conftest import roots
 
 V2 = EXPECTED_COMMITS["backoff-lib"]["v2"]
 
@@ -169,7 +170,7 @@ async def test_a_missing_source_is_a_refusal_naming_it(shared_fixtures: Path,
                                                        tmp_path: Path) -> None:
     gone = GitSourceSpec(name="gone", repo=str(tmp_path / "nope"), commit=V2)
     with pytest.raises(ToolRejected) as caught:
-        await run_source_tool("list", {"source": "gone"}, [gone], {})
+        await run_source_tool("list", {"source": "gone"}, [gone], {}, roots=roots(tmp_path))
     assert caught.value.kind == "source_unavailable" and "gone" in caught.value.detail
 
 
@@ -200,7 +201,7 @@ async def test_a_read_is_bounded_by_the_policys_source_limits(
         "sources": [{"kind": "document", "name": "d", "path": str(tmp_path)}],
         "destination": str(tmp_path / "out"), "review": {"reviewers": ["alice"]},
         "policy": str(policy)})
-    limits = read_limits(spec)
+    limits = read_limits(spec, roots(tmp_path))
     assert limits["git"] == 4 and limits["web_page"] == 200 and "document" not in limits
     locations = {"PRESSROOM_HOME": str(shared_fixtures / "home"),
                  "PRESSROOM_FIXTURES": str(shared_fixtures)}

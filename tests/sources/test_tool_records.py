@@ -15,7 +15,7 @@ from context.vocabulary import AcquisitionOutcome
 from contracts.errors import SourceSpecError
 from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, WebPageSourceSpec
 from examples.build_fixtures import EXPECTED_COMMITS
-from tests.sources.conftest import AS_OF, TOPICS, locations
+from tests.sources.conftest import AS_OF, TOPICS, locations, roots
 
 
 def _specs() -> list[GitSourceSpec | DocumentSourceSpec | WebPageSourceSpec]:
@@ -38,7 +38,8 @@ async def test_tool_calls_are_recorded_and_pair_in_any_completion_order(
 ) -> None:
     specs = _specs()
     results = await asyncio.gather(
-        *(acquire(s, TOPICS, call_id=f"acq-{i}", as_of=AS_OF, locations=locations()) for i,
+        *(acquire(s, TOPICS, call_id=f"acq-{i}", as_of=AS_OF, locations=locations(),
+                  roots=roots()) for i,
           s in enumerate(specs))
     )
     assert [r.tool_call.tool_name for r in results] == [
@@ -75,7 +76,7 @@ async def test_hashes_do_not_depend_on_where_fixtures_live(
     for where in (shared_fixtures, fresh_fixtures):
         monkeypatch.setenv("PRESSROOM_FIXTURES", str(where))
         results = [await acquire(s, TOPICS, call_id="c", as_of=AS_OF,
-                                 locations=locations()) for s in _specs()[:3]]
+                                 locations=locations(), roots=roots()) for s in _specs()[:3]]
         seen.append([(r.argument_hash, r.tool_result.result_hash) for r in results])
     assert seen[0] == seen[1]
 
@@ -83,4 +84,4 @@ async def test_hashes_do_not_depend_on_where_fixtures_live(
 async def test_unknown_placeholder_is_a_spec_error() -> None:
     spec = DocumentSourceSpec(name="d", path="${NOT_A_PRESSROOM_VAR}/docs")
     with pytest.raises(SourceSpecError, match="NOT_A_PRESSROOM_VAR"):
-        await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations())
+        await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(), roots=roots())

@@ -28,6 +28,8 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowHandle
 
+from tests.workflows.jobkit import roots_env
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRESSROOM = Path(sys.executable).parent / "pressroom"  # the console script an operator runs
 # settings a worker must not inherit from the developer's shell: the store comes only from
@@ -109,7 +111,7 @@ def spawn_worker(name: str, root: Path, *, address: str, task_queue: str, store_
     home.mkdir(parents=True)
     log = root / name / "worker.log"
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
-    env.update({"PRESSROOM_HOME": str(home), **(extra_env or {})})
+    env.update({"PRESSROOM_HOME": str(home), **roots_env(), **(extra_env or {})})
     proc = subprocess.Popen(
         [str(PRESSROOM), "worker", "--address", address, "--task-queue", task_queue,
          "--store-url", store_url],

@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from settings import Settings
-from tests.workflows.jobkit import job_dict
+from tests.workflows.jobkit import job_dict, roots_for
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 
 #: what source-location placeholders stand for here (as a worker started now is told)
@@ -59,12 +59,13 @@ def store_url(tmp_path: Path) -> str:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
+async def runtime(store_url: str, tmp_path: Path) -> AsyncIterator[ActivityRuntime]:
     # closed at teardown too: a test may reopen the store after its worker closed it
     # (to read what the job wrote), and a store left to the garbage collector closes its
     # pooled aiosqlite connection from whatever thread collects it — once a workflow
     # thread, whose event loop cannot take the callback
-    rt = ActivityRuntime(store_url, locations=LOCAL)
+    # a test's files live under its tmp_path: that is the worker's one extra root
+    rt = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path))
     try:
         yield rt
     finally:

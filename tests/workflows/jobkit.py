@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,9 @@ from temporalio.client import Client, WorkflowHandle
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
+from contracts.path_safety import PathRoots
 from contracts.workflow_messages import JobStatus
+from settings import Settings
 from worker import build_worker
 from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
@@ -78,7 +81,7 @@ async def wait_status(handle: WorkflowHandle[Any, Any], want: set[str],
 def start_worker_process(env: dict[str, str], address: str, task_queue: str,
                          store_url: str, log: Path) -> subprocess.Popen[bytes]:
     """A real, separate worker process (``python worker.py``) that tests may SIGKILL."""
-    full_env = {**os.environ, **env}
+    full_env = {**os.environ, **roots_env(), **env}
     return subprocess.Popen(
         [sys.executable, str(REPO_ROOT / "worker.py"), "--address", address,
          "--task-queue", task_queue, "--store-url", store_url],
@@ -100,8 +103,23 @@ async def history_bytes(handle: WorkflowHandle[Any, Any]) -> int:
 
 
 def published_files(spec: JobSpec) -> list[Path]:
-    dest = Path(spec.destination)
-    return sorted(dest.iterdir()) if dest.exists() else []
+    """What the job's own folder in its destination holds (``<destination>/<job_id>/``)."""
+    folder = Path(spec.destination) / spec.job_id
+    return sorted(folder.iterdir()) if folder.exists() else []
+
+
+def roots_for(*folders: Path) -> PathRoots:
+    """A worker's roots here: Pressroom's own folders (as a worker started now is told)
+    plus ``folders`` for both sources and publishing (a test's ``tmp_path``)."""
+    return PathRoots.of(Settings.from_env(os.environ), sources=folders, publish=folders)
+
+
+def roots_env(*folders: Path) -> dict[str, str]:
+    """The environment that gives a worker process (or ``pressroom``) ``folders`` as its
+    source and publish roots; none given: the system's temporary folder, which holds every
+    test's ``tmp_path`` (what the worker processes of the crash and cluster tests read)."""
+    joined = os.pathsep.join(str(f) for f in folders or (Path(tempfile.gettempdir()),))
+    return {"PRESSROOM_SOURCE_ROOTS": joined, "PRESSROOM_PUBLISH_ROOTS": joined}
 
 
 def _stat(pid: int) -> list[str] | None:

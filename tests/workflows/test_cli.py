@@ -18,7 +18,13 @@ import yaml
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from settings import Settings
-from tests.workflows.jobkit import REPO_ROOT, job_dict, published_files, running_worker
+from tests.workflows.jobkit import (
+    REPO_ROOT,
+    job_dict,
+    published_files,
+    roots_for,
+    running_worker,
+)
 
 #: what source-location placeholders stand for here (as a worker started now is told)
 LOCAL = Settings.from_env(os.environ).locations
@@ -63,7 +69,8 @@ async def test_cli_run_review_status_explain(
     rc, _out, err = await pressroom(home, address, "run", str(bad), "--task-queue", task_queue)
     _one_line_error(rc, err, "field 'review.reviewers'")
 
-    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}", locations=LOCAL)
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}", locations=LOCAL,
+                              roots=roots_for(tmp_path))
     async with running_worker(temporal_env.client, runtime, task_queue):
         rc, out, err = await pressroom(home, address, "run", str(job_file), "--wait",
                                        "--task-queue", task_queue)

@@ -15,7 +15,7 @@ import yaml
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.source_specs import GitSourceSpec
 from tests.workflows.conftest import LOCAL
-from tests.workflows.jobkit import job_dict, running_worker, wait_status
+from tests.workflows.jobkit import job_dict, roots_for, running_worker, wait_status
 from tests.workflows.test_cli import _one_line_error, pressroom
 from tests.workflows.test_job_paths import make_repo
 from workflows import client as jobs
@@ -72,7 +72,8 @@ async def test_run_pins_a_ref_at_submit_and_a_moved_tag_changes_nothing(
     _git(repo, "tag", "-f", "-a", "v2", "-m", "release 2, again", moved)
     assert moved != pinned
 
-    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}", locations=LOCAL)
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}", locations=LOCAL,
+                              roots=roots_for(tmp_path))
     async with running_worker(temporal_env.client, runtime, task_queue):
         handle = temporal_env.client.get_workflow_handle(started.job_id)
         status = await wait_status(handle, {"awaiting_review", "blocked"})

@@ -16,7 +16,7 @@ from temporalio.client import Client
 
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobResult
-from tests.workflows.jobkit import REPO_ROOT, published_files
+from tests.workflows.jobkit import REPO_ROOT, published_files, roots_env
 from workflows import client as jobs
 from workflows.devserver import free_port, port_free
 from workflows.research_job import ResearchJobWorkflow
@@ -29,7 +29,8 @@ async def test_dev_runs_a_job_and_stops_cleanly(tmp_path: Path,
                                                 make_spec: Callable[..., JobSpec]) -> None:
     home = tmp_path / "home"
     port = free_port()
-    env = {**os.environ, "PRESSROOM_HOME": str(home), "PRESSROOM_TASK_QUEUE": "dev-test"}
+    env = {**os.environ, "PRESSROOM_HOME": str(home), "PRESSROOM_TASK_QUEUE": "dev-test",
+           **roots_env(tmp_path)}  # the job's files live under tmp_path
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(REPO_ROOT / "pressroom.py"), "dev", "--port", str(port),
         "--headless", env=env, cwd=REPO_ROOT, stdout=asyncio.subprocess.PIPE,

@@ -41,6 +41,7 @@ from tests.workflows.jobkit import (
     children,
     cmdline,
     published_files,
+    roots_for,
     running_worker,
     start_job,
     wait_status,
@@ -55,8 +56,9 @@ pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def helper_runtime(store_url: str) -> AsyncIterator[ActivityRuntime]:
-    rt = build_runtime(store_url, locations=LOCAL, helper_processes=1)
+async def helper_runtime(store_url: str, tmp_path: Path) -> AsyncIterator[ActivityRuntime]:
+    rt = build_runtime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                       helper_processes=1)
     try:
         yield rt
     finally:

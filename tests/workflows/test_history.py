@@ -22,6 +22,7 @@ from settings import Settings
 from tests.workflows.jobkit import (
     history_bytes,
     published_files,
+    roots_for,
     running_worker,
     start_job,
     wait_status,
@@ -77,10 +78,13 @@ async def test_history_size_does_not_grow_with_source_size(
     assert sum(p.stat().st_size for p in docs.iterdir()) < 2048
     big = make_spec(job_id="size-large-0001", research={"mode": "acquire"},
                     sources=[{"kind": "document", "name": "handbook", "path": str(big_docs)}])
-    small_bytes = await _run_to_publish(client, ActivityRuntime(store_url, locations=LOCAL),
+    roots = roots_for(tmp_path)
+    small_bytes = await _run_to_publish(client, ActivityRuntime(store_url, locations=LOCAL,
+                                                                roots=roots),
                                         "q-small-" +
                                         small.job_id, small)
-    big_bytes = await _run_to_publish(client, ActivityRuntime(store_url, locations=LOCAL),
+    big_bytes = await _run_to_publish(client, ActivityRuntime(store_url, locations=LOCAL,
+                                                              roots=roots),
                                       "q-large-" +
                                       big.job_id, big)
     ratio = big_bytes / small_bytes

@@ -25,7 +25,7 @@ import context
 import contracts.errors
 from artifacts.errors import StoreError
 from context.errors import ContextError
-from contracts.errors import JobSpecError, ProviderError, PublishRefused, SourceError
+from contracts.errors import JobSpecError, PathRefused, ProviderError, PublishRefused, SourceError
 from workflows.temporal_config import (
     ACTIVITY_NON_RETRYABLE_ERROR_TYPES,
     ACTIVITY_NON_RETRYABLE_ERRORS,
@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ACTIVITY_CODE = ("activities", "contracts")
 #: roots of the error hierarchies an activity can let reach Temporal
 ROOTS: tuple[type[BaseException], ...] = (
-    StoreError, ContextError, SourceError, JobSpecError, PublishRefused, ProviderError)
+    StoreError, ContextError, SourceError, JobSpecError, PublishRefused, ProviderError,
+    PathRefused)
 
 #: error classes deliberately *not* on the list, and why
 RETRIED: dict[str, str] = {
