@@ -226,20 +226,27 @@ def _reviewer(reviewer: str | None, settings: Settings) -> str:
 
 
 _REVIEWER_HELP = "Reviewer principal (default $PRESSROOM_REVIEWER or your user name)."
+_KEY_HELP = ("Your Ed25519 private key (default $PRESSROOM_REVIEWER_KEY or "
+             "$PRESSROOM_HOME/keys/NAME.key; make one with `pressroom reviewer keygen NAME`).")
+_SIGNER_HELP = ("Who signs: a listed reviewer or operator (default $PRESSROOM_REVIEWER or "
+                "your user name).")
+_DRAFT_HASH_HELP = "Only if the pending draft has this content hash (sha256:…); for scripts."
 
 
 @app.command()
 def approve(ctx: typer.Context, job: str,
             reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+            key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+            draft_hash: str | None = typer.Option(None, "--draft-hash", help=_DRAFT_HASH_HELP),
             yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
             address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
-    """Show the pending draft and approve it for publication."""
+    """Show the pending draft and approve it for publication (signed with your key)."""
     from workflows import commands
 
     settings = _settings(ctx)
     _job_cmd(commands.review(console, settings, job, "approve",
                              reviewer=_reviewer(reviewer, settings), comments=[], yes=yes,
-                             address=address), settings)
+                             address=address, key_path=key, draft_hash=draft_hash), settings)
 
 
 @app.command("request-changes")
@@ -248,21 +255,25 @@ def request_changes(
     job: str,
     message: Annotated[list[str], typer.Option("-m", "--message", help="A requested change.")],
     reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+    key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+    draft_hash: str | None = typer.Option(None, "--draft-hash", help=_DRAFT_HASH_HELP),
     yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
-    """Send the pending draft back with comments (they become the next draft's task input)."""
+    """Send the pending draft back with comments (the next turns see them as reviewer data)."""
     from workflows import commands
 
     settings = _settings(ctx)
     _job_cmd(commands.review(console, settings, job, "request_changes",
                              reviewer=_reviewer(reviewer, settings), comments=message, yes=yes,
-                             address=address), settings)
+                             address=address, key_path=key, draft_hash=draft_hash), settings)
 
 
 @app.command()
 def reject(ctx: typer.Context, job: str,
            reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+           key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+           draft_hash: str | None = typer.Option(None, "--draft-hash", help=_DRAFT_HASH_HELP),
            yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Reject the pending draft; the job ends 'rejected' and nothing is published."""
@@ -271,7 +282,7 @@ def reject(ctx: typer.Context, job: str,
     settings = _settings(ctx)
     _job_cmd(commands.review(console, settings, job, "reject",
                              reviewer=_reviewer(reviewer, settings), comments=[], yes=yes,
-                             address=address), settings)
+                             address=address, key_path=key, draft_hash=draft_hash), settings)
 
 
 @app.command()
@@ -289,6 +300,8 @@ def resolve(
     accept_gathered: bool = typer.Option(
         False, "--accept-gathered", help="Stop researching and draft from what was gathered."),
     note: str = typer.Option("", help="Why (recorded with the resolution)."),
+    signer: str | None = typer.Option(None, "--as", help=_SIGNER_HELP),
+    key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
     """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision)."""
@@ -298,7 +311,7 @@ def resolve(
     _job_cmd(commands.resolve(console, settings, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
         accept=accept, token_budget=token_budget, accept_gathered=accept_gathered, note=note),
-        address), settings)
+        address, signer=_reviewer(signer, settings), key_path=key), settings)
 
 
 @app.command()
@@ -325,12 +338,53 @@ def trace(ctx: typer.Context, job: str,
 
 @app.command()
 def cancel(ctx: typer.Context, job: str,
+           reason: str = typer.Option("", help="Why (recorded with the cancel)."),
+           signer: str | None = typer.Option(None, "--as", help=_SIGNER_HELP),
+           key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
-    """Cancel a running job (nothing is published)."""
+    """Cancel a running job, signed as a listed reviewer or operator (nothing is published)."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.cancel(console, settings, job, address), settings)
+    _job_cmd(commands.cancel(console, settings, job, address, signer=_reviewer(signer, settings),
+                             key_path=key, reason=reason), settings)
+
+
+# --- reviewer keys: `pressroom reviewer keygen` ---
+
+reviewer_app = typer.Typer(help="Reviewer keys that sign decisions (SECURITY.md).",
+                           no_args_is_help=True)
+app.add_typer(reviewer_app, name="reviewer")
+
+
+@reviewer_app.command("keygen")
+def reviewer_keygen(
+    ctx: typer.Context,
+    name: str,
+    out: Annotated[Path | None, typer.Option(
+        help="Where to write the private key (default $PRESSROOM_HOME/keys/NAME.key).")] = None,
+    register: bool = typer.Option(
+        False, "--register",
+        help="Also add the public key to the reviewer registry ($PRESSROOM_HOME/reviewers), "
+             "which `pressroom run` pins name-only reviewers from."),
+) -> None:
+    """Make an Ed25519 key pair: the private key is written 0600; the public key is printed."""
+    from contracts.errors import JobError
+    from workflows.reviewer_keys import keygen
+
+    settings = _settings(ctx)
+    try:
+        made = keygen(settings, name, out=out, register=register)
+    except JobError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    console.print(f"private key {made.private_key} (mode 0600; keep it secret)",
+                  highlight=False, soft_wrap=True)
+    if made.registered is not None:
+        console.print(f"registered {made.registered}", highlight=False, soft_wrap=True)
+    console.print(f"list in a job spec: {{name: {name}, public_key: {made.public_key}}}",
+                  highlight=False, soft_wrap=True)
+    print(made.public_key)
 
 
 # --- artifact store: `pressroom selfcheck`, `pressroom db upgrade|downgrade` (store helper) ---

@@ -67,6 +67,7 @@ TASK_QUEUE = "PRESSROOM_TASK_QUEUE"
 HELPER_PROCESSES = "PRESSROOM_HELPER_PROCESSES"
 WORKER_GRACE_SECONDS = "PRESSROOM_WORKER_GRACE_SECONDS"
 REVIEWER = "PRESSROOM_REVIEWER"
+REVIEWER_KEY = "PRESSROOM_REVIEWER_KEY"
 DEBUG = "PRESSROOM_DEBUG"
 
 DEFAULT_ADDRESS = "localhost:7233"
@@ -130,6 +131,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(REVIEWER, "reviewer", "your user name",
              "reviewer principal of `approve` / `request-changes` / `reject`; `--as` "
              "overrides it"),
+    Variable(REVIEWER_KEY, "reviewer_key", "`$PRESSROOM_HOME/keys/<reviewer>.key`",
+             "the Ed25519 private key (`pressroom reviewer keygen`) that signs review "
+             "decisions, resolutions and cancels; `--key` overrides it"),
     Variable(DEBUG, "debug", "off",
              "any non-empty value: an unexpected error shows its traceback instead of one "
              "line"),
@@ -252,6 +256,8 @@ class Settings(BaseModel):
     worker_grace_seconds: float = Field(default=DEFAULT_WORKER_GRACE_SECONDS, ge=0)
     #: ``None``: the user name of the process.
     reviewer: str | None = None
+    #: ``None``: ``keys_dir / <reviewer>.key``.
+    reviewer_key: Path | None = None
     debug: bool = False
 
     @classmethod
@@ -270,6 +276,8 @@ class Settings(BaseModel):
             helper_processes=_helper_processes(environ),
             worker_grace_seconds=_grace_seconds(environ),
             reviewer=_text(environ, REVIEWER),
+            reviewer_key=(Path(raw).expanduser() if (raw := _text(environ, REVIEWER_KEY))
+                          else None),
             debug=_text(environ, DEBUG) is not None,
         )
 
@@ -323,6 +331,17 @@ class Settings(BaseModel):
         locations stand for on this machine: the worker hands it to every acquisition
         (``contracts.source_specs.expand_location``), which reads no environment itself."""
         return {HOME: str(self.home), FIXTURES: str(self.fixtures_dir)}
+
+    @property
+    def keys_dir(self) -> Path:
+        """Where ``pressroom reviewer keygen`` writes private keys (mode 0700, keys 0600)."""
+        return self.home / "keys"
+
+    @property
+    def reviewers_dir(self) -> Path:
+        """The operator's reviewer registry: ``<name>.pub`` files holding ``ed25519:…``
+        public keys; ``pressroom run`` pins a name-only reviewer's key from it."""
+        return self.home / "reviewers"
 
     def helper_count(self, cpu_count: int | None) -> int:
         """``helper_processes``, else 1 with two or more cores, else 0."""

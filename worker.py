@@ -38,6 +38,7 @@ from temporalio.client import Client
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
+from activities.error_redaction import RedactingInterceptor
 from activities.offload import HelperPool
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
@@ -99,6 +100,8 @@ def build_worker(client: Client, runtime: ActivityRuntime, *,
         activities=build_activities(runtime),
         workflow_runner=WORKFLOW_RUNNER,
         workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+        # no activity error leaves the worker with a secret in its message (SECURITY.md)
+        interceptors=[RedactingInterceptor()],
         max_concurrent_activities=max_concurrent_activities,
         graceful_shutdown_timeout=timedelta(seconds=5),
         **extra,

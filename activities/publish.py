@@ -3,8 +3,9 @@
 The workflow already validated the review, but publishing is the irreversible step, so this
 activity re-reads the stored review decision and checks it binds exactly this draft (id,
 revision, content hash) and this destination, came from an allowed reviewer who is not the
-job's principal, and says ``approve``. Anything else raises ``PublishRefused`` (never
-retried).
+job's principal (names compared normalized), carries that reviewer's valid Ed25519
+signature over exactly this approval (contracts/signing.py), and says ``approve``. Anything
+else raises ``PublishRefused`` (never retried).
 
 Where the article goes: ``<destination>/<job_id>/<job_id>.md`` — a folder per job, so
 publishing never replaces a file it did not write (a job id ``README`` next to a
@@ -35,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from contracts.activity_messages import PublishInput, PublishResult
 from contracts.errors import PathRefused, PublishRefused
@@ -48,6 +51,9 @@ from contracts.path_safety import (
     open_folder,
 )
 from contracts.path_safety import article_path as path_of_article
+from contracts.signing import SignatureError, key_file_name, normalize_name, verify
+from contracts.workflow_messages import ReviewInput
+from settings import home_from_env
 
 
 def receipt_key(spec: JobSpec, inp: PublishInput) -> str:
@@ -102,11 +108,54 @@ def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[st
         raise PublishRefused(f"review decision binds destination {decision.get('destination')!r}"
                              f", the job publishes to {spec.destination!r}")
     reviewer = decision.get("reviewer")
-    if reviewer == spec.principal.principal_id or reviewer not in spec.review.reviewers:
+    listed = {normalize_name(name) for name in spec.review.reviewer_names()}
+    if (not isinstance(reviewer, str)
+            or normalize_name(reviewer) == normalize_name(spec.principal.principal_id)
+            or normalize_name(reviewer) not in listed):
         raise PublishRefused(f"reviewer {reviewer!r} may not approve this job")
     if review_rec.writer != reviewer:
         raise PublishRefused(f"review decision was written by {review_rec.writer!r}, "
                              f"not by the reviewer {reviewer!r}")
+    _verify_signature(spec, decision, reviewer)
+
+
+def _verify_signature(spec: JobSpec, decision: dict[str, Any], reviewer: str) -> None:
+    """The stored decision's signature, checked again against the spec's keys.
+
+    Nonce and time were checked when the decision was accepted; here only that the
+    reviewer's listed key signed exactly this approval of this draft for this destination.
+    """
+    bound = decision.get("draft") or {}
+    try:
+        signed = ReviewInput(
+            decision="approve", reviewer=reviewer, draft_revision=bound.get("revision"),
+            draft_hash=bound.get("content_hash"), destination=decision.get("destination"),
+            comments=decision.get("comments") or [], signature=decision.get("signature"))
+        verify(signed.signature, "review", spec.job_id, signed.signed_body(),
+               allowed=spec.review.signers(operators=False))
+    except (SignatureError, ValidationError) as exc:
+        detail = str(exc) if isinstance(exc, SignatureError) else "malformed signed decision"
+        raise PublishRefused(f"review decision's signature does not hold: {detail}") from None
+    assert signed.signature is not None
+    if normalize_name(signed.signature.signer) != normalize_name(reviewer):
+        raise PublishRefused(f"review decision names {reviewer!r} but is signed by "
+                             f"{signed.signature.signer!r}")
+
+
+def check_registry(registry: Path, reviewer: str, public_key: str) -> None:
+    """The worker's own check: a reviewer the operator registered must have signed with the
+    registered key. A job author chooses a job's keys; this stops them from listing a
+    registered reviewer's name with a key of their own."""
+    entry = registry / f"{key_file_name(reviewer)}.pub"
+    try:
+        registered = entry.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError):
+        raise PublishRefused(f"reviewer registry entry {entry} cannot be read") from None
+    if registered != public_key:
+        raise PublishRefused(f"reviewer {reviewer!r} signed with a key other than the one "
+                             f"registered in {entry}")
 
 
 def _write_atomically(folder: int, name: str, data: bytes, *, owner: bytes) -> None:
@@ -175,6 +224,8 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
                                               principal=principal, revision=inp.review.revision)
     decision = json.loads(review_body)
     _verify(spec, inp, review_rec, decision)
+    check_registry(home_from_env(runtime.locations) / "reviewers", decision["reviewer"],
+                   decision["signature"]["public_key"])
     draft_rec, draft_body = await store.get(inp.draft.kind, inp.draft.artifact_id,
                                             principal=principal, revision=inp.draft.revision)
     if draft_rec.content_hash != inp.draft.content_hash:

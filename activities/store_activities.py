@@ -96,6 +96,10 @@ async def record_review(runtime: ActivityRuntime, inp: RecordReviewInput) -> Art
         "destination": inp.destination,
         "comments": inp.comments,
         "decided_at": inp.decided_at,
+        "draft_revision": inp.draft.revision,
+        "draft_hash": inp.draft.content_hash,
+        "signature": (inp.signature.model_dump(mode="json")
+                      if inp.signature is not None else None),
     }
     rec = await put_once(store, "review_decision", review_id(spec), dumps(body),
                          spec=spec, trust="trusted_state",

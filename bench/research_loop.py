@@ -54,6 +54,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tools_id
 from activities.runtime import ActivityRuntime, principal_of, ref_of
+from bench.jobs import with_bench_reviewer
 from context.tokens import default_counter
 from contracts.activity_messages import ArtifactRef
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
@@ -79,7 +80,7 @@ SURVEY = [
 
 
 def survey_spec(fixtures: Path, home: Path, turns: int) -> JobSpec:
-    base = load_job_spec(fixtures / "asyncio_job.yaml")
+    base = with_bench_reviewer(load_job_spec(fixtures / "asyncio_job.yaml"))
     topics = [TopicSpec(name=name.lower(), terms=[name]) for name in SURVEY]
     research = base.research.model_copy(update={"max_turns": turns, "turns_per_run": 20,
                                                 "token_budget": 100_000_000})

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from context.admission.security import redact_secrets
 from context.admitted import Admitted, GateOutcome
 from context.items import ContextItem, SourceAcquisition
 from context.manifest import (
@@ -54,15 +53,16 @@ def _construct(cls: type[_E], values: dict[str, Any]) -> _E:
     return entry
 
 
-def acquisition_entry(a: SourceAcquisition) -> AcquisitionEntry:
-    # a failed retrieval's reason is the tool's error text, which may quote a credential
-    # (a repository URL with a token): the manifest keeps it redacted
+def acquisition_entry(a: SourceAcquisition, reason: str | None) -> AcquisitionEntry:
+    """``reason``: the acquisition's reason as the manifest may show it. A failed
+    retrieval's reason is the tool's error text, which may quote a credential (a repository
+    URL with a token), so the admission stage passes it redacted."""
     return AcquisitionEntry(
         source_request_id=a.source_request_id,
         source=SourceId(type=a.source_type, id=a.source_id, revision=a.revision),
         outcome=a.outcome,
         result_digest=a.result_digest,
-        reason=redact_secrets(a.reason) if a.reason else a.reason,
+        reason=reason,
     )
 
 

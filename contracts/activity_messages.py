@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contracts.job_spec import JobSpec
+from contracts.signing import Signature
 from contracts.source_specs import SourceSpec
 
 #: a tool call's arguments are at most this many characters of JSON (they travel in history)
@@ -150,6 +151,8 @@ class RecordReviewInput(_Msg):
     comments: list[str] = Field(default_factory=list)
     decided_at: str
     parent_revision: int | None = None
+    #: the reviewer's signature, stored with the decision so publish can verify it again
+    signature: Signature | None = None
 
 
 class CheckpointInput(_Msg):

@@ -29,6 +29,7 @@ from context.file_errors import Position, file_problems, yaml_positions, yaml_pr
 from context.policy import is_policy_name
 from context.vocabulary import SecurityClass
 from contracts.errors import JobSpecError
+from contracts.signing import SignatureError, normalize_name, parse_public_key
 from contracts.source_specs import SourceSpec
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -83,10 +84,52 @@ class ScopeSpec(_Spec):
     task: str = Field(min_length=1)
 
 
-class ReviewSpec(_Spec):
-    """Who may review, how long the job waits, and how many revise rounds are allowed."""
+class ReviewerSpec(_Spec):
+    """A reviewer (or operator): a name and the Ed25519 public key that proves it.
 
-    reviewers: list[str] = Field(min_length=1)
+    ``public_key`` is ``ed25519:<base64>`` as ``pressroom reviewer keygen`` prints it. A spec
+    file may give the name alone; ``pressroom run`` then pins the key from the operator's
+    reviewer registry (``$PRESSROOM_HOME/reviewers/NAME.pub``) into the spec it submits, and
+    a job is never started with a reviewer whose key is unknown (SECURITY.md).
+    """
+
+    name: str = Field(min_length=1, max_length=200)
+    public_key: str | None = Field(default=None, max_length=100)
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if not value.strip() or any(not c.isprintable() for c in value):
+            raise ValueError("a reviewer name must be printable text")
+        return value
+
+    @field_validator("public_key")
+    @classmethod
+    def _key_shape(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_public_key(value)
+            except SignatureError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
+def _reviewer_shorthand(value: object) -> object:
+    """``[alice, {name: bob, public_key: ...}]``: a bare string is a name to resolve."""
+    if isinstance(value, list):
+        return [{"name": item} if isinstance(item, str) else item for item in value]
+    return value
+
+
+class ReviewSpec(_Spec):
+    """Who may review, how long the job waits, and how many revise rounds are allowed.
+
+    ``reviewers`` may approve, request changes, reject and resolve; ``operators`` may only
+    resolve and cancel. Each signs with the key listed here (contracts/signing.py).
+    """
+
+    reviewers: list[ReviewerSpec] = Field(min_length=1)
+    operators: list[ReviewerSpec] = Field(default_factory=list)
     timeout: timedelta = timedelta(days=7)
     max_revisions: int = Field(default=3, ge=0, le=50)
 
@@ -94,6 +137,36 @@ class ReviewSpec(_Spec):
     @classmethod
     def _duration(cls, value: object) -> timedelta:
         return parse_duration(value)
+
+    @field_validator("reviewers", "operators", mode="before")
+    @classmethod
+    def _names(cls, value: object) -> object:
+        return _reviewer_shorthand(value)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ReviewSpec:
+        for field, people in (("reviewers", self.reviewers), ("operators", self.operators)):
+            names = [normalize_name(person.name) for person in people]
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"{field}: the same name listed twice {dupes} (names are "
+                                 "compared case-folded)")
+        return self
+
+    def reviewer_names(self) -> list[str]:
+        return [person.name for person in self.reviewers]
+
+    def unpinned(self) -> list[str]:
+        """Names listed without a public key (``pressroom run`` pins them from the registry)."""
+        return [p.name for p in (*self.reviewers, *self.operators) if p.public_key is None]
+
+    def signers(self, *, operators: bool) -> dict[str, list[str]]:
+        """Normalized name → listed public keys: reviewers, plus operators if asked."""
+        allowed: dict[str, list[str]] = {}
+        for person in (*self.reviewers, *(self.operators if operators else ())):
+            if person.public_key is not None:
+                allowed.setdefault(normalize_name(person.name), []).append(person.public_key)
+        return allowed
 
 
 class ModelSpecInput(_Spec):
@@ -184,7 +257,8 @@ class JobSpec(_Spec):
 
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
-        if self.principal.principal_id in self.review.reviewers:
+        principal = normalize_name(self.principal.principal_id)
+        if principal in {normalize_name(name) for name in self.review.reviewer_names()}:
             raise ValueError(
                 f"review.reviewers: the job's own principal {self.principal.principal_id!r} "
                 "can never review its own draft"

@@ -25,6 +25,9 @@ from settings import fixtures_from_env, home_from_env
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+#: ``scheme://user:secret@host`` or ``scheme://token@host`` with a token-like user part
+_URL_CREDENTIALS = re.compile(
+    r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/@\s:]*:[^/@\s]+|[^/@\s:]{20,})@")
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\s")
 #: a repository location that git reaches over a transport, not a local directory
@@ -116,6 +119,16 @@ class GitSourceSpec(_Spec):
             return sha
         raise ValueError(f"commit {value!r} {_not_an_id(value)}: use the full commit id, or "
                          f"`ref:` and let `pressroom run` resolve it{_as_ref(value)}")
+
+    @field_validator("repo")
+    @classmethod
+    def _no_credentials_in_url(cls, value: str) -> str:
+        # the spec travels in workflow history, manifests and tool-call arguments: a
+        # password or token in the URL would reach all of them (SECURITY.md)
+        if _URL_CREDENTIALS.match(value):
+            raise ValueError("the repository URL carries a password or token; give the "
+                             "worker git credentials (a credential helper) instead")
+        return value
 
     @field_validator("ref")
     @classmethod

@@ -12,11 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.activity_messages import ArtifactRef, PublishResult, StepState
 from contracts.job_spec import JobSpec
+from contracts.signing import Signature, comments_hash
 from contracts.source_specs import SourceSpec
 
 Stage = Literal["start", "plan", "research", "draft", "review", "revise", "publish", "done"]
 Status = Literal[
-    "running", "blocked", "awaiting_review", "published", "rejected", "expired", "failed"
+    "running", "blocked", "awaiting_review", "published", "rejected", "expired", "failed",
+    "cancelled",
 ]
 
 
@@ -29,6 +31,8 @@ class PendingDraft(_Msg):
     content_hash: str
     summary: str
     artifact_id: str
+    #: when the draft was recorded (workflow time); a decision signed before it is stale
+    drafted_at: str | None = None
 
 
 class ToolCallSummary(_Msg):
@@ -67,6 +71,11 @@ class ResearchProgress(_Msg):
     block_timeout_s: int | None = None
 
 
+#: the newest signed commands' nonces a job remembers (a replay of an older one is also
+#: refused by its draft hash, revision or timestamp)
+SEEN_NONCES_KEPT = 200
+
+
 class JobState(_Msg):
     """Everything the workflow remembers; carried across continue-as-new."""
 
@@ -85,6 +94,12 @@ class JobState(_Msg):
     ignored_resolutions: int = 0
     checkpoint_seq: int = 0
     research: ResearchProgress = Field(default_factory=ResearchProgress)
+    #: nonces of the signed commands this job accepted (newest last; bounded)
+    seen_nonces: list[str] = Field(default_factory=list)
+    #: signed resolutions refused (bad or missing signature) that arrived as signals
+    refused_commands: int = 0
+    #: who cancelled the job (``cancel`` signed by a reviewer or an operator) and why
+    cancelled_by: str | None = None
 
 
 class ResearchJobInput(_Msg):
@@ -93,7 +108,11 @@ class ResearchJobInput(_Msg):
 
 
 class ReviewInput(_Msg):
-    """A reviewer's decision. It must bind the exact draft and destination it judged."""
+    """A reviewer's decision. It must bind the exact draft and destination it judged.
+
+    ``signature`` is the reviewer's Ed25519 signature over ``signed_body()`` (see
+    contracts/signing.py); the workflow refuses a decision without a valid one.
+    """
 
     decision: Literal["approve", "request_changes", "reject"]
     reviewer: str = Field(min_length=1)
@@ -101,6 +120,12 @@ class ReviewInput(_Msg):
     draft_hash: str
     destination: str
     comments: list[str] = Field(default_factory=list)
+    signature: Signature | None = None
+
+    def signed_body(self) -> dict[str, object]:
+        return {"decision": self.decision, "reviewer": self.reviewer,
+                "draft_revision": self.draft_revision, "draft_hash": self.draft_hash,
+                "destination": self.destination, "comments_hash": comments_hash(self.comments)}
 
 
 class ReviewResult(_Msg):
@@ -123,6 +148,21 @@ class ResolveInput(_Msg):
     canonical_key: str | None = None
     revision: str | None = None
     note: str = ""
+    #: a listed reviewer's or operator's signature over everything above
+    signature: Signature | None = None
+
+    def signed_body(self) -> dict[str, object]:
+        return self.model_dump(mode="json", exclude={"signature"})
+
+
+class CancelInput(_Msg):
+    """A signed request to stop the job; nothing is published after it is accepted."""
+
+    reason: str = Field(default="", max_length=2000)
+    signature: Signature | None = None
+
+    def signed_body(self) -> dict[str, object]:
+        return {"reason": self.reason}
 
 
 class JobStatus(_Msg):
@@ -139,6 +179,8 @@ class JobStatus(_Msg):
     project: str
     receipt: PublishResult | None = None
     research: ResearchProgress | None = None
+    #: ``resolve`` signals dropped for a missing or invalid signature
+    refused_commands: int = 0
 
 
 class JobResult(_Msg):

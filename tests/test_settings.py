@@ -68,6 +68,7 @@ def test_unrelated_variables_are_ignored() -> None:
     ("PRESSROOM_WORKER_GRACE_SECONDS", "1.5", "worker_grace_seconds", 1.5),
     ("PRESSROOM_WORKER_GRACE_SECONDS", "-4", "worker_grace_seconds", 0.0),
     ("PRESSROOM_REVIEWER", "alice", "reviewer", "alice"),
+    ("PRESSROOM_REVIEWER_KEY", "/keys/alice.key", "reviewer_key", Path("/keys/alice.key")),
     ("PRESSROOM_DEBUG", "1", "debug", True),
     ("PRESSROOM_DEBUG", "0", "debug", True),  # any non-empty value, as before
 ])

@@ -5,6 +5,8 @@ Temporal's errors into the typed errors of ``workflows.errors`` so callers can p
 line. Starting is refused for an existing job id (the id is never reused), and a review is
 sent as the ``review`` Update so the workflow's validator decides — a refused decision
 comes back as ``ReviewRejected`` with the validator's reason and nothing recorded.
+Reviews, resolutions and cancels are signed with the caller's Ed25519 key here
+(contracts/signing.py); a refused resolution or cancel is ``CommandRefused``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -26,8 +29,11 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec
+from contracts.signing import sign
 from contracts.workflow_messages import (
+    CancelInput,
     JobResult,
     JobStatus,
     ResearchJobInput,
@@ -36,7 +42,13 @@ from contracts.workflow_messages import (
     ReviewResult,
 )
 from settings import DEFAULT_WORKER_GRACE_SECONDS
-from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
+from workflows.errors import (
+    CommandRefused,
+    JobExists,
+    JobNotFound,
+    JobNotWaiting,
+    ReviewRejected,
+)
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
 
@@ -76,7 +88,16 @@ class JobView:
 
 
 async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> WorkflowHandle[Any, Any]:
-    """Start ``spec`` as workflow id = job id; an id used before is refused."""
+    """Start ``spec`` as workflow id = job id; an id used before is refused.
+
+    Every reviewer and operator must carry a public key by now (``pressroom run`` pins
+    name-only ones from the registry: ``workflows.reviewer_keys.pin_reviewers``); a job whose
+    decisions no one could sign is refused here, before it starts.
+    """
+    unpinned = spec.review.unpinned()
+    if unpinned:
+        raise JobSpecError(f"job spec {spec.job_id}: field 'review.reviewers': no public key "
+                           f"for {unpinned} (pin them: workflows.reviewer_keys.pin_reviewers)")
     try:
         return await client.start_workflow(
             ResearchJobWorkflow.run, ResearchJobInput(spec=spec), id=spec.job_id,
@@ -162,22 +183,20 @@ async def _waiting(client: Client, job_id: str, want: str, worker_grace: float) 
 
 
 async def review_job(client: Client, job_id: str, decision: Decision, *, reviewer: str,
-                     comments: list[str] | None = None, draft_revision: int | None = None,
-                     draft_hash: str | None = None,
-                     destination: str | None = None,
+                     key: Ed25519PrivateKey, draft_revision: int, draft_hash: str,
+                     destination: str, comments: list[str] | None = None,
                      worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> ReviewResult:
-    """Send a review decision bound to the pending draft (or the revision/hash given)."""
-    view = await _waiting(client, job_id, "awaiting_review", worker_grace)
-    assert view.live is not None
-    pending = view.live.pending_draft
-    if pending is None:
-        raise JobNotWaiting(f"job {job_id!r} has no pending draft")
-    decision_input = ReviewInput(
-        decision=decision, reviewer=reviewer, comments=comments or [],
-        draft_revision=pending.revision if draft_revision is None else draft_revision,
-        draft_hash=draft_hash or pending.content_hash,
-        destination=destination or view.live.destination,
-    )
+    """Sign and send a decision on the draft the reviewer saw (revision, hash, destination).
+
+    Nothing is filled in from the server's pending draft: a decision names what its
+    reviewer judged, or the workflow refuses it as stale.
+    """
+    await _waiting(client, job_id, "awaiting_review", worker_grace)
+    unsigned = ReviewInput(decision=decision, reviewer=reviewer, comments=comments or [],
+                           draft_revision=draft_revision, draft_hash=draft_hash,
+                           destination=destination)
+    decision_input = unsigned.model_copy(update={"signature": sign(
+        key, "review", job_id, unsigned.signed_body(), signer=reviewer)})
     handle = client.get_workflow_handle(job_id)
     try:
         return await handle.execute_update(ResearchJobWorkflow.review, decision_input)
@@ -186,17 +205,34 @@ async def review_job(client: Client, job_id: str, decision: Decision, *, reviewe
 
 
 async def resolve_job(client: Client, job_id: str, resolution: ResolveInput, *,
+                      signer: str, key: Ed25519PrivateKey,
                       worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> None:
+    """Sign ``resolution`` as ``signer`` (a listed reviewer or operator) and send it."""
     await _waiting(client, job_id, "blocked", worker_grace)
-    await client.get_workflow_handle(job_id).signal(ResearchJobWorkflow.resolve, resolution)
+    signed = resolution.model_copy(update={"signature": sign(
+        key, "resolve", job_id, resolution.signed_body(), signer=signer)})
+    try:
+        await client.get_workflow_handle(job_id).execute_update(
+            ResearchJobWorkflow.resolve_blocked, signed)
+    except WorkflowUpdateFailedError as exc:
+        raise CommandRefused(_failure_text(exc)) from None
 
 
-async def cancel_job(client: Client, job_id: str, *,
+async def cancel_job(client: Client, job_id: str, *, signer: str, key: Ed25519PrivateKey,
+                     reason: str = "",
                      worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> None:
+    """Ask the job to stop, signed as ``signer``; it ends ``cancelled``, nothing published."""
     view = await view_job(client, job_id, worker_grace=worker_grace)
     if view.execution != "RUNNING":
         raise JobNotWaiting(f"job {job_id!r} already ended ({view.summary})")
-    await client.get_workflow_handle(job_id).cancel()
+    request = CancelInput(reason=reason)
+    signed = request.model_copy(update={"signature": sign(
+        key, "cancel", job_id, request.signed_body(), signer=signer)})
+    try:
+        await client.get_workflow_handle(job_id).execute_update(
+            ResearchJobWorkflow.cancel, signed)
+    except WorkflowUpdateFailedError as exc:
+        raise CommandRefused(_failure_text(exc)) from None
 
 
 async def _await_pollers(client: Client, task_queue: str, worker_grace: float) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -36,10 +37,11 @@ from contracts.source_specs import GitSourceSpec
 from contracts.workflow_messages import JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
-from workflows.errors import JobExists, JobNotFound, TemporalUnavailable
+from workflows.errors import JobExists, JobNotFound, JobNotWaiting, TemporalUnavailable
 from workflows.explain import render_manifest
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
+from workflows.reviewer_keys import pin_reviewers, signing_key
 from workflows.temporal_config import DATA_CONVERTER
 
 CLI_PRINCIPAL = "pressroom-cli"
@@ -117,6 +119,9 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     check_paths(spec, settings, job_file)
     spec = await pin_refs(spec, settings.locations,
                           lambda line: console.print(line, highlight=False))
+    spec, pinned = pin_reviewers(spec, settings)
+    for line in pinned:
+        console.print(line, highlight=False)
     client = await connect(settings, address)
     await refuse_known_job(spec, settings)
     await jobs.start_job(client, spec, task_queue=task_queue)
@@ -289,6 +294,10 @@ async def list_all(console: Console, settings: Settings, address: str | None = N
 
 
 async def pending_draft_text(live: JobStatus, settings: Settings) -> str:
+    return (await pending_draft_body(live, settings)).decode("utf-8")
+
+
+async def pending_draft_body(live: JobStatus, settings: Settings) -> bytes:
     assert live.pending_draft is not None
     store = await _store(settings)
     try:
@@ -297,31 +306,45 @@ async def pending_draft_text(live: JobStatus, settings: Settings) -> str:
                                      revision=live.pending_draft.revision)
     finally:
         await store.close()
-    text: str = body.decode("utf-8")
-    return text
+    return bytes(body)
 
 
 async def show_draft(console: Console, client: Client, job_id: str,
-                     settings: Settings) -> JobStatus:
+                     settings: Settings) -> tuple[JobStatus, str]:
+    """Print the pending draft; returns the job's status and the hash of the text shown."""
     view = await jobs.view_job(client, job_id, worker_grace=settings.worker_grace_seconds)
     if view.live is None or view.live.pending_draft is None:
         raise JobNotFound(f"job {job_id!r} has no draft waiting for review ({view.summary})")
     pending = view.live.pending_draft
-    text = await pending_draft_text(view.live, settings)
+    body = await pending_draft_body(view.live, settings)
+    shown_hash = "sha256:" + hashlib.sha256(body).hexdigest()
+    if shown_hash != pending.content_hash:
+        raise JobNotWaiting(f"job {job_id!r}: the stored draft r{pending.revision} does not "
+                            f"match the pending draft's hash; nothing sent")
     title = f"{job_id} draft r{pending.revision} {pending.content_hash[:19]}…"
-    console.print(Panel(Markdown(text), title=title,
+    console.print(Panel(Markdown(body.decode("utf-8")), title=title,
                         subtitle=f"destination {view.live.destination}"))
-    return view.live
+    return view.live, shown_hash
 
 
 async def review(console: Console, settings: Settings, job_id: str, decision: jobs.Decision,
                  *, reviewer: str, comments: list[str], yes: bool,
-                 address: str | None = None) -> None:
+                 address: str | None = None, key_path: Path | None = None,
+                 draft_hash: str | None = None) -> None:
+    """Show the draft, ask, sign the decision on the text shown and send it.
+
+    ``draft_hash`` (``--draft-hash``) lets a script say which draft it means; a different
+    pending draft is refused before anything is signed.
+    """
     import typer
 
+    key = signing_key(settings, reviewer, key_path)
     client = await connect(settings, address)
-    live = await show_draft(console, client, job_id, settings)
+    live, shown_hash = await show_draft(console, client, job_id, settings)
     assert live.pending_draft is not None
+    if draft_hash is not None and draft_hash != shown_hash:
+        raise JobNotWaiting(f"job {job_id!r} is waiting on draft r{live.pending_draft.revision}"
+                            f" {shown_hash}, not {draft_hash}; nothing sent")
     verb = {"approve": "Approve and publish", "request_changes": "Request changes to",
             "reject": "Reject"}[decision]
     if not yes and not typer.confirm(f"{verb} draft r{live.pending_draft.revision} as "
@@ -329,30 +352,33 @@ async def review(console: Console, settings: Settings, job_id: str, decision: jo
         console.print("nothing sent")
         return
     result = await jobs.review_job(client, job_id, decision, reviewer=reviewer, comments=comments,
-                                   draft_revision=live.pending_draft.revision,
-                                   draft_hash=live.pending_draft.content_hash,
-                                   destination=live.destination,
+                                   key=key, draft_revision=live.pending_draft.revision,
+                                   draft_hash=shown_hash, destination=live.destination,
                                    worker_grace=settings.worker_grace_seconds)
     console.print(f"recorded {result.decision} as {result.decision_id} "
                   f"({result.review.artifact_id} r{result.review.revision})")
 
 
 async def resolve(console: Console, settings: Settings, job_id: str, flags: dict[str, Any],
-                  address: str | None = None) -> None:
+                  address: str | None = None, *, signer: str,
+                  key_path: Path | None = None) -> None:
     """``flags`` are the CLI's resolve options; bad combinations are a ``JobError``."""
     resolution: ResolveInput = await pin_resolution(
         checked_source(build_resolution(**flags), settings), settings.locations,
         lambda line: console.print(line, highlight=False))
+    key = signing_key(settings, signer, key_path)
     await jobs.resolve_job(await connect(settings, address), job_id, resolution,
-                           worker_grace=settings.worker_grace_seconds)
+                           signer=signer, key=key, worker_grace=settings.worker_grace_seconds)
     console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context now")
 
 
 async def cancel(console: Console, settings: Settings, job_id: str,
-                 address: str | None = None) -> None:
-    await jobs.cancel_job(await connect(settings, address), job_id,
-                          worker_grace=settings.worker_grace_seconds)
-    console.print(f"cancellation requested for {job_id}")
+                 address: str | None = None, *, signer: str, key_path: Path | None = None,
+                 reason: str = "") -> None:
+    key = signing_key(settings, signer, key_path)
+    await jobs.cancel_job(await connect(settings, address), job_id, signer=signer, key=key,
+                          reason=reason, worker_grace=settings.worker_grace_seconds)
+    console.print(f"{job_id} cancelled by {signer}; nothing will be published")
 
 
 async def explain(console: Console, settings: Settings, job_id: str, step: str | None = None,

@@ -4,7 +4,9 @@
 the default port) and a worker running until Ctrl-C. ``demo`` builds the example's fixture
 repositories, starts its own server and worker, runs ``examples/job.yaml`` under a fresh
 job id, shows the draft, asks for approval on a TTY (approves as ``demo-reviewer``
-otherwise), publishes, prints the receipt and the article's path, and shuts down.
+otherwise, signing with the demo reviewer's key, made and registered under
+``$PRESSROOM_HOME`` on first use), publishes, prints the receipt and the article's path, and
+shuts down.
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rich.console import Console
 
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec, load_job_spec
+from contracts.signing import key_file_name
 from settings import Settings
 from workflows import client as jobs
 from workflows.commands import follow, show_draft
 from workflows.devserver import DevServer, free_port, port_free
+from workflows.reviewer_keys import keygen, pin_reviewers, signing_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO_ROOT / "examples"
@@ -131,6 +136,20 @@ def example_job(name: str, fixtures: Path) -> Path:
     raise JobError(f"unknown example {name!r}; the examples are 'retry' and 'asyncio'")
 
 
+def demo_reviewer_key(console: Console, settings: Settings) -> Ed25519PrivateKey:
+    """The demo reviewer's signing key, made and registered on first use.
+
+    The demo plays the reviewer, so it holds the key; a real deployment's reviewers make
+    their own (``pressroom reviewer keygen``) and the operator registers their public keys.
+    """
+    path = settings.keys_dir / f"{key_file_name(DEMO_REVIEWER)}.key"
+    if not path.exists():
+        made = keygen(settings, DEMO_REVIEWER, register=True)
+        console.print(f"made the demo reviewer's key {made.private_key} "
+                      f"({made.public_key[:20]}…)", highlight=False)
+    return signing_key(settings, DEMO_REVIEWER, path)
+
+
 def demo_spec(home: Path, job_file: Path = EXAMPLE_JOB) -> JobSpec:
     base = load_job_spec(job_file)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -145,7 +164,8 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
     job_file = example_job(example, settings.fixtures_dir)
     settings = with_examples(settings, job_file.parent)
     _build_fixtures(console, settings)
-    spec = demo_spec(home, job_file)
+    key = demo_reviewer_key(console, settings)
+    spec, _pinned = pin_reviewers(demo_spec(home, job_file), settings)
     port = 7233 if port_free(7233) and port_free(8233) else free_port()
     task_queue = f"pressroom-demo-{spec.job_id}"
     tty = sys.stdin.isatty() if interactive is None else interactive
@@ -159,7 +179,7 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
         grace = settings.worker_grace_seconds
         view = await follow(console, client, spec.job_id, worker_grace=grace)
         while view.live is not None and view.live.status == "awaiting_review":
-            live = await show_draft(console, client, spec.job_id, settings)
+            live, shown_hash = await show_draft(console, client, spec.job_id, settings)
             assert live.pending_draft is not None
             decision: jobs.Decision = "approve"
             comments: list[str] = []
@@ -175,10 +195,10 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
                     decision = "reject"
             else:
                 console.print(f"not a TTY: approving as {DEMO_REVIEWER}")
-            await jobs.review_job(client, spec.job_id, decision, reviewer=reviewer,
+            await jobs.review_job(client, spec.job_id, decision, reviewer=reviewer, key=key,
                                   comments=comments, draft_revision=live.pending_draft.revision,
-                                  draft_hash=live.pending_draft.content_hash,
-                                  destination=live.destination, worker_grace=grace)
+                                  draft_hash=shown_hash, destination=live.destination,
+                                  worker_grace=grace)
             view = await follow(console, client, spec.job_id, worker_grace=grace)
         if view.live is not None:  # blocked: show why and stop the demo
             console.print(f"[red]job is {view.summary}[/red]; see `pressroom explain`")

@@ -10,6 +10,10 @@ Hierarchy::
     ├── JobNotWaiting         the job is not in a state that accepts this action
     ├── ReviewRejected        the review Update's validator refused the decision (nothing
     │                         was recorded); the message is the validator's reason
+    ├── CommandRefused        a signed resolve or cancel was refused by the workflow (not
+    │                         blocked, or the signature is missing, unlisted or replayed)
+    ├── ReviewerKeyError      (workflows.reviewer_keys) a reviewer key cannot be created,
+    │                         found or used; names the file, never its content
     ├── UnresolvedRef         a git source's ``ref`` did not resolve to a commit at submit
     │                         (``workflows.pins``); nothing was started
     └── TemporalUnavailable   the Temporal server cannot be reached at the given address
@@ -43,8 +47,12 @@ class TemporalUnavailable(JobError):
     pass
 
 
+class CommandRefused(JobError):
+    pass
+
+
 class UnresolvedRef(JobError):
     pass
 
-__all__ = ["JobExists", "JobNotFound", "JobNotWaiting", "ReviewRejected", "TemporalUnavailable",
-           "UnresolvedRef"]
+__all__ = ["CommandRefused", "JobExists", "JobNotFound", "JobNotWaiting", "ReviewRejected",
+           "TemporalUnavailable", "UnresolvedRef"]

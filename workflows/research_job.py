@@ -11,14 +11,18 @@ this module never imports I/O code into the sandbox. The workflow remembers refe
 assembly stops the job (no model call) until a ``resolve`` signal or the block timeout —
 the policy's ``blocking.block_timeout``, carried on the blocked ``ContextRef``, shortened
 by the job spec's ``block_timeout`` when that is smaller.
-Review is an Update whose validator rejects stale or foreign decisions before anything is
-recorded; the review wait always has a timer.
+Review is an Update whose validator rejects stale, foreign, unsigned or replayed decisions
+before anything is recorded; the review wait always has a timer. Resolutions and cancels are
+signed too (a listed reviewer or operator; contracts/signing.py, SECURITY.md): the
+``resolve_blocked`` and ``cancel`` Updates refuse a bad signature to the caller, the older
+``resolve`` signal drops one and counts it. Anyone with namespace access can still cancel
+or terminate a workflow through Temporal itself; that stops a job but can never publish.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -53,7 +57,10 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
     )
     from contracts.job_spec import JobSpec
+    from contracts.signing import Purpose, Signature, SignatureError, normalize_name, verify
     from contracts.workflow_messages import (
+        SEEN_NONCES_KEPT,
+        CancelInput,
         JobResult,
         JobState,
         JobStatus,
@@ -78,6 +85,9 @@ _LAST_CALLS_KEPT = 8
 #: the patch id that turns the research stage into the loop; histories recorded before it
 #: replay the one-shot acquisition they ran
 RESEARCH_LOOP_PATCH = "research-loop"
+#: the patch id under which the ``resolve`` signal requires a signature; histories recorded
+#: before it replay their unsigned resolutions
+SIGNED_COMMANDS_PATCH = "signed-commands"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 
@@ -94,6 +104,30 @@ class ResearchJobWorkflow:
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, inp: ResearchJobInput) -> JobResult:
+        # The stages run as a task so an accepted ``cancel`` Update can stop them wherever
+        # they wait. A task adds no command, so histories recorded before replay unchanged.
+        stages = asyncio.ensure_future(self._run_stages())
+        try:
+            await workflow.wait_condition(
+                lambda: stages.done() or self._state.cancelled_by is not None)
+        except asyncio.CancelledError:  # Temporal's own cancel: stop the stages with it
+            await self._stop(stages)
+            raise
+        if stages.done():
+            return stages.result()
+        await self._stop(stages)
+        self._state.status = "cancelled"
+        return self._result(reason=f"cancelled by {self._state.cancelled_by}")
+
+    @staticmethod
+    async def _stop(stages: asyncio.Future[JobResult]) -> None:
+        stages.cancel()
+        try:
+            await stages
+        except asyncio.CancelledError:
+            pass
+
+    async def _run_stages(self) -> JobResult:
         state = self._state
         while True:
             self._maybe_continue_as_new()
@@ -250,6 +284,7 @@ class ResearchJobWorkflow:
         state.pending_draft = PendingDraft(
             revision=drafted.draft.revision, content_hash=drafted.draft.content_hash,
             summary=drafted.summary, artifact_id=drafted.draft.artifact_id,
+            drafted_at=workflow.now().isoformat(),
         )
 
     async def _await_review(self) -> JobResult | None:
@@ -375,11 +410,14 @@ class ResearchJobWorkflow:
             decision_id = f"{self._spec.job_id}-review-{state.review_count}"
             refs = self._refs
             assert refs.draft is not None
+            if inp.signature is not None:
+                self._remember(inp.signature)
             ref = await self._act("record_review", RecordReviewInput(
                 job=self._job(), decision_id=decision_id, decision=inp.decision,
                 reviewer=inp.reviewer, draft=refs.draft, destination=inp.destination,
                 comments=inp.comments, decided_at=workflow.now().isoformat(),
                 parent_revision=refs.review.revision if refs.review else None,
+                signature=inp.signature,
             ), ArtifactRef)
             comments = inp.comments if inp.decision == "request_changes" else []
             every_round = [*refs.all_review_comments, *comments][-_ALL_COMMENTS_KEPT:]
@@ -408,11 +446,18 @@ class ResearchJobWorkflow:
         if inp.destination != spec.destination:
             raise ValueError(f"wrong destination {inp.destination!r}; this job publishes to "
                              f"{spec.destination!r}")
-        if inp.reviewer == spec.principal.principal_id:
+        reviewer = normalize_name(inp.reviewer)
+        if reviewer == normalize_name(spec.principal.principal_id):
             raise ValueError(f"the job's own principal {inp.reviewer!r} can never review "
                              "its own draft")
-        if inp.reviewer not in spec.review.reviewers:
+        if reviewer not in {normalize_name(name) for name in spec.review.reviewer_names()}:
             raise ValueError(f"reviewer {inp.reviewer!r} is not allowed for this job")
+        if inp.signature is not None and normalize_name(inp.signature.signer) != reviewer:
+            raise ValueError(f"the decision names reviewer {inp.reviewer!r} but is signed by "
+                             f"{inp.signature.signer!r}")
+        drafted_at = (datetime.fromisoformat(draft.drafted_at) if draft.drafted_at else None)
+        self._check_signature(inp.signature, "review", inp.signed_body(), operators=False,
+                              not_before=drafted_at)
         size = sum(len(c) for c in inp.comments)
         if len(inp.comments) > _MAX_COMMENTS or size > _MAX_COMMENT_CHARS:
             # comments travel in history and into every later draft step: keep them bounded
@@ -430,11 +475,70 @@ class ResearchJobWorkflow:
     def resolve(self, inp: ResolveInput) -> None:
         # Only a blocked step can be resolved; a stray signal (the CLI refuses to send one)
         # is counted and dropped so it can neither hold back continue-as-new nor surprise
-        # a later, unrelated block.
+        # a later, unrelated block. A signal cannot answer its sender, so one whose
+        # signature does not verify is counted too (``refused_commands``); ``pressroom
+        # resolve`` uses the ``resolve_blocked`` Update, which refuses it to the caller.
+        # Histories recorded before signed commands replay without the check.
+        if workflow.patched(SIGNED_COMMANDS_PATCH):
+            try:
+                self._check_signature(inp.signature, "resolve", inp.signed_body(),
+                                      operators=True)
+            except ValueError:
+                self._state.refused_commands += 1
+                return
+            assert inp.signature is not None
         if self._state.status == "blocked":
+            if inp.signature is not None:
+                self._remember(inp.signature)
             self._resolutions.append(inp)
         else:
             self._state.ignored_resolutions += 1
+
+    @workflow.update
+    def resolve_blocked(self, inp: ResolveInput) -> None:
+        """A signed resolution of the current block, refused to the caller when it is bad."""
+        assert inp.signature is not None
+        self._remember(inp.signature)
+        self._resolutions.append(inp)
+
+    @resolve_blocked.validator
+    def _validate_resolve(self, inp: ResolveInput) -> None:
+        if self._state.status != "blocked":
+            raise ValueError(f"job {self._spec.job_id} is not blocked "
+                             f"(status {self._state.status})")
+        self._check_signature(inp.signature, "resolve", inp.signed_body(), operators=True)
+
+    @workflow.update
+    def cancel(self, inp: CancelInput) -> None:
+        """Stop the job (signed by a reviewer or an operator); nothing is published after."""
+        assert inp.signature is not None
+        self._remember(inp.signature)
+        self._state.cancelled_by = normalize_name(inp.signature.signer)
+
+    @cancel.validator
+    def _validate_cancel(self, inp: CancelInput) -> None:
+        if self._state.status in ("published", "rejected", "expired", "failed", "cancelled") \
+                or self._state.stage in ("publish", "done"):
+            raise ValueError(f"job {self._spec.job_id} can no longer be cancelled "
+                             f"(status {self._state.status}, stage {self._state.stage})")
+        self._check_signature(inp.signature, "cancel", inp.signed_body(), operators=True)
+
+    def _check_signature(self, signature: Signature | None, purpose: Purpose,
+                         body: dict[str, object], *, operators: bool,
+                         not_before: datetime | None = None) -> None:
+        """Verify a signed command (contracts/signing.py); ``ValueError`` if refused."""
+        try:
+            verify(signature, purpose, self._spec.job_id, body,
+                   allowed=self._spec.review.signers(operators=operators),
+                   now=workflow.now(), not_before=not_before,
+                   seen_nonces=self._state.seen_nonces)
+        except SignatureError as exc:
+            raise ValueError(f"{purpose} refused: {exc}") from None
+
+    def _remember(self, signature: Signature) -> None:
+        nonces = self._state.seen_nonces
+        nonces.append(signature.nonce)
+        del nonces[:-SEEN_NONCES_KEPT]
 
     @workflow.query
     def status(self) -> JobStatus:
@@ -443,9 +547,10 @@ class ResearchJobWorkflow:
             job_id=self._spec.job_id, status=state.status, stage=state.stage,
             blocked_reason=state.blocked_reason, pending_draft=state.pending_draft,
             manifest_ids=list(state.manifest_ids), revision_round=state.revision_round,
-            destination=self._spec.destination, reviewers=list(self._spec.review.reviewers),
+            destination=self._spec.destination, reviewers=self._spec.review.reviewer_names(),
             tenant=self._spec.scope.tenant, project=self._spec.scope.project, receipt=state.receipt,
             research=state.research.model_copy(deep=True),
+            refused_commands=state.refused_commands,
         )
 
     # -------------------------------------------------------------- helpers

@@ -58,6 +58,10 @@ _PASSTHROUGH_MODULES = (
     "artifacts",
     # PyYAML is imported by the job spec module for YAML loading (never used in workflows).
     "yaml",
+    # cryptography: the review validator verifies Ed25519 signatures (contracts.signing).
+    # Verification is pure and deterministic; the package is a compiled (Rust) extension
+    # whose bindings may be loaded once per process, so it cannot be re-imported per run.
+    "cryptography",
     # pydantic / pydantic_core are already passed through by the SDK default; listed so the
     # dependency is explicit and survives a change of that default.
     "pydantic",

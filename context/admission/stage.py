@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from context import memo
 from context.admission.gates import GateRunner, freshness_key
+from context.admission.security import redact_secrets
 from context.admitted import GateOutcome
 from context.assembly.state import AssemblyState
 from context.items import ContextItem
@@ -42,7 +43,8 @@ _GateMemo = tuple[GateOutcome, CandidateEntry, ExcludedEntry | None, TransformEn
 def record_acquisitions(state: AssemblyState) -> None:
     """The acquisition outcomes, in source-request order, as the manifest lists them."""
     state.acquisitions = [
-        acquisition_entry(acquisition)
+        acquisition_entry(acquisition, redact_secrets(acquisition.reason)
+                          if acquisition.reason else acquisition.reason)
         for acquisition in sorted(state.request.acquisitions,
                                   key=lambda acquisition: acquisition.source_request_id)
     ]

@@ -29,7 +29,7 @@ from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.workflow_messages import ResolveInput
 from settings import Settings
-from tests.workflows.jobkit import job_dict, roots_for, wait_status
+from tests.workflows.jobkit import job_dict, resolve, review, roots_for, wait_status
 from worker import build_worker
 from workflows import client as jobs
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
@@ -44,19 +44,19 @@ Scenario = Callable[[Client, WorkflowHandle[Any, Any], JobSpec], Awaitable[None]
 
 async def _approve(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
     await wait_status(handle, {"awaiting_review"})
-    await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+    await review(client, spec.job_id, "approve", reviewer="alice")
 
 
 async def _revise(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
     await wait_status(handle, {"awaiting_review"})
-    await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+    await review(client, spec.job_id, "request_changes", reviewer="alice",
                           comments=["cover the maximum delay"])
     await _approve(client, handle, spec)
 
 
 async def _reject(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
     await wait_status(handle, {"awaiting_review"})
-    await jobs.review_job(client, spec.job_id, "reject", reviewer="bob")
+    await review(client, spec.job_id, "reject", reviewer="bob")
 
 
 async def _expire(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
@@ -65,8 +65,8 @@ async def _expire(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpe
 
 async def _blocked(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
     await wait_status(handle, {"blocked"})
-    await jobs.resolve_job(client, spec.job_id,
-                           ResolveInput(action="raise_budget", context_limit=32000))
+    await resolve(client, spec.job_id,
+                      ResolveInput(action="raise_budget", context_limit=32000))
     await _approve(client, handle, spec)
 
 
@@ -74,7 +74,7 @@ async def _budget_then_accept(client: Client, handle: WorkflowHandle[Any, Any],
                               spec: JobSpec) -> None:
     st = await wait_status(handle, {"blocked"})
     assert st.blocked_reason and st.blocked_reason.startswith("budget_exhausted"), st
-    await jobs.resolve_job(client, spec.job_id, ResolveInput(action="accept_gathered"))
+    await resolve(client, spec.job_id, ResolveInput(action="accept_gathered"))
     await _approve(client, handle, spec)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import subprocess
@@ -14,12 +15,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from temporalio.client import Client, WorkflowHandle
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
-from contracts.workflow_messages import JobStatus
+from contracts.signing import key_file_name, private_key_pem, public_key_text
+from contracts.workflow_messages import JobStatus, ResolveInput, ReviewResult
 from settings import Settings
 from worker import build_worker
 from workflows import client as jobs
@@ -46,7 +49,68 @@ def job_dict(tmp_path: Path, docs: Path, **overrides: Any) -> dict[str, Any]:
         "runtime": {"heartbeat_timeout": "3s", "activity_timeout": "2m"},
     }
     job.update(overrides)
+    if isinstance(job.get("review"), dict):
+        job["review"] = pinned_review(job["review"])
     return job
+
+
+def reviewer_key(name: str) -> Ed25519PrivateKey:
+    """A deterministic Ed25519 key per test reviewer name (tests only: never a real key)."""
+    seed = hashlib.sha256(f"pressroom-test-reviewer:{name}".encode()).digest()
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def reviewer_entry(name: str) -> dict[str, str]:
+    return {"name": name, "public_key": public_key_text(reviewer_key(name))}
+
+
+def pinned_review(review: dict[str, Any]) -> dict[str, Any]:
+    """``review`` with every name-only reviewer/operator pinned to its test key, as
+    ``pressroom run`` pins names from the operator's registry."""
+    out = dict(review)
+    for field in ("reviewers", "operators"):
+        if isinstance(out.get(field), list):
+            out[field] = [reviewer_entry(p) if isinstance(p, str) else p for p in out[field]]
+    return out
+
+
+def write_registry(home: Path, *names: str) -> None:
+    """Register the test keys of ``names`` in ``home``'s reviewer registry and keys folder,
+    as ``pressroom reviewer keygen NAME --register`` would have."""
+    (home / "reviewers").mkdir(parents=True, exist_ok=True)
+    (home / "keys").mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name in names:
+        (home / "reviewers" / f"{key_file_name(name)}.pub").write_text(
+            public_key_text(reviewer_key(name)) + "\n", encoding="ascii")
+        key_path = home / "keys" / f"{key_file_name(name)}.key"
+        key_path.write_bytes(private_key_pem(reviewer_key(name)))
+        key_path.chmod(0o600)
+
+
+async def resolve(client: Client, job_id: str, resolution: ResolveInput, *,
+                  signer: str = "alice", key: Ed25519PrivateKey | None = None) -> None:
+    """A resolution signed by a test reviewer (or operator)."""
+    await jobs.resolve_job(client, job_id, resolution, signer=signer,
+                           key=key or reviewer_key(signer))
+
+
+async def review(client: Client, job_id: str, decision: jobs.Decision, *,
+                 reviewer: str = "alice", comments: list[str] | None = None,
+                 key: Ed25519PrivateKey | None = None, draft_revision: int | None = None,
+                 draft_hash: str | None = None, destination: str | None = None,
+                 worker_grace: float = 10.0) -> ReviewResult:
+    """A test reviewer's signed decision. The test plays a reviewer who looked at the
+    pending draft, so what it did not name is taken from the job's status."""
+    view = await jobs.view_job(client, job_id, worker_grace=worker_grace)
+    pending = view.live.pending_draft if view.live is not None else None
+    return await jobs.review_job(
+        client, job_id, decision, reviewer=reviewer, comments=comments,
+        key=key or reviewer_key(reviewer),
+        draft_revision=draft_revision if draft_revision is not None else (
+            pending.revision if pending else 0),
+        draft_hash=draft_hash or (pending.content_hash if pending else "sha256:none"),
+        destination=destination or (view.live.destination if view.live else ""),
+        worker_grace=worker_grace)
 
 
 @contextlib.asynccontextmanager

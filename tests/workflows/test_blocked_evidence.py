@@ -19,7 +19,14 @@ from activities.runtime import ActivityRuntime, principal_of
 from context.policy import POLICY_DIR
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
-from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
+from tests.workflows.jobkit import (
+    published_files,
+    resolve,
+    review,
+    running_worker,
+    start_job,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
@@ -57,7 +64,7 @@ async def test_research_loop_blocks_a_finish_that_leaves_a_topic_uncovered(
         # the model did finish; the workflow refused to take its word for it
         assert st.research is not None and st.research.stop_reason == "finished"
         assert sorted(st.research.covered_topics) == ["resume", "retries"]
-        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+        await resolve(client, spec.job_id, ResolveInput(
             action="add_source", source={"kind": "document", "name": "quotas",
                                          "path": str(_quota_docs(tmp_path))}))
         st = await wait_status(handle, {"awaiting_review", "blocked"})
@@ -68,7 +75,7 @@ async def test_research_loop_blocks_a_finish_that_leaves_a_topic_uncovered(
         ready = await store.get_manifest(st.manifest_ids[-1], principal=principal_of(spec))
         assert ready["stage"] == "draft" and ready["missing_topics"] == []
         assert any(e["item_id"].startswith("note:quotas:") for e in ready["included"])
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await handle.result()
     assert result.status == "published"
     [article] = published_files(spec)
@@ -99,7 +106,7 @@ async def test_missing_blocking_topic_blocks_until_a_covering_source_is_added(
         # it must not be what covers the topic
         assert blocked["tool_pairs"] and blocked["serialized_model_input_hash"] is None
 
-        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+        await resolve(client, spec.job_id, ResolveInput(
             action="add_source", source={"kind": "document", "name": "quotas",
                                          "path": str(_quota_docs(tmp_path))}))
         st = await wait_status(handle, {"awaiting_review"})
@@ -107,7 +114,7 @@ async def test_missing_blocking_topic_blocks_until_a_covering_source_is_added(
         ready = await store.get_manifest(st.manifest_ids[-1], principal=principal)
         assert ready["status"] == "ready" and ready["missing_topics"] == []
         assert any(e["item_id"].startswith("quotas:") for e in ready["included"])
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await handle.result()
     assert result.status == "published"
     [article] = published_files(spec)
@@ -173,7 +180,7 @@ async def test_refreshing_a_source_keeps_the_notes_taken_from_it(
         first = await wait_status(handle, {"blocked"})
         notes = [r["item_id"] for r in await loop_notes(runtime, spec)]
         assert notes and first.research is not None
-        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+        await resolve(client, spec.job_id, ResolveInput(
             action="refresh_source", source_name="handbook"))
         for _ in range(100):  # research goes on, and the unchanged finish blocks again
             status = await handle.query(ResearchJobWorkflow.status)

@@ -24,6 +24,7 @@ from tests.workflows.jobkit import (
     published_files,
     roots_for,
     running_worker,
+    write_registry,
 )
 
 #: what source-location placeholders stand for here (as a worker started now is told)
@@ -63,6 +64,7 @@ async def test_cli_run_review_status_explain(
     data = job_dict(tmp_path, docs)
     job_file.write_text(yaml.safe_dump(data), encoding="utf-8")
     spec = parse_job_spec(data)
+    write_registry(home, "alice")
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({**data, "review": {"reviewers": []}}), encoding="utf-8")
 
@@ -97,6 +99,13 @@ async def test_cli_run_review_status_explain(
         rc, _out, err = await pressroom(home, address, "resolve", spec.job_id,
                                         "--token-budget", "0")
         _one_line_error(rc, err, "--token-budget must be a positive token count")
+        rc, _out, err = await pressroom(home, address, "approve", spec.job_id, "--as",
+                                        "mallory", "--yes")
+        _one_line_error(rc, err, "no key for 'mallory'")
+        rc, out, err = await pressroom(home, address, "reviewer", "keygen", "mallory")
+        assert rc == 0, err
+        assert out.strip().splitlines()[-1].startswith("ed25519:")
+        assert (home / "keys" / "mallory.key").stat().st_mode & 0o777 == 0o600
         rc, _out, err = await pressroom(home, address, "approve", spec.job_id, "--as",
                                         "mallory", "--yes")
         _one_line_error(rc, err, "reviewer 'mallory' is not allowed")

@@ -47,8 +47,7 @@ from tests.workflows.clusterkit import (
     spawn_worker,
     wait_polling,
 )
-from tests.workflows.jobkit import job_dict, published_files, start_job, wait_status
-from workflows import client as jobs
+from tests.workflows.jobkit import job_dict, published_files, review, start_job, wait_status
 
 pytestmark = [pytest.mark.postgres, pytest.mark.temporal, pytest.mark.slow,
               pytest.mark.asyncio(loop_scope="session")]
@@ -78,7 +77,7 @@ async def _wait_file(path: Path, workers: list[WorkerProcess], timeout: float = 
 async def _approve_and_finish(client: Client, handle: WorkflowHandle[Any, Any],
                               spec: JobSpec) -> JobResult:
     await wait_status(handle, {"awaiting_review"}, timeout=60)
-    await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+    await review(client, spec.job_id, "approve", reviewer="alice")
     result: JobResult = await asyncio.wait_for(handle.result(), 60)
     return result
 

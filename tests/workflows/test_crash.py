@@ -28,12 +28,12 @@ from tests.workflows.jobkit import (
     loop_notes,
     loop_tool_history,
     published_files,
+    review,
     start_job,
     start_worker_process,
     wait_status,
 )
 from worker import build_worker
-from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
@@ -107,7 +107,7 @@ async def test_sigkill_worker_and_resume(
         handle = await start_job(client, spec, task_queue)
         if point == "publish_after_write":
             await wait_status(handle, {"awaiting_review"})
-            await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+            await review(client, spec.job_id, "approve", reviewer="alice")
         await _wait_for(markers / f"{point}.reached")
         if point == "publish_after_write":
             assert [f.name for f in published_files(spec)] == [f"{spec.job_id}.md"]
@@ -124,7 +124,7 @@ async def test_sigkill_worker_and_resume(
         second = start_worker_process({}, address, task_queue, store_url, log)
         if point != "publish_after_write":
             await wait_status(handle, {"awaiting_review"}, timeout=180)
-            await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+            await review(client, spec.job_id, "approve", reviewer="alice")
         result = await asyncio.wait_for(handle.result(), 180)
     finally:
         for proc in (first, second):

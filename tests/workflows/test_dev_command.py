@@ -16,7 +16,7 @@ from temporalio.client import Client
 
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobResult
-from tests.workflows.jobkit import REPO_ROOT, published_files, roots_env
+from tests.workflows.jobkit import REPO_ROOT, published_files, review, roots_env
 from workflows import client as jobs
 from workflows.devserver import free_port, port_free
 from workflows.research_job import ResearchJobWorkflow
@@ -53,7 +53,7 @@ async def test_dev_runs_a_job_and_stops_cleanly(tmp_path: Path,
             if st.status == "awaiting_review":
                 break
             await asyncio.sleep(0.2)
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await client.get_workflow_handle(spec.job_id, result_type=JobResult).result()
         assert result.status == "published"
         assert len(published_files(spec)) == 1

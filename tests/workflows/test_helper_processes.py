@@ -41,13 +41,13 @@ from tests.workflows.jobkit import (
     children,
     cmdline,
     published_files,
+    review,
     roots_for,
     running_worker,
     start_job,
     wait_status,
 )
 from worker import build_helper_pool, build_runtime
-from workflows import client as jobs
 
 #: what source-location placeholders stand for here (as a worker started now is told)
 LOCAL = Settings.from_env(os.environ).locations
@@ -80,7 +80,7 @@ async def test_job_assembles_in_a_helper_and_publishes(
     async with running_worker(client, helper_runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         await wait_status(handle, {"awaiting_review"})
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await handle.result()
     assert result.status == "published"
     assert len(published_files(spec)) == 1

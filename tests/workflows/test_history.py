@@ -22,12 +22,12 @@ from settings import Settings
 from tests.workflows.jobkit import (
     history_bytes,
     published_files,
+    review,
     roots_for,
     running_worker,
     start_job,
     wait_status,
 )
-from workflows import client as jobs
 
 #: what source-location placeholders stand for here (as a worker started now is told)
 LOCAL = Settings.from_env(os.environ).locations
@@ -62,7 +62,7 @@ async def _run_to_publish(client: Any, runtime: ActivityRuntime, task_queue: str
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         await wait_status(handle, {"awaiting_review"}, timeout=120)
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         assert (await handle.result()).status == "published"
         return await history_bytes(handle)
 
@@ -100,14 +100,14 @@ async def test_continue_as_new_carries_references_and_publishes(
         handle = await start_job(client, spec, task_queue)
         first_run = handle.first_execution_run_id or handle.result_run_id
         st = await wait_status(handle, {"awaiting_review"})
-        await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+        await review(client, spec.job_id, "request_changes", reviewer="alice",
                               comments=["add the maximum delay"])
         st = await wait_status(handle, {"awaiting_review"})
         assert st.revision_round == 1 and st.pending_draft is not None
         assert st.pending_draft.revision == 2
         desc = await client.get_workflow_handle(spec.job_id).describe()
         assert desc.run_id != first_run  # at least one continue-as-new happened
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="bob")
+        await review(client, spec.job_id, "approve", reviewer="bob")
         result = await client.get_workflow_handle(spec.job_id, result_type=JobResult).result()
     assert result.status == "published"
     assert len(published_files(spec)) == 1

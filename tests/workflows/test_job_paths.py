@@ -25,6 +25,8 @@ from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import (
     loop_notes,
     published_files,
+    resolve,
+    review,
     running_worker,
     start_job,
     wait_status,
@@ -76,7 +78,7 @@ async def test_happy_path_over_a_pinned_repository(
         handle = await start_job(client, spec, task_queue)
         st = await wait_status(handle, {"awaiting_review"})
         assert st.stage == "review" and st.pending_draft is not None
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await handle.result()
         history_json = (await handle.fetch_history()).to_json()
 
@@ -137,11 +139,11 @@ async def test_blocked_then_resolved_then_published(
         blocked = await store.get_manifest(st.manifest_ids[-1], principal=principal_of(spec))
         assert blocked["status"] == "blocked" and blocked["serialized_model_input_hash"] is None
         assert "serialized_request" not in blocked
-        await jobs.resolve_job(client, spec.job_id,
-                               ResolveInput(action="raise_budget", context_limit=32000))
+        await resolve(client, spec.job_id,
+                      ResolveInput(action="raise_budget", context_limit=32000))
         st = await wait_status(handle, {"awaiting_review"})
         assert st.blocked_reason is None
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await handle.result()
     assert result.status == "published"
     assert len(published_files(spec)) == 1
@@ -248,7 +250,7 @@ async def test_unreachable_repository_is_an_outcome_not_a_crash(
         failed = {n["source"] for n in checkpoint["conflicts_and_negative_findings"]
                   if n.get("outcome") == "retrieval_failed"}
         assert failed == {"gone", "wrong-commit"}
-        await jobs.review_job(client, spec.job_id, "reject", reviewer="alice")
+        await review(client, spec.job_id, "reject", reviewer="alice")
         assert (await handle.result()).status == "rejected"
 
 
@@ -263,7 +265,7 @@ async def test_resolve_adds_a_source_then_raises_the_budget(
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         await wait_status(handle, {"blocked"})
-        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+        await resolve(client, spec.job_id, ResolveInput(
             action="add_source", source={"kind": "document", "name": "quotas",
                                          "path": str(extra)}))
         # still too small a window: blocked again, now with the new source in the spec
@@ -272,8 +274,8 @@ async def test_resolve_adds_a_source_then_raises_the_budget(
             if st.status == "blocked" and len(st.manifest_ids) >= 2:
                 break
             await asyncio.sleep(0.1)
-        await jobs.resolve_job(client, spec.job_id,
-                               ResolveInput(action="raise_budget", context_limit=32000))
+        await resolve(client, spec.job_id,
+                      ResolveInput(action="raise_budget", context_limit=32000))
         await wait_status(handle, {"awaiting_review"})
         store = await runtime.store()
         principal = principal_of(spec)
@@ -284,5 +286,5 @@ async def test_resolve_adds_a_source_then_raises_the_budget(
         # the research loop reached the added source with its tools and noted from it
         notes = await loop_notes(runtime, spec)
         assert {r["source_name"] for r in notes} == {"handbook", "quotas"}
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         assert (await handle.result()).status == "published"

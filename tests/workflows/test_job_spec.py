@@ -148,6 +148,7 @@ def test_workflow_waits_for_the_shorter_of_policy_and_spec(tmp_path: Path) -> No
     assert wait("10m", None) == timedelta(minutes=10)      # refs recorded before the field
     assert wait(None, None) == timedelta(hours=24)
 
+
 def test_a_job_spec_file_s_errors_never_quote_it(tmp_path: Path) -> None:
     """Errors about a job spec *file* name its field and line, never a value or key from
     it (before: ``not a duration: '<secret>'``, ``Input tag '<secret>' found`` and an
@@ -197,3 +198,19 @@ def test_a_relative_policy_path_is_resolved_against_the_job_file(tmp_path: Path)
     job.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert load_job_spec(job).policy == "strict"
 
+
+@pytest.mark.parametrize("url", [
+    "https://alice:s3cr3t-pa55@git.example.com/team/repo.git",
+    "https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/team/repo",
+])
+def test_a_repository_url_with_credentials_is_refused_without_echoing_them(
+        tmp_path: Path, url: str) -> None:
+    """The spec travels in history, manifests and tool-call arguments: a token in a
+    repository URL would reach them all, so the spec is refused and the error names the
+    field, never the value."""
+    data = job_dict(tmp_path, tmp_path, sources=[
+        {"kind": "git", "name": "r", "repo": url, "commit": "a" * 40}])
+    with pytest.raises(JobSpecError, match="carries a password or token") as err:
+        parse_job_spec(data)
+    assert "s3cr3t" not in str(err.value) and "ghp_" not in str(err.value)
+    assert "sources.0.git.repo" in str(err.value)

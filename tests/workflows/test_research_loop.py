@@ -19,12 +19,13 @@ from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import (
     loop_notes,
     loop_tool_history,
+    resolve,
+    review,
     running_worker,
     start_job,
     store_json,
     wait_status,
 )
-from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
@@ -152,7 +153,7 @@ async def test_token_budget_blocks_until_raised(
         research = status.research
         assert research is not None and research.tokens_used >= 5000
         turns_at_block = research.turn
-        await jobs.resolve_job(client, spec.job_id, ResolveInput(
+        await resolve(client, spec.job_id, ResolveInput(
             action="raise_budget", token_budget=10_000_000))
         status = await wait_status(handle, {"awaiting_review", "blocked"})
     assert status.status == "awaiting_review", status.blocked_reason
@@ -212,7 +213,7 @@ async def test_review_comments_reopen_research(
         first = await wait_status(handle, {"awaiting_review"})
         assert first.research is not None
         notes_before = len(await _notes(runtime, spec))
-        await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+        await review(client, spec.job_id, "request_changes", reviewer="alice",
                               comments=["Say more about backoff: how `twice` as long?",
                                         "Compare with the competitor's product."])
         second = await wait_status(handle, {"awaiting_review"})
@@ -258,7 +259,7 @@ async def test_a_model_that_keeps_failing_blocks_the_job_instead_of_retrying_for
             attempts = [e.activity_task_started_event_attributes.attempt
                         for e in history.events
                         if e.HasField("activity_task_started_event_attributes")]
-            await jobs.resolve_job(client, spec.job_id, ResolveInput(action="retry"))
+            await resolve(client, spec.job_id, ResolveInput(action="retry"))
             status = await wait_status(handle, {"blocked", "awaiting_review"})
             await handle.terminate("test over")
     assert 2 in attempts and 3 not in attempts  # two attempts, then a human
@@ -304,4 +305,4 @@ async def test_update_plan_is_data_and_cannot_change_the_task_or_the_reviewers(
     from activities.store_activities import job_spec_id
 
     stored = await store_json(runtime, spec, "job_spec", job_spec_id(spec))
-    assert stored["review"]["reviewers"] == ["alice", "bob"]
+    assert [r["name"] for r in stored["review"]["reviewers"]] == ["alice", "bob"]

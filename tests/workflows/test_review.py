@@ -15,7 +15,7 @@ from temporalio.api.enums.v1 import EventType
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
-from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
+from tests.workflows.jobkit import published_files, review, running_worker, start_job, wait_status
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotWaiting, ReviewRejected
 
@@ -56,11 +56,11 @@ async def test_validator_rejects_stale_foreign_and_self_decisions(
                                   "draft_hash": draft.content_hash,
                                   "destination": spec.destination, **change}
             with pytest.raises(ReviewRejected, match=message):
-                await jobs.review_job(client, spec.job_id, "approve", **kw)
+                await review(client, spec.job_id, "approve", **kw)
         with pytest.raises(ReviewRejected, match="needs at least one comment"):
-            await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice")
+            await review(client, spec.job_id, "request_changes", reviewer="alice")
         with pytest.raises(ReviewRejected, match="review comments too large"):
-            await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+            await review(client, spec.job_id, "request_changes", reviewer="alice",
                                   comments=["x" * 20_001])
         # nothing recorded: no update in history, no review decision in the store, no article
         assert await _update_events(handle) == 0
@@ -70,7 +70,7 @@ async def test_validator_rejects_stale_foreign_and_self_decisions(
         # a job id is never started twice
         with pytest.raises(JobExists):
             await start_job(client, spec, task_queue)
-        await jobs.review_job(client, spec.job_id, "reject", reviewer="bob")
+        await review(client, spec.job_id, "reject", reviewer="bob")
         result = await handle.result()
     assert result.status == "rejected"
     assert published_files(spec) == []
@@ -85,7 +85,7 @@ async def test_request_changes_then_approve(
         first = (await wait_status(handle, {"awaiting_review"})).pending_draft
         assert first is not None
         comment = "Please say what happens to the resume offset after a crash."
-        await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+        await review(client, spec.job_id, "request_changes", reviewer="alice",
                               comments=[comment])
         st = await wait_status(handle, {"awaiting_review"})
         second = st.pending_draft
@@ -93,7 +93,7 @@ async def test_request_changes_then_approve(
         assert st.revision_round == 1
         # the stale first draft can no longer be approved
         with pytest.raises(ReviewRejected, match="stale decision"):
-            await jobs.review_job(client, spec.job_id, "approve", reviewer="bob",
+            await review(client, spec.job_id, "approve", reviewer="bob",
                                   draft_revision=first.revision, draft_hash=first.content_hash)
         # the comments entered the revise step as the reviewer's data
         store = await runtime.store()
@@ -107,7 +107,7 @@ async def test_request_changes_then_approve(
         assert comments and comments[0]["zone"] == "data"
         assert comments[0]["trust"] == "project_editable"
         assert comment in manifest["serialized_request"]["canonical_json"]
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="bob")
+        await review(client, spec.job_id, "approve", reviewer="bob")
         result = await handle.result()
     assert result.status == "published" and result.receipt is not None
     files = published_files(spec)
@@ -126,13 +126,13 @@ async def test_revision_rounds_are_bounded(
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         await wait_status(handle, {"awaiting_review"})
-        await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+        await review(client, spec.job_id, "request_changes", reviewer="alice",
                               comments=["tighten it"])
         await wait_status(handle, {"awaiting_review"})
         with pytest.raises(ReviewRejected, match="revision rounds are used"):
-            await jobs.review_job(client, spec.job_id, "request_changes", reviewer="alice",
+            await review(client, spec.job_id, "request_changes", reviewer="alice",
                                   comments=["again"])
-        await jobs.review_job(client, spec.job_id, "reject", reviewer="alice")
+        await review(client, spec.job_id, "reject", reviewer="alice")
         assert (await handle.result()).status == "rejected"
 
 
@@ -146,7 +146,7 @@ async def test_review_timeout_expires_unpublished(
         assert result.status == "expired"
         assert result.reason and "no review within" in result.reason
         with pytest.raises(JobNotWaiting):
-            await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+            await review(client, spec.job_id, "approve", reviewer="alice")
     assert published_files(spec) == []
     assert await _review_revisions(runtime, spec) == 0
     store = await runtime.store()

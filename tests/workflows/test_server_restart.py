@@ -15,7 +15,13 @@ import pytest
 
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobResult
-from tests.workflows.jobkit import published_files, start_job, start_worker_process, wait_status
+from tests.workflows.jobkit import (
+    published_files,
+    review,
+    start_job,
+    start_worker_process,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.devserver import DevServer, free_port
 
@@ -44,7 +50,7 @@ async def test_job_survives_server_restart(tmp_path: Path, store_url: str, task_
         view = await jobs.view_job(client, spec.job_id)  # same job, same pending draft
         assert view.live is not None and view.live.status == "awaiting_review"
         assert view.live.pending_draft == before.pending_draft
-        await jobs.review_job(client, spec.job_id, "approve", reviewer="alice")
+        await review(client, spec.job_id, "approve", reviewer="alice")
         result = await client.get_workflow_handle(spec.job_id, result_type=JobResult).result()
     finally:
         if worker is not None:

@@ -61,11 +61,13 @@ async def test_converter_round_trips_job_models(make_spec: Callable[..., JobSpec
 async def test_cancel_ends_the_job_unpublished(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec]) -> None:
+    """Temporal's own cancel (anyone with namespace access can send it) stops the job and
+    can never publish; Pressroom's signed ``cancel`` is in tests/workflows/test_signed_review.py."""
     spec = make_spec()
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         await wait_status(handle, {"awaiting_review"})
-        await jobs.cancel_job(client, spec.job_id)
+        await handle.cancel()
         with pytest.raises(WorkflowFailureError):
             await handle.result()
         view = await jobs.view_job(client, spec.job_id)

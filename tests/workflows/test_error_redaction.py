@@ -1,0 +1,93 @@
+"""An activity error never carries a secret into workflow history (SECURITY.md, promise 4).
+
+A real dev server and a real worker with Pressroom's ``RedactingInterceptor``: a test
+activity fails with a message quoting a database URL with its password and an AWS key (as a
+driver's or git's error would); the workflow's failure, read back from history, names the
+kind of secret and the original error type, never the value, and the retry decision by
+type name is unchanged.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio import activity, workflow
+from temporalio.client import WorkflowFailureError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from activities.error_redaction import RedactingInterceptor, redacted_error
+from workflows.temporal_config import WORKFLOW_RUNNER
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+PASSWORD = "hunter2-Kq9vXw"
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+class DriverError(Exception):
+    """Stands in for a library's error type whose message quotes its input."""
+
+
+@activity.defn(name="leaky")
+async def leaky(kind: str) -> str:
+    if kind == "app":
+        raise ApplicationError(f"cannot use key {AWS_KEY}", type="PolicyError",
+                               non_retryable=True)
+    raise DriverError(f"connect to postgresql://app:{PASSWORD}@db.internal/pressroom failed")
+
+
+@activity.defn(name="clean")
+async def clean(kind: str) -> str:
+    raise DriverError("nothing secret here")
+
+
+@workflow.defn(name="LeakyWorkflow", sandboxed=False)  # no I/O; kept simple
+class LeakyWorkflow:
+    @workflow.run
+    async def run(self, activity_name: str, kind: str) -> str:
+        result: str = await workflow.execute_activity(
+            activity_name, kind, start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
+                milliseconds=50), non_retryable_error_types=["DriverError"]))
+        return result
+
+
+async def _fail(client: Any, queue: str, name: str, kind: str) -> tuple[str, Any, int]:
+    """The failed run's history as JSON, the activity's failure, and its last attempt."""
+    workflow_id = f"leaky-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(WorkflowFailureError) as err:
+        await client.execute_workflow(LeakyWorkflow.run, args=[name, kind], id=workflow_id,
+                                      task_queue=queue)
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
+                if e.HasField("activity_task_started_event_attributes")]
+    return history.to_json(), err.value.cause.cause, max(attempts)
+
+
+async def test_activity_errors_reach_history_redacted_with_their_type(client: Any) -> None:
+    queue = f"leaky-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=[LeakyWorkflow],
+                      activities=[leaky, clean], workflow_runner=WORKFLOW_RUNNER,
+                      interceptors=[RedactingInterceptor()]):
+        text, failure, attempts = await _fail(client, queue, "leaky", "driver")
+        assert PASSWORD not in text and "[REDACTED:" in text
+        # still the library's type, so the policy's "DriverError" stays non-retryable
+        assert failure.type == "DriverError" and attempts == 1
+        text, failure, attempts = await _fail(client, queue, "leaky", "app")
+        assert AWS_KEY not in text and failure.type == "PolicyError" and failure.non_retryable
+        assert attempts == 1
+        text, failure, attempts = await _fail(client, queue, "clean", "driver")
+        assert "nothing secret here" in text  # untouched when there is nothing to redact
+        assert failure.type == "DriverError" and attempts == 1
+
+
+async def test_redacted_error_keeps_type_and_retry_flags() -> None:
+    assert redacted_error(ValueError("plain")) is None
+    app = redacted_error(ApplicationError(f"token {AWS_KEY}", type="X", non_retryable=True))
+    assert app is not None and AWS_KEY not in app.message
+    assert app.type == "X" and app.non_retryable

@@ -1,0 +1,165 @@
+"""Reviewer keys on the client: make them, find them, and pin a job's reviewers to them.
+
+``pressroom reviewer keygen NAME`` writes an Ed25519 private key to
+``$PRESSROOM_HOME/keys/NAME.key`` (folder 0700, file 0600, never overwritten) and prints its
+public key; ``--register`` also writes the public key to the operator's reviewer registry,
+``$PRESSROOM_HOME/reviewers/NAME.pub``. ``approve`` / ``request-changes`` / ``reject`` /
+``resolve`` / ``cancel`` sign with the reviewer's key (``--key``, ``$PRESSROOM_REVIEWER_KEY``
+or the default path) and refuse a key file others can read, as ``ssh`` does.
+
+``pin_reviewers`` runs at submit: a reviewer or operator the spec lists by name alone gets
+the registry's public key written into the spec that is started, so the key the workflow
+trusts is fixed for the job's whole life even if the registry changes later. A name found
+nowhere is a ``JobSpecError`` before anything starts.
+
+Errors name the file, never its content (a key file is a secret).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from contracts.errors import JobError, JobSpecError
+from contracts.job_spec import JobSpec, ReviewerSpec
+from contracts.signing import (
+    SignatureError,
+    generate_private_key,
+    key_file_name,
+    load_private_key,
+    parse_public_key,
+    private_key_pem,
+    public_key_text,
+)
+from settings import Settings
+
+__all__ = ["Keygen", "ReviewerKeyError", "keygen", "pin_reviewers", "signing_key"]
+
+#: a key file larger than this is not a PEM Ed25519 key; refuse before reading it whole
+_MAX_KEY_BYTES = 16_384
+
+
+class ReviewerKeyError(JobError):
+    """A reviewer key cannot be created, found or used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Keygen:
+    private_key: Path
+    public_key: str
+    registered: Path | None
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Create ``path`` with ``mode``; refuse to replace anything (and any symlink)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, mode)
+    except FileExistsError:
+        raise ReviewerKeyError(f"{path} already exists; not overwriting a key") from None
+    except OSError as exc:
+        raise ReviewerKeyError(f"cannot create {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def keygen(settings: Settings, name: str, *, out: Path | None = None,
+           register: bool = False) -> Keygen:
+    """A new key pair for ``name``; the private key is written 0600, never overwritten."""
+    if not name.strip():
+        raise ReviewerKeyError("a reviewer name is needed")
+    key = generate_private_key()
+    if out is None:
+        settings.keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        out = settings.keys_dir / f"{key_file_name(name)}.key"
+    _write_new(out, private_key_pem(key), 0o600)
+    public = public_key_text(key)
+    registered = None
+    if register:
+        settings.reviewers_dir.mkdir(parents=True, exist_ok=True)
+        registered = settings.reviewers_dir / f"{key_file_name(name)}.pub"
+        _write_new(registered, (public + "\n").encode("ascii"), 0o644)
+    return Keygen(private_key=out, public_key=public, registered=registered)
+
+
+def signing_key(settings: Settings, signer: str, key_path: Path | None = None
+                ) -> Ed25519PrivateKey:
+    """``signer``'s private key: ``key_path``, ``$PRESSROOM_REVIEWER_KEY`` or the default."""
+    path = key_path or settings.reviewer_key or (
+        settings.keys_dir / f"{key_file_name(signer)}.key")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise ReviewerKeyError(f"no key for {signer!r} at {path} (create one with `pressroom "
+                        f"reviewer keygen {signer}`, or pass --key)") from None
+    except OSError as exc:
+        raise ReviewerKeyError(f"cannot open key {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ReviewerKeyError(f"key {path} is not a regular file")
+        if info.st_mode & 0o077:
+            raise ReviewerKeyError(f"key {path} is readable by others (mode "
+                            f"{stat.S_IMODE(info.st_mode):o}); chmod 600 it")
+        if info.st_size > _MAX_KEY_BYTES:
+            raise ReviewerKeyError(f"key {path} is too large to be an Ed25519 key")
+        pem = fh.read(_MAX_KEY_BYTES)
+    try:
+        return load_private_key(pem, origin=str(path))
+    except SignatureError as exc:
+        raise ReviewerKeyError(str(exc)) from None
+
+
+def _registered(settings: Settings, name: str) -> str | None:
+    path = settings.reviewers_dir / f"{key_file_name(name)}.pub"
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        raise JobSpecError(f"reviewer registry entry {path} cannot be read") from None
+    try:
+        parse_public_key(text)
+    except SignatureError as exc:
+        raise JobSpecError(f"reviewer registry entry {path}: {exc}") from None
+    return text
+
+
+def pin_reviewers(spec: JobSpec, settings: Settings) -> tuple[JobSpec, list[str]]:
+    """The spec with every name-only reviewer/operator pinned to its registry key.
+
+    Returns the pinned spec and one line per pinned name. ``JobSpecError`` names a
+    reviewer found neither in the spec nor in the registry.
+    """
+    if not spec.review.unpinned():
+        return spec, []
+    lines: list[str] = []
+    missing: list[str] = []
+
+    def pin(people: list[ReviewerSpec]) -> list[ReviewerSpec]:
+        out = []
+        for person in people:
+            if person.public_key is None:
+                key = _registered(settings, person.name)
+                if key is None:
+                    missing.append(person.name)
+                    out.append(person)
+                    continue
+                lines.append(f"reviewer {person.name}: pinned {key[:20]}… from "
+                             f"{settings.reviewers_dir}")
+                person = person.model_copy(update={"public_key": key})
+            out.append(person)
+        return out
+
+    review = spec.review.model_copy(update={"reviewers": pin(list(spec.review.reviewers)),
+                                            "operators": pin(list(spec.review.operators))})
+    if missing:
+        raise JobSpecError(
+            f"job spec {spec.job_id}: field 'review.reviewers': no public key for "
+            f"{sorted(missing)} — list `{{name: ..., public_key: ed25519:...}}` or register "
+            f"them (`pressroom reviewer keygen NAME --register`) in {settings.reviewers_dir}")
+    return spec.model_copy(update={"review": review}), lines
