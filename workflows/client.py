@@ -211,11 +211,7 @@ async def resolve_job(client: Client, job_id: str, resolution: ResolveInput, *,
     await _waiting(client, job_id, "blocked", worker_grace)
     signed = resolution.model_copy(update={"signature": sign(
         key, "resolve", job_id, resolution.signed_body(), signer=signer)})
-    try:
-        await client.get_workflow_handle(job_id).execute_update(
-            ResearchJobWorkflow.resolve_blocked, signed)
-    except WorkflowUpdateFailedError as exc:
-        raise CommandRefused(_failure_text(exc)) from None
+    await _signed_update(client, job_id, ResearchJobWorkflow.resolve_blocked, signed)
 
 
 async def cancel_job(client: Client, job_id: str, *, signer: str, key: Ed25519PrivateKey,
@@ -228,9 +224,13 @@ async def cancel_job(client: Client, job_id: str, *, signer: str, key: Ed25519Pr
     request = CancelInput(reason=reason)
     signed = request.model_copy(update={"signature": sign(
         key, "cancel", job_id, request.signed_body(), signer=signer)})
+    await _signed_update(client, job_id, ResearchJobWorkflow.cancel, signed)
+
+
+async def _signed_update(client: Client, job_id: str, update: Any, signed: Any) -> None:
+    """Send a signed command Update; the validator's refusal becomes ``CommandRefused``."""
     try:
-        await client.get_workflow_handle(job_id).execute_update(
-            ResearchJobWorkflow.cancel, signed)
+        await client.get_workflow_handle(job_id).execute_update(update, signed)
     except WorkflowUpdateFailedError as exc:
         raise CommandRefused(_failure_text(exc)) from None
 

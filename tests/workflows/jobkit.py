@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from activities.runtime import ActivityRuntime, principal_of
@@ -159,6 +160,14 @@ async def store_json(runtime: ActivityRuntime, spec: JobSpec, kind: str, artifac
     _rec, body = await store.get(kind, artifact_id, principal=principal_of(spec),
                                  revision=revision)
     return json.loads(body)
+
+
+async def update_events(handle: WorkflowHandle[Any, Any]) -> int:
+    """Update events in the job's history: a refused Update leaves none."""
+    history = await handle.fetch_history()
+    kinds = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+             EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED}
+    return sum(1 for e in history.events if e.event_type in kinds)
 
 
 async def history_bytes(handle: WorkflowHandle[Any, Any]) -> int:

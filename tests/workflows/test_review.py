@@ -11,22 +11,21 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import EventType
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
-from tests.workflows.jobkit import published_files, review, running_worker, start_job, wait_status
+from tests.workflows.jobkit import (
+    published_files,
+    review,
+    running_worker,
+    start_job,
+    update_events,
+    wait_status,
+)
 from workflows import client as jobs
 from workflows.errors import JobExists, JobNotWaiting, ReviewRejected
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
-
-
-async def _update_events(handle: Any) -> int:
-    history = await handle.fetch_history()
-    kinds = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
-             EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED}
-    return sum(1 for e in history.events if e.event_type in kinds)
 
 
 async def _review_revisions(runtime: ActivityRuntime, spec: JobSpec) -> int:
@@ -63,7 +62,7 @@ async def test_validator_rejects_stale_foreign_and_self_decisions(
             await review(client, spec.job_id, "request_changes", reviewer="alice",
                                   comments=["x" * 20_001])
         # nothing recorded: no update in history, no review decision in the store, no article
-        assert await _update_events(handle) == 0
+        assert await update_events(handle) == 0
         assert await _review_revisions(runtime, spec) == 0
         assert published_files(spec) == []
         assert (await jobs.view_job(client, spec.job_id)).summary == "awaiting_review"

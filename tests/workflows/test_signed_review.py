@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 
 from activities.publish import _verify_signature
@@ -34,6 +33,7 @@ from tests.workflows.jobkit import (
     roots_for,
     running_worker,
     start_job,
+    update_events,
     wait_status,
 )
 from workflows import client as jobs
@@ -45,13 +45,6 @@ pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 #: "AGENT-writer" in fullwidth letters: NFKC folds it to the principal's own name
 FULLWIDTH_PRINCIPAL = "\uff21\uff27\uff25\uff2e\uff34-writer"
-
-
-async def _update_events(handle: Any) -> int:
-    history = await handle.fetch_history()
-    kinds = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
-             EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED}
-    return sum(1 for e in history.events if e.event_type in kinds)
 
 
 async def _reviews(runtime: ActivityRuntime, spec: JobSpec) -> list[Any]:
@@ -121,7 +114,7 @@ async def test_forged_unsigned_tampered_stale_and_self_decisions_are_refused(
         for alias in ("Agent-Writer", FULLWIDTH_PRINCIPAL):
             await _refused(handle, _signed(_decision(spec, status, reviewer=alias),
                                            spec.job_id), "can never review its own draft")
-        assert await _update_events(handle) == 0
+        assert await update_events(handle) == 0
         assert await _reviews(runtime, spec) == []
         # a real request for changes is accepted ...
         changes = _signed(_decision(spec, status, "request_changes",
