@@ -7,8 +7,10 @@ to the workflow; ``test_replay.py`` replays every recorded history against the c
 Paths: approve (happy), request changes → revise → approve, reject, review timeout →
 expired, blocked → resolve → approve — recorded before the research loop — and the loop's
 own: approve, request changes → research again → revise → approve, and a token budget
-exhausted → accept what was gathered → approve. Each runs for real (dev server, worker,
-SQLite store, document sources, extractive provider) in a temporary directory.
+exhausted → accept what was gathered → approve; and the signed commands': an unsigned
+resolve signal dropped then a signed resolution → approve, and a signed cancel. Each runs
+for real (dev server, worker, SQLite store, document sources, extractive provider) in a
+temporary directory.
 """
 
 from __future__ import annotations
@@ -29,9 +31,17 @@ from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.workflow_messages import ResolveInput
 from settings import Settings
-from tests.workflows.jobkit import job_dict, resolve, review, roots_for, wait_status
+from tests.workflows.jobkit import (
+    job_dict,
+    resolve,
+    review,
+    reviewer_key,
+    roots_for,
+    wait_status,
+)
 from worker import build_worker
 from workflows import client as jobs
+from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 
 #: what source-location placeholders stand for here (as a worker started now is told)
@@ -78,6 +88,24 @@ async def _budget_then_accept(client: Client, handle: WorkflowHandle[Any, Any],
     await _approve(client, handle, spec)
 
 
+async def _signed_resolve(client: Client, handle: WorkflowHandle[Any, Any],
+                          spec: JobSpec) -> None:
+    """An unsigned resolve signal (dropped and counted under the ``signed-commands`` patch),
+    then the operator's signed ``resolve_blocked`` Update, then an approval."""
+    await wait_status(handle, {"blocked"})
+    raise_limit = ResolveInput(action="raise_budget", context_limit=32000)
+    await handle.signal(ResearchJobWorkflow.resolve, raise_limit)
+    await resolve(client, spec.job_id, raise_limit, signer="ops")
+    await _approve(client, handle, spec)
+
+
+async def _signed_cancel(client: Client, handle: WorkflowHandle[Any, Any],
+                         spec: JobSpec) -> None:
+    await wait_status(handle, {"awaiting_review"})
+    await jobs.cancel_job(client, spec.job_id, signer="ops", key=reviewer_key("ops"),
+                          reason="superseded")
+
+
 #: the first five were recorded before the research loop (they replay the one-shot
 #: acquisition behind the ``research-loop`` patch); ``loop_*`` run the loop
 ACQUIRE_ERA = {"approve", "revise_then_approve", "reject", "review_timeout",
@@ -91,6 +119,10 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
     "loop_approve": ({}, _approve),
     "loop_revise_then_approve": ({}, _revise),
     "loop_budget_then_accept": ({"research": {"token_budget": 5000}}, _budget_then_accept),
+    "loop_signed_resolve": ({"model": {"context_limit": 5000}, "review": {
+        "reviewers": ["alice"], "operators": ["ops"], "timeout": "10m"}}, _signed_resolve),
+    "loop_signed_cancel": ({"review": {"reviewers": ["alice"], "operators": ["ops"],
+                                       "timeout": "10m"}}, _signed_cancel),
 }
 
 

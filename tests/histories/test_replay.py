@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 HISTORIES = sorted(HERE.glob("*.json"))
 EXPECTED = {"approve", "revise_then_approve", "reject", "review_timeout",
             "blocked_then_resolved", "loop_approve", "loop_revise_then_approve",
-            "loop_budget_then_accept"}
+            "loop_budget_then_accept", "loop_signed_resolve", "loop_signed_cancel"}
 
 
 def _history(path: Path) -> WorkflowHistory:
