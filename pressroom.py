@@ -493,15 +493,20 @@ def eval_context(
     policy: str = typer.Option("default", help="Context policy: default, strict or a YAML path."),
     budget: int | None = typer.Option(None, help="Replace every case's evidence budget."),
     output: str = typer.Option("reports/context", help="Directory for the reports."),
+    baseline: str = typer.Option(
+        "strongest", help="Baseline the gate compares against: strongest, dump-all, "
+                          "gated-dump or top-k."),
+    top_k: int = typer.Option(3, "--top-k", help="k of the top-k baseline."),
 ) -> None:
-    """Compare dump-all with the context engine; exit 0 gate pass, 1 gate fail, 2 bad input."""
+    """Compare the baselines with the context engine; exit 0 gate pass, 1 gate fail, 2 bad
+    input."""
     from evals.context_lab.command import run_command
     from evals.context_lab.runner import BUNDLED_CASES, BUNDLED_SOURCES
 
     code = run_command(cases=Path(cases) if cases else BUNDLED_CASES,
                        sources=Path(sources) if sources else BUNDLED_SOURCES,
                        policy=policy, budget=budget, output=Path(output), console=console,
-                       err_console=err_console)
+                       err_console=err_console, baseline=baseline, top_k=top_k)
     raise typer.Exit(code)
 
 

@@ -1,11 +1,14 @@
 """The context lab: ``pressroom eval context`` (issue 4, docs/context-engine.md#the-context-eval).
 
-Fixed cases and sources (JSON Lines) are run through two strategies — the naive
-``dump-all`` baseline and the ``pressroom`` context engine — each reduced to a
-``Packet``; ten deterministic graders judge every packet; metrics, a release gate and four
-reports follow. Modules: ``dataset`` (strict loading), ``mapping`` (lab records → engine
-items), ``baseline``, ``strategy``, ``packet``, ``zones``, ``graders``, ``gate``,
-``runner``, ``reports``, ``command`` (the CLI body), ``errors``.
+Fixed cases and sources (JSON Lines) are run through four strategies — three baselines
+(``dump-all``, ``gated-dump``: the engine's hard gates then a dump, ``top-k``: a naive
+term-overlap retriever) and the ``pressroom`` context engine — each reduced to a
+``Packet``; ten deterministic graders judge every packet; metrics, a release gate (against
+the strongest baseline) and four reports follow. Modules: ``dataset`` (strict loading),
+``mapping`` (lab records → engine items), ``baseline`` (dump-all), ``baseline_gated``,
+``baseline_topk``, ``naive_packet`` (what the baselines share), ``strategy``, ``packet``,
+``zones``, ``graders``, ``gate``, ``runner``, ``reports``, ``command`` (the CLI body),
+``errors``.
 """
 
 from evals.context_lab.dataset import LabCase, LabSource, load_cases, load_sources

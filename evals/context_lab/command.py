@@ -13,10 +13,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from evals.context_lab.baseline_topk import DEFAULT_K
 from evals.context_lab.errors import LabError
 from evals.context_lab.gate import StrategyMetrics
 from evals.context_lab.reports import write_reports
-from evals.context_lab.runner import STRATEGIES, EvalResult, run_context_eval
+from evals.context_lab.runner import STRATEGIES, STRONGEST, EvalResult, run_context_eval
 
 EXIT_PASS, EXIT_GATE_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -35,6 +36,7 @@ def summary_table(result: EvalResult) -> Table:
         ("budget compliance", lambda m: f"{m.budget_compliance:.2%}"),
         ("missing-evidence accuracy", lambda m: f"{m.missing_evidence_accuracy:.2%}"),
         ("complete manifests", lambda m: f"{m.complete_manifests}/{m.cases}"),
+        ("grader checks passed", lambda m: str(m.passed_grades)),
         ("mean evidence tokens", lambda m: f"{m.mean_tokens:.1f}"),
     ]
     for label, fmt in rows:
@@ -43,15 +45,20 @@ def summary_table(result: EvalResult) -> Table:
 
 
 def run_command(*, cases: Path, sources: Path, policy: str, budget: int | None,
-                output: Path, console: Console, err_console: Console) -> int:
+                output: Path, console: Console, err_console: Console,
+                baseline: str = STRONGEST, top_k: int = DEFAULT_K) -> int:
     try:
-        result = run_context_eval(cases, sources, policy=policy, budget=budget)
+        result = run_context_eval(cases, sources, policy=policy, budget=budget, top_k=top_k,
+                                  gate_baseline=baseline)
     except LabError as exc:
         err_console.print(f"[red]unusable input:[/red] {exc}", highlight=False, soft_wrap=True)
         return EXIT_UNUSABLE
     paths = write_reports(result, output)
     console.print(summary_table(result))
     gate = result.gate
+    console.print(f"gate baseline: {gate.baseline} ("
+                  + ("strongest" if gate.selection == "strongest" else "chosen") + ")",
+                  highlight=False)
     console.print(f"improvements: {', '.join(gate.improvements) or 'none'}", highlight=False)
     console.print(f"regressions: {', '.join(gate.regressions) or 'none'}", highlight=False)
     console.print(f"reports: {', '.join(str(p) for p in paths)}", highlight=False)

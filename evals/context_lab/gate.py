@@ -1,7 +1,12 @@
-"""Per-strategy metrics and the release gate (docs/context-engine.md#release-gate, issue 4).
+"""Per-strategy metrics and the release gate (docs/context-engine.md#release-gate, issues 4
+and 14).
 
-The gate compares the candidate (``pressroom``) against the baseline (``dump-all``) and
-passes only when all of these hold — each check names the cases that break it:
+The gate compares the candidate (``pressroom``) against one baseline: the *strongest* of
+them (:func:`strongest`: most cases passed; ties go to the most grader checks passed over
+all cases, then the higher required-topic coverage, then the fewer forbidden exposures,
+then the earlier listed — ``dump-all``, ``gated-dump``, ``top-k``), or the one named with
+``--baseline``. It passes only when all of these hold — each check names the cases that
+break it:
 
 * candidate not worse than baseline overall (case pass rate);
 * at least one measured improvement (a case the baseline fails and the candidate passes);
@@ -62,6 +67,7 @@ class StrategyMetrics(BaseModel):
     missing_evidence_accuracy: float
     complete_manifests: int
     mean_tokens: float
+    passed_grades: int = 0  # grader checks passed over all cases (the strength tie-break)
 
 
 class GateCheck(BaseModel):
@@ -78,6 +84,8 @@ class GateResult(BaseModel):
     checks: dict[str, GateCheck]
     improvements: list[str]
     regressions: list[str]
+    baseline: str = ""  # the baseline the gate compared against
+    selection: str = "strongest"  # how it was picked: "strongest" or "chosen" (--baseline)
 
     @property
     def failing(self) -> dict[str, GateCheck]:
@@ -114,14 +122,70 @@ def metrics(strategy: str, runs: list[CaseRun], sources: dict[str, LabSource]) -
         missing_evidence_accuracy=_rate(sum(r.grade("missing_evidence").passed for r in runs), n),
         complete_manifests=sum(r.grade("manifest_complete").passed for r in runs),
         mean_tokens=round(sum(r.packet.budget_used for r in runs) / n, 2) if n else 0.0,
+        passed_grades=sum(g.passed for r in runs for g in r.grades),
     )
 
 
-def release_gate(baseline: list[CaseRun], candidate: list[CaseRun],
-                 base_m: StrategyMetrics, cand_m: StrategyMetrics) -> GateResult:
+#: How a metric is read when the candidate is set against a baseline: 1 higher is better,
+#: -1 lower is better (``mean_tokens``: fewer evidence tokens is cheaper).
+METRIC_DIRECTION: dict[str, int] = {
+    "passed_cases": 1, "required_topic_coverage": 1, "forbidden_exposures": -1,
+    "irrelevant_exposures": -1, "budget_compliance": 1, "missing_evidence_accuracy": 1,
+    "complete_manifests": 1, "passed_grades": 1, "mean_tokens": -1,
+}
+
+
+def _strength(m: StrategyMetrics) -> tuple[int, int, float, int]:
+    return (m.passed_cases, m.passed_grades, m.required_topic_coverage, -m.forbidden_exposures)
+
+
+def strongest(baselines: list[StrategyMetrics]) -> StrategyMetrics:
+    """The strongest baseline (see the module docstring); the earlier listed wins a tie."""
+    best = baselines[0]
+    for m in baselines[1:]:
+        if _strength(m) > _strength(best):
+            best = m
+    return best
+
+
+class Comparison(BaseModel):
+    """The candidate against one baseline: case changes and a verdict per metric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    baseline: str
+    improvements: list[str]
+    regressions: list[str]
+    metrics: dict[str, str]  # metric -> "better" | "same" | "worse" (for the candidate)
+
+    def where(self, verdict: str) -> list[str]:
+        return [k for k, v in self.metrics.items() if v == verdict]
+
+
+def case_changes(baseline: list[CaseRun], candidate: list[CaseRun]) -> tuple[list[str],
+                                                                             list[str]]:
+    """(improvements, regressions): cases only the candidate passes, only the baseline."""
     base = {r.case.id: r.passed for r in baseline}
     improvements = [r.case.id for r in candidate if r.passed and not base[r.case.id]]
     regressions = [r.case.id for r in candidate if not r.passed and base[r.case.id]]
+    return improvements, regressions
+
+
+def compare(baseline: list[CaseRun], candidate: list[CaseRun], base_m: StrategyMetrics,
+            cand_m: StrategyMetrics) -> Comparison:
+    verdicts = {}
+    for key, sign in METRIC_DIRECTION.items():
+        delta = (getattr(cand_m, key) - getattr(base_m, key)) * sign
+        verdicts[key] = "better" if delta > 0 else "worse" if delta < 0 else "same"
+    improvements, regressions = case_changes(baseline, candidate)
+    return Comparison(baseline=base_m.strategy, improvements=improvements,
+                      regressions=regressions, metrics=verdicts)
+
+
+def release_gate(baseline: list[CaseRun], candidate: list[CaseRun],
+                 base_m: StrategyMetrics, cand_m: StrategyMetrics, *,
+                 selection: str = "strongest") -> GateResult:
+    improvements, regressions = case_changes(baseline, candidate)
 
     def failing(grader: str) -> list[str]:
         return [r.case.id for r in candidate if not r.grade(grader).passed]
@@ -148,4 +212,5 @@ def release_gate(baseline: list[CaseRun], candidate: list[CaseRun],
             passed=cand_m.complete_manifests == cand_m.cases, cases=failing("manifest_complete")),
     }
     return GateResult(passed=all(c.passed for c in checks.values()), checks=checks,
-                      improvements=improvements, regressions=regressions)
+                      improvements=improvements, regressions=regressions,
+                      baseline=base_m.strategy, selection=selection)

@@ -1,6 +1,6 @@
 """The Context Packet: one strategy's answer to one case, in a shape graders can judge.
 
-Both strategies (the dump-all baseline and the Pressroom engine) are reduced to this one
+Every strategy (the three baselines and the Pressroom engine) is reduced to this one
 structure so that the graders never know which strategy produced a packet
 (docs/context-engine.md#packets-and-fingerprints, §14: grade the structured packet, not the
 prose). A packet holds what was selected (with the token count of each rendered evidence

@@ -1,8 +1,13 @@
 """The four report files of a context eval (issue 4), written deterministically.
 
-``context-comparison.json``  per-strategy metrics, improvements, regressions, gate checks
-                             (each naming its failing cases) and a per-case table.
-``context-comparison.md``    the same for people.
+``context-comparison.json``  per-strategy metrics (every baseline side by side with the
+                             candidate), the candidate against each baseline (case
+                             improvements and regressions, a better / same / worse verdict
+                             per metric), the baseline the gate compared against and why,
+                             improvements, regressions, gate checks (each naming its
+                             failing cases) and a per-case table with a column per strategy.
+``context-comparison.md``    the same for people, saying where the candidate does not beat a
+                             baseline.
 ``context-failures.md``      every failing case per strategy: failed graders with their
                              detail, and the excluded sources with their reasons.
 ``context-packets.jsonl``    one line per case per strategy (``Packet.report_line``).
@@ -18,8 +23,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evals.context_lab.gate import CaseRun
-from evals.context_lab.runner import CANDIDATE, STRATEGIES, EvalResult
+from evals.context_lab.gate import METRIC_DIRECTION, CaseRun
+from evals.context_lab.runner import BASELINES, CANDIDATE, STRATEGIES, EvalResult
 
 SCHEMA = "pressroom-context-eval/v1"
 REPORT_FILES = ("context-comparison.json", "context-comparison.md", "context-failures.md",
@@ -44,7 +49,7 @@ def _per_case(result: EvalResult) -> list[dict[str, Any]]:
             r = by_name[name][cid]
             row[name] = {"passed": r.passed, "failed_graders": [g.name for g in r.failed],
                          "tokens": r.packet.budget_used, "status": r.packet.status}
-        row["change"] = _change(by_name[STRATEGIES[0]][cid], run)
+        row["change"] = _change(by_name[result.gate.baseline][cid], run)  # vs the gate's
         rows.append(row)
     return rows
 
@@ -57,9 +62,15 @@ def comparison(result: EvalResult) -> dict[str, Any]:
         "cases_file": result.cases_path,
         "sources_file": result.sources_path,
         "strategies": {name: m.model_dump() for name, m in result.metrics.items()},
+        "baselines": list(BASELINES),
+        "top_k": result.top_k,
+        "comparisons": {name: c.model_dump(exclude={"baseline"})
+                        for name, c in result.comparisons.items()},
         "improvements": result.gate.improvements,
         "regressions": result.gate.regressions,
         "gate": {
+            "baseline": result.gate.baseline,
+            "baseline_selection": result.gate.selection,
             "passed": result.gate.passed,
             "checks": {k: c.model_dump() for k, c in result.gate.checks.items()},
         },
@@ -68,12 +79,16 @@ def comparison(result: EvalResult) -> dict[str, Any]:
 
 
 def _md_comparison(result: EvalResult, data: dict[str, Any]) -> str:
-    lines = ["# Context assembly eval: dump-all vs pressroom", ""]
+    lines = [f"# Context assembly eval: {', '.join(BASELINES)} vs {CANDIDATE}", ""]
     p = result.policy
     lines.append(f"Policy `{p['id']}` revision {p['revision']} (`{p['digest']}`)"
                  + (f", budget override {result.budget_override}" if result.budget_override
                     else "") + ".")
-    lines += ["", f"**Release gate: {'PASS' if result.gate.passed else 'FAIL'}**", "",
+    how = ("the strongest baseline: most cases passed, then most grader checks passed, "
+           "then required-topic coverage, then fewest forbidden exposures"
+           if result.gate.selection == "strongest" else "chosen with --baseline")
+    lines += ["", f"**Release gate: {'PASS' if result.gate.passed else 'FAIL'}** against "
+              f"`{result.gate.baseline}` ({how}). `top-k` k = {result.top_k}.", "",
               "| metric | " + " | ".join(STRATEGIES) + " |",
               "|---|" + "---|" * len(STRATEGIES)]
     for key in next(iter(data["strategies"].values())):
@@ -81,13 +96,29 @@ def _md_comparison(result: EvalResult, data: dict[str, Any]) -> str:
             continue
         lines.append(f"| {key} | " + " | ".join(str(data["strategies"][s][key])
                                                 for s in STRATEGIES) + " |")
-    lines += ["", "## Gate checks", "", "| check | result | cases |", "|---|---|---|"]
+    lines += ["", f"## {CANDIDATE} against each baseline", "",
+              f"Verdict for {CANDIDATE} per metric (`mean_tokens`: fewer is better).", "",
+              "| metric | " + " | ".join(BASELINES) + " |", "|---|" + "---|" * len(BASELINES)]
+    for key in METRIC_DIRECTION:
+        lines.append(f"| {key} | " + " | ".join(
+            result.comparisons[b].metrics[key] if result.comparisons[b].metrics[key] != "worse"
+            else "WORSE" for b in BASELINES) + " |")
+    lines.append("")
+    for b in BASELINES:
+        c = result.comparisons[b]
+        lines.append(f"- vs `{b}`: {len(c.improvements)} improvement(s), "
+                     f"{len(c.regressions)} regression(s); {CANDIDATE} does not beat it on "
+                     f"{', '.join(c.where('same')) or 'no metric'} (level) and is WORSE on "
+                     f"{', '.join(c.where('worse')) or 'no metric'}")
+    lines += ["", "## Gate checks", "", f"Against `{result.gate.baseline}`.", "",
+              "| check | result | cases |", "|---|---|---|"]
     for name, check in result.gate.checks.items():
         lines.append(f"| {name} | {'pass' if check.passed else 'FAIL'} | "
                      f"{', '.join(check.cases) or '-'} |")
     lines += ["", f"Improvements: {', '.join(result.gate.improvements) or 'none'}",
               f"Regressions: {', '.join(result.gate.regressions) or 'none'}", "",
-              "## Cases", "", "| case | " + " | ".join(STRATEGIES) + " | change |",
+              "## Cases", "", f"`change`: {CANDIDATE} against `{result.gate.baseline}`.", "",
+              "| case | " + " | ".join(STRATEGIES) + " | change |",
               "|---|" + "---|" * (len(STRATEGIES) + 1)]
     for row in data["cases"]:
         cells = []

@@ -50,7 +50,8 @@ def test_bundled_reports_hold_the_issue_fields(bundled):
                 "mean_tokens"):
         assert key in cand
     lines = [json.loads(x) for x in (out / "context-packets.jsonl").read_text().splitlines()]
-    assert len(lines) == 2 * cand["cases"]
+    assert len(lines) == len(data["strategies"]) * cand["cases"]
+    assert list(data["strategies"]) == ["dump-all", "gated-dump", "top-k", "pressroom"]
     for line in lines:
         assert PACKET_FIELDS <= set(line)
         assert set(line["budget"]) == {"used", "limit"}
@@ -60,6 +61,35 @@ def test_bundled_reports_hold_the_issue_fields(bundled):
     assert all(x["manifest_id"] and x["hashes"]["serialized_model_input_hash"] for x in ready)
     failures = (out / "context-failures.md").read_text()
     assert "## dump-all" in failures and "## pressroom: 0 failing case(s)" in failures
+    assert "## gated-dump" in failures and "## top-k" in failures
+
+
+def test_bundled_gate_compares_against_the_strongest_baseline(bundled):
+    result, out = bundled
+    data = json.loads((out / "context-comparison.json").read_text())
+    counts = {name: data["strategies"][name]["passed_cases"] for name in data["baselines"]}
+    assert data["gate"]["baseline"] in {n for n, c in counts.items() if c == max(counts.values())}
+    assert data["gate"]["baseline_selection"] == "strongest"
+    assert f"gate baseline: {data['gate']['baseline']} (strongest)" in result.output
+    assert set(data["comparisons"]) == set(data["baselines"])
+    strongest = data["comparisons"][data["gate"]["baseline"]]
+    assert strongest["improvements"] == data["improvements"]
+    assert all(set(row) >= {"case_id", "change", *data["strategies"]} for row in data["cases"])
+    md = (out / "context-comparison.md").read_text()
+    assert f"against `{data['gate']['baseline']}` (the strongest baseline" in md
+    assert "## pressroom against each baseline" in md
+
+
+def test_a_chosen_baseline_and_k_reach_the_reports(tmp_path: Path):
+    result = runner.invoke(app, ["eval", "context", "--baseline", "dump-all", "--top-k", "1",
+                                 "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "context-comparison.json").read_text())
+    assert data["gate"]["baseline"] == "dump-all" and data["gate"]["baseline_selection"] == "chosen"
+    assert data["top_k"] == 1
+    topk = [json.loads(x) for x in (tmp_path / "context-packets.jsonl").read_text().splitlines()
+            if '"strategy": "top-k"' in x]
+    assert all(len(p["selected"]) <= 1 for p in topk)
 
 
 def test_bundled_reports_are_deterministic(bundled, tmp_path: Path):

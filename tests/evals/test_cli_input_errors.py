@@ -95,6 +95,15 @@ def test_budget_option_below_one(tmp_path, dataset):
     assert "budget" in result.output and "at least 1" in result.output
 
 
+def test_unknown_baseline_and_k_below_one(tmp_path, dataset):
+    cases, sources = dataset()
+    result = _run(cases, sources, "--baseline", "best-guess", out=tmp_path / "r")
+    assert result.exit_code == 2 and "--baseline" in result.output
+    assert "gated-dump" in result.output
+    result = _run(cases, sources, "--top-k", "0", out=tmp_path / "r")
+    assert result.exit_code == 2 and "--top-k" in result.output and "at least 1" in result.output
+
+
 def test_line_that_is_not_json(tmp_path, dataset):
     cases, sources = dataset(sources=[dict(BASE_SOURCE), "{not json"])
     result = _run(cases, sources, out=tmp_path / "r")
