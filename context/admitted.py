@@ -38,6 +38,7 @@ class GateOutcome:
     results: dict[Gate, GateResult]
     effective_trust: Trust
     freshness: Freshness | None = None
+    freshness_waiver: str | None = None  # the age rule waived for a pinned revision: why
     failed_gate: Gate | None = None
     reason: ExclusionReason | None = None
     detail: str = ""

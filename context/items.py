@@ -5,8 +5,16 @@ A ``ContextItem`` carries everything the hard gates need to decide admission wit
 looking anything up: where it came from (``source_ref`` plus ordered ``source_lineage``),
 who produced it, its content and hash, the revision it claims, its scope, when it was
 observed and until when it is valid, its trust label and intended role, its security
-class and completeness. Items are frozen value objects; the engine never mutates one, it
-derives new ones (excerpts, summaries) and records the transform.
+class and completeness.
+
+Two dates, never confused: ``observed_at`` is when the content was read (the acquisition's
+clock; the freshness gate ages an observation of live state by it), ``source_date`` the
+date the source gives itself (publication or last revision). An old document read today
+is a fresh observation; the source's date orders revisions of one document (supersession)
+and is recorded, but never ages an item.
+
+Items are frozen value objects; the engine never mutates one, it derives new ones
+(excerpts, summaries) and records the transform.
 """
 
 from __future__ import annotations
@@ -151,6 +159,7 @@ class ContextItem(_Frozen):
     scope: ScopeRef
     observed_at: datetime | None = None
     valid_until: datetime | None = None
+    source_date: datetime | None = None
     freshness: Freshness | None = None
     trust: Trust
     intended_role: Role

@@ -90,7 +90,11 @@ class CandidateEntry(_M):
     scope: str
     observed_at: str | None
     valid_until: str | None
+    source_date: str | None
     freshness: str | None
+    #: set when a pin waived the age check: the age rule did not apply because the task
+    #: holds this exact (immutable) revision (docs/context-engine.md#hard-gates)
+    freshness_waiver: str | None
     trust: str
     intended_role: str
     security_class: str

@@ -66,7 +66,8 @@ def acquisition_entry(a: SourceAcquisition, reason: str | None) -> AcquisitionEn
     )
 
 
-def candidate_entry(item: ContextItem, freshness: str | None) -> CandidateEntry:
+def candidate_entry(item: ContextItem, freshness: str | None,
+                    freshness_waiver: str | None = None) -> CandidateEntry:
     # constructed, not validated: every value comes from an already-validated ContextItem
     return _construct(CandidateEntry, dict(
         item_id=item.item_id,
@@ -79,7 +80,9 @@ def candidate_entry(item: ContextItem, freshness: str | None) -> CandidateEntry:
         scope=str(item.scope),
         observed_at=item.observed_at.isoformat() if item.observed_at else None,
         valid_until=item.valid_until.isoformat() if item.valid_until else None,
+        source_date=item.source_date.isoformat() if item.source_date else None,
         freshness=freshness,
+        freshness_waiver=freshness_waiver,
         trust=item.trust.value,
         intended_role=item.intended_role.value,
         security_class=item.security_class.value,

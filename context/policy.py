@@ -16,6 +16,11 @@ Choices the design leaves open (written down here so reviews can argue with them
 * Freshness is per source type: ``refresh_after`` (age at which the item must be
   refreshed) and ``expire_after`` (age at which it is expired). A source type without an
   entry does not age (pinned commits, task contracts); ``valid_until`` always wins.
+* ``role_limits`` names every trust label. The one exception is
+  ``unvetted_external_data`` (added in policy revision 3): a policy written before it
+  existed gives it no role (it is refused at the trust-role gate). It may at most be
+  ``untrusted_data`` — quoted data that never answers a required topic — and a policy
+  giving it any other role is invalid.
 * ``protocol_overhead`` is a reservation for provider-side wrapping Pressroom cannot
   measure; the message framing and tool definitions Pressroom *does* serialize are counted
   for real and must fit inside the usable budget.
@@ -64,7 +69,15 @@ from pydantic import (
 
 from context.errors import PolicyError
 from context.file_errors import Position, file_problems, yaml_positions, yaml_problem
-from context.vocabulary import PRESERVE_KEYS, LoadMode, Partition, Role, SourceType, Trust
+from context.vocabulary import (
+    NEVER_EVIDENCE,
+    PRESERVE_KEYS,
+    LoadMode,
+    Partition,
+    Role,
+    SourceType,
+    Trust,
+)
 
 POLICY_SCHEMA_VERSION = "context-policy/v1"
 POLICY_DIR = Path(__file__).parent / "policies"
@@ -281,11 +294,28 @@ class ContextPolicy(_Strict):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unvetted_has_no_role_unless_given(cls, data: Any) -> Any:
+        """A policy from before ``unvetted_external_data`` gives it no role."""
+        limits = data.get("role_limits") if isinstance(data, dict) else None
+        if isinstance(limits, dict) and Trust.UNVETTED_EXTERNAL_DATA.value not in limits \
+                and Trust.UNVETTED_EXTERNAL_DATA not in limits:
+            return {**data, "role_limits": {**limits, Trust.UNVETTED_EXTERNAL_DATA.value: []}}
+        return data
+
     @model_validator(mode="after")
     def _role_limits_complete(self) -> ContextPolicy:
         missing = [t.value for t in Trust if t not in self.role_limits]
         if missing:
             raise ValueError(f"role_limits misses trust labels: {missing}")
+        for trust in NEVER_EVIDENCE:
+            beyond = [r.value for r in self.role_limits[trust] if r is not Role.UNTRUSTED_DATA]
+            if beyond:
+                raise ValueError(
+                    f"role_limits.{trust.value} may at most be [untrusted_data] (quoted data, "
+                    f"never evidence), got {beyond}"
+                )
         return self
 
     @property

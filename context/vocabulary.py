@@ -35,6 +35,14 @@ class Trust(StrEnum):
 
     ``TRUST_RANK`` orders them by how much authority they may carry; a transform's
     output may never rank above the lowest-ranked of its inputs.
+
+    ``untrusted_external_data`` is text read from a source the task names (a web page, a
+    tool's output): unverified, and under the shipped policies admissible as data
+    evidence. ``unvetted_external_data`` ranks below it: third-party text nobody vouches
+    for (a reader comment, a forum post, a paste). It is never evidence — the shipped
+    policies give it no role at all, so the trust-role gate refuses it; a policy may at
+    most allow it as ``untrusted_data`` (shown as quoted data, never answering a required
+    topic, docs/context-engine.md#effective-trust-and-role-limits).
     """
 
     CONTROL_AUTHORITY = "control_authority"
@@ -46,19 +54,23 @@ class Trust(StrEnum):
     DERIVED_CONTEXT = "derived_context"
     PROJECT_EDITABLE = "project_editable"
     UNTRUSTED_EXTERNAL_DATA = "untrusted_external_data"
+    UNVETTED_EXTERNAL_DATA = "unvetted_external_data"
 
 
 TRUST_RANK: dict[Trust, int] = {
-    Trust.CONTROL_AUTHORITY: 8,
-    Trust.TASK_AUTHORITY: 7,
-    Trust.TRUSTED_STATE: 6,
-    Trust.REPOSITORY_EVIDENCE: 5,
-    Trust.EXTERNAL_EVIDENCE: 4,
-    Trust.GOVERNED_MEMORY_CANDIDATE: 3,
-    Trust.DERIVED_CONTEXT: 2,
-    Trust.PROJECT_EDITABLE: 1,
-    Trust.UNTRUSTED_EXTERNAL_DATA: 0,
+    Trust.CONTROL_AUTHORITY: 9,
+    Trust.TASK_AUTHORITY: 8,
+    Trust.TRUSTED_STATE: 7,
+    Trust.REPOSITORY_EVIDENCE: 6,
+    Trust.EXTERNAL_EVIDENCE: 5,
+    Trust.GOVERNED_MEMORY_CANDIDATE: 4,
+    Trust.DERIVED_CONTEXT: 3,
+    Trust.PROJECT_EDITABLE: 2,
+    Trust.UNTRUSTED_EXTERNAL_DATA: 1,
+    Trust.UNVETTED_EXTERNAL_DATA: 0,
 }
+#: Trust labels that are never evidence: at most quoted data, never answering a topic.
+NEVER_EVIDENCE: frozenset[Trust] = frozenset({Trust.UNVETTED_EXTERNAL_DATA})
 
 
 def lowest_trust(labels: list[Trust]) -> Trust:

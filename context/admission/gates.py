@@ -29,9 +29,17 @@ Choices the design leaves open:
   code the key ``repo:<name>`` pins the commit, compared with ``source_ref.commit``.
   The revision a retrieval *claims* is never trusted over the one the task holds.
 * Freshness: an explicit ``valid_until`` decides alone (``as_of == valid_until`` is still
-  valid); otherwise the policy's per-source-type ages apply; a naive or future
-  ``observed_at`` is ``unverifiable``. A state the source itself claims is kept when it is
-  worse than the computed one.
+  valid); otherwise the policy's per-source-type ages apply to ``observed_at`` — when the
+  content was read, an observation of live state that may have changed since — and never
+  to ``source_date`` (the document's own date: an old document read today is a fresh
+  observation); a naive or future ``observed_at`` is ``unverifiable``. A state the
+  source itself claims is kept when it is worse than the computed one.
+* A pinned revision does not age: when the task holds the item's revision (its canonical
+  key in ``required_revisions``, or for an item at a commit the ``repo:<name>`` pin), the
+  age rule is waived — refreshing an immutable revision cannot change it, and it is the
+  only revision the task admits. The waiver is recorded (``freshness_waiver`` of the
+  candidate entry). A pin waives the age rule only: a ``valid_until`` the source states,
+  or a worse state it claims, still applies.
 * Effective trust is ``lowest(claimed, policy ceiling for the source type)``.
 * Secrets are redacted (a new derived item, recorded as a transform) or denied per policy;
   redaction happens inside the security gate so nothing later ever sees the secret.
@@ -69,42 +77,73 @@ _FRESHNESS_RANK = {
 _AUTHORITATIVE = (Trust.CONTROL_AUTHORITY, Trust.TASK_AUTHORITY, Trust.TRUSTED_STATE)
 
 
-def freshness_state(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
-    Freshness, str
-]:
-    """Freshness of ``item`` at ``as_of`` and a short explanation."""
-    computed, why = _computed_freshness(item, as_of, policy)
+def pinned_revision(item: ContextItem, required_revisions: dict[str, str]) -> str | None:
+    """Why ``item`` is a pinned revision, or ``None``: the task holds exactly this revision
+    of its canonical key, or the commit it is at is the one ``repo:<name>`` pins."""
+    held = required_revisions.get(item.key)
+    if held is not None and item.revision == held:
+        return f"revision {held!r} of {item.key!r} is held by the task"
+    repo, commit = item.source_ref.repo, item.source_ref.commit
+    if repo is not None and commit is not None:
+        pin = required_revisions.get(f"repo:{repo}")
+        if pin is not None and commit == pin:
+            return f"commit {pin!r} of repo {repo!r} is pinned by the task"
+    return None
+
+
+def freshness_state(item: ContextItem, as_of: datetime, policy: ContextPolicy, *,
+                    pinned: str | None = None) -> tuple[Freshness, str]:
+    """Freshness of ``item`` at ``as_of`` and a short explanation; ``pinned`` (from
+    :func:`pinned_revision`) waives the age rule."""
+    state, why, _ = _freshness(item, as_of, policy, pinned)
+    return state, why
+
+
+def _freshness(item: ContextItem, as_of: datetime, policy: ContextPolicy,
+               pinned: str | None) -> tuple[Freshness, str, bool]:
+    """(state, explanation, whether a pin waived the age rule)."""
+    computed, why, waived = _computed_freshness(item, as_of, policy, pinned)
     claimed = item.freshness
     if claimed is not None and _FRESHNESS_RANK[claimed] > _FRESHNESS_RANK[computed]:
-        return claimed, f"source claims {claimed.value}"
-    return computed, why
+        return claimed, f"source claims {claimed.value}", False
+    return computed, why, waived
 
 
-def freshness_key(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
-    Freshness, str
-]:
+def freshness_key(item: ContextItem, as_of: datetime, policy: ContextPolicy, *,
+                  pinned: str | None = None) -> tuple[Freshness, str]:
     """What of ``as_of`` a gate outcome depends on: the freshness state, plus its
     explanation unless the state is ``valid`` (a valid item's outcome never mentions it).
 
     Freshness is the only gate that reads the clock, so outcomes memoized under this key
     serve every later step of a job over the same items (each step has its own ``as_of``).
+    A pinned revision's waiver does not depend on ``as_of`` (its key never changes).
     """
-    state, why = freshness_state(item, as_of, policy)
+    state, why = freshness_state(item, as_of, policy, pinned=pinned)
     return state, "" if state is Freshness.VALID else why
 
 
-def _computed_freshness(item: ContextItem, as_of: datetime, policy: ContextPolicy) -> tuple[
-    Freshness, str
-]:
+def _computed_freshness(item: ContextItem, as_of: datetime, policy: ContextPolicy,
+                        pinned: str | None) -> tuple[Freshness, str, bool]:
     if item.valid_until is not None:
         if item.valid_until.tzinfo is None:
-            return Freshness.UNVERIFIABLE, "valid_until has no timezone"
+            return Freshness.UNVERIFIABLE, "valid_until has no timezone", False
         if as_of > item.valid_until:
-            return Freshness.EXPIRED, f"valid_until {item.valid_until.isoformat()} < as_of"
-        return Freshness.VALID, f"valid until {item.valid_until.isoformat()}"
+            return (Freshness.EXPIRED, f"valid_until {item.valid_until.isoformat()} < as_of",
+                    False)
+        return Freshness.VALID, f"valid until {item.valid_until.isoformat()}", False
     rule = policy.freshness.max_age.get(item.source_type)
     if rule is None:
-        return Freshness.VALID, f"{item.source_type.value} does not age under this policy"
+        return Freshness.VALID, f"{item.source_type.value} does not age under this policy", False
+    if pinned is not None:
+        return Freshness.VALID, f"age check waived: {pinned}", True
+    state, why = _observation_age(item, as_of, rule.refresh_after, rule.expire_after)
+    return state, why, False
+
+
+def _observation_age(item: ContextItem, as_of: datetime, refresh_after: int,
+                     expire_after: int) -> tuple[Freshness, str]:
+    """The age rule: how long ago the content was read (``observed_at``), never the
+    source's own date."""
     if item.observed_at is None:
         return Freshness.UNVERIFIABLE, "no observed_at and no valid_until"
     if item.observed_at.tzinfo is None:
@@ -112,11 +151,12 @@ def _computed_freshness(item: ContextItem, as_of: datetime, policy: ContextPolic
     age = (as_of - item.observed_at).total_seconds()
     if age < 0:
         return Freshness.UNVERIFIABLE, "observed_at lies after as_of"
-    if age > rule.expire_after:
-        return Freshness.EXPIRED, f"age {int(age)}s > expire_after {rule.expire_after}s"
-    if age > rule.refresh_after:
-        return Freshness.REFRESH_REQUIRED, f"age {int(age)}s > refresh_after {rule.refresh_after}s"
-    return Freshness.VALID, f"age {int(age)}s within {rule.refresh_after}s"
+    if age > expire_after:
+        return Freshness.EXPIRED, f"observed {int(age)}s ago > expire_after {expire_after}s"
+    if age > refresh_after:
+        return (Freshness.REFRESH_REQUIRED,
+                f"observed {int(age)}s ago > refresh_after {refresh_after}s")
+    return Freshness.VALID, f"observed {int(age)}s ago, within {refresh_after}s"
 
 
 def effective_trust(item: ContextItem, policy: ContextPolicy) -> Trust:
@@ -229,8 +269,11 @@ class GateRunner:
         return None
 
     def _freshness(self, out: GateOutcome) -> tuple[ExclusionReason, str] | None:
-        state, why = freshness_state(out.item, self.as_of, self.policy)
+        pinned = pinned_revision(out.item, self.required_revisions)
+        state, why, waived = _freshness(out.item, self.as_of, self.policy, pinned)
         out.freshness = state
+        if waived:
+            out.freshness_waiver = why
         rules = self.policy.freshness
         if state is Freshness.EXPIRED:
             out.refresh_condition = "refresh_source_or_drop"

@@ -16,7 +16,7 @@ requires), so a warm assembly re-gates nothing that could not have changed.
 from __future__ import annotations
 
 from context import memo
-from context.admission.gates import GateRunner, freshness_key
+from context.admission.gates import GateRunner, freshness_key, pinned_revision
 from context.admission.security import redact_secrets
 from context.admitted import GateOutcome
 from context.assembly.state import AssemblyState
@@ -98,7 +98,8 @@ class GateStage:
                  *sorted(request.candidates, key=lambda item: item.item_id)]
         for item in items:
             repo = item.source_ref.repo
-            key = (context_key, freshness_key(item, request.as_of, policy),
+            pinned = pinned_revision(item, revisions)
+            key = (context_key, freshness_key(item, request.as_of, policy, pinned=pinned),
                    revisions.get(item.key), revisions.get(f"repo:{repo}") if repo else None)
             cached: _GateMemo | None = memo.GATES.get(item, key)
             if cached is None:
@@ -122,7 +123,7 @@ class GateStage:
     def _gate(self, item: ContextItem) -> _GateMemo:
         outcome = self.runner.run(item)
         freshness = outcome.freshness.value if outcome.freshness else None
-        candidate = candidate_entry(item, freshness)
+        candidate = candidate_entry(item, freshness, outcome.freshness_waiver)
         if not outcome.passed:
             return outcome, candidate, excluded_from_gate(outcome), None
         if outcome.redaction is None:

@@ -87,7 +87,8 @@ class BudgetStage:
                     f"blocking.required_partitions omits {partition.value})",
                 )
         covered = {topic for a in state.admitted.values()
-                   for topic in evidence_topics(a.item, a.zone, a.load_mode, a.covered)}
+                   for topic in evidence_topics(a.item, a.zone, a.load_mode, a.covered,
+                                                a.gate.effective_trust)}
         covered |= self.tools.covered_topics()
         state.missing = [topic.name for topic in request.required_topics
                          if topic.name not in covered]

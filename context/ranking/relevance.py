@@ -40,7 +40,7 @@ from context.admission.needles import find_casefolded, find_in
 from context.items import ContextItem
 from context.memo import ItemMemo
 from context.request import TopicSpec
-from context.vocabulary import LoadMode, SourceType, Zone
+from context.vocabulary import NEVER_EVIDENCE, LoadMode, SourceType, Trust, Zone
 
 _WORD = re.compile(r"\w{4,}")
 _COVER = ItemMemo()
@@ -147,11 +147,14 @@ def decision_relevance(item: ContextItem, terms: tuple[str, ...],
     return found
 
 
-def _rev_key(item: ContextItem) -> tuple[int, int, float, str, str]:
+def _rev_key(item: ContextItem) -> tuple[int, int, float, float, str, str]:
+    """Newest revision first: integer revisions, then the source's own date (when this
+    revision was written), then when it was read, then the revision string, then the id."""
     rev = item.revision or ""
     as_int = int(rev) if rev.isdigit() else -1
+    dated = _ts(item.source_date)
     observed = _ts(item.observed_at)
-    return (1 if rev.isdigit() else 0, as_int, observed, rev, item.item_id)
+    return (1 if rev.isdigit() else 0, as_int, dated, observed, rev, item.item_id)
 
 
 def _ts(value: datetime | None) -> float:
@@ -224,19 +227,24 @@ _NOT_EVIDENCE = (SourceType.MODEL_SUMMARY, SourceType.CHECKPOINT, SourceType.AGE
 
 
 def evidence_topics(
-    item: ContextItem, zone: Zone, load_mode: LoadMode | None, covered: Sequence[str]
+    item: ContextItem, zone: Zone, load_mode: LoadMode | None, covered: Sequence[str],
+    trust: Trust | None = None,
 ) -> Sequence[str]:
     """The required topics an admitted item answers for ``missing_topics``.
 
     Only loaded evidence answers a topic: not the task contract or control text that
     merely names it, not state, not a summary or checkpoint (derived claims), not agent
     output (a draft that lists a topic under its missing evidence must not cover it on the
-    next step), and not a disclosed index entry whose body was never loaded. An editable
-    project file (``plan.md``) answers only the topics its acquirer declared: anyone may
-    write its text, and "find evidence on X" in a plan mentions X without being evidence
-    on X. Tool results: ``context.ranking.coverage``.
+    next step), not text whose effective ``trust`` is never evidence
+    (``unvetted_external_data``, shown at most as quoted data), and not a disclosed index
+    entry whose body was never loaded. An editable project file (``plan.md``) answers only
+    the topics its acquirer declared: anyone may write its text, and "find evidence on X"
+    in a plan mentions X without being evidence on X. Tool results:
+    ``context.ranking.coverage``.
     """
     if zone is not Zone.DATA or load_mode is LoadMode.DISCLOSE:
+        return ()
+    if trust in NEVER_EVIDENCE or item.trust in NEVER_EVIDENCE:
         return ()
     if item.source_type in _NOT_EVIDENCE:
         return ()
