@@ -17,9 +17,11 @@ The only transform is the one a gate itself makes: a secret the security gate re
 packed as the gate's redacted copy (and a copy the redactor could not clean is excluded
 ``security_rejected``, as the engine's gate stage does).
 
-Lab trust is whatever ``mapping`` makes of it and the gates decide on that: this baseline
-does not apply the ``pressroom`` strategy's own lab-untrusted rule
-(docs/context-engine.md#untrusted-lab-sources), because that rule is not a hard gate.
+Lab trust is whatever ``mapping`` makes of it and the gates decide on that, as for the
+``pressroom`` strategy: a lab-``untrusted`` source is ``unvetted_external_data``, which the
+trust-role gate refuses under the shipped policies
+(docs/context-engine.md#untrusted-lab-sources). Items are the ones the engine gets (read at
+the case's ``as_of``).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def run_gated_dump(case: LabCase, sources: dict[str, LabSource], *, budget: int,
     packer = Packer(budget)
     overflowed = False
     for sid in case.candidate_source_ids:
-        outcome = runner.run(source_to_item(sources[sid], used_policy))
+        outcome = runner.run(source_to_item(sources[sid], used_policy, as_of=case.as_of))
         if not outcome.passed:
             assert outcome.reason is not None and outcome.failed_gate is not None
             packer.exclude(sid, outcome.reason.value, outcome.detail,

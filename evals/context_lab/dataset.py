@@ -5,15 +5,18 @@ the file, the 1-based line and the field (``candidate_source_ids[2]``), never as
 later in the run. Unknown keys are errors too: a misspelt optional field would otherwise
 silently switch a check off.
 
-Dates (``updated_at``, ``valid_until``, ``as_of``) are ISO dates (midnight UTC) or ISO
-datetimes; a datetime without an offset is read as UTC. ``tool_history`` is a list of
-events in arrival order (``{"type": "call"|"result", "call_id", "tool_name", ...}``) or
-the engine's ``{"calls": [...], "results": [...]}``. Three lab extensions beyond the
-issue's field list, all optional and all graded: ``forbidden_text`` (strings that must
-not appear anywhere in the model-visible input, e.g. a secret that should have been
-redacted), ``retained_text`` (strings that must still be visible, e.g. call ids and line
-ranges a compaction has to keep) and ``expected_anomalies`` (``[{"type", "call_id"}]``,
-tool-history repairs that must be recorded).
+Dates (``updated_at``, ``valid_until``, ``observed_at``, ``as_of``) are ISO dates
+(midnight UTC) or ISO datetimes; a datetime without an offset is read as UTC. A source's
+``updated_at`` is the document's own date; its optional ``observed_at`` says when it was
+read (default: the case's ``as_of``), which is what freshness ages (``mapping``).
+``tool_history`` is a list of events in arrival order (``{"type": "call"|"result",
+"call_id", "tool_name", ...}``) or the engine's ``{"calls": [...], "results": [...]}``.
+Three lab extensions beyond the issue's field list, all optional and all graded:
+``forbidden_text`` (strings that must not appear anywhere in the model-visible input, e.g.
+a secret that should have been redacted), ``retained_text`` (strings that must still be
+visible, e.g. call ids and line ranges a compaction has to keep) and
+``expected_anomalies`` (``[{"type", "call_id"}]``, tool-history repairs that must be
+recorded).
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ class LabSource(_Record):
     locator: str = Field(min_length=1)
     trust: str
     authority: int
-    updated_at: datetime
+    updated_at: datetime  # the document's own date (never when it was read)
     valid_until: datetime | None
     topics: list[str]
     sensitivity: int = Field(ge=0, le=MAX_LEVEL)
@@ -92,8 +95,9 @@ class LabSource(_Record):
     content_hash: str | None = None
     intended_role: Role | None = None
     source_type: SourceType | None = None
+    observed_at: datetime | None = None  # when it was read; default: the case's as_of
 
-    @field_validator("updated_at", "valid_until", mode="before")
+    @field_validator("updated_at", "valid_until", "observed_at", mode="before")
     @classmethod
     def _when(cls, value: object) -> datetime | None:
         return None if value is None else parse_when(value)

@@ -11,8 +11,9 @@ not know which strategy produced the packet. The ten graders:
                        names every missing topic under a MISSING EVIDENCE heading in the
                        model-visible input (a blocked one is explicit by its sealed
                        manifest).
-``forbidden_sources``  no forbidden source and no lab-``untrusted`` source is selected, and
-                       no ``forbidden_text`` is visible to the model.
+``forbidden_sources``  no forbidden source and no lab-``untrusted`` source is selected
+                       (admitted into the model input in any form, quoted data included),
+                       and no ``forbidden_text`` is visible to the model.
 ``relevance``          every selected source covers a required topic.
 ``budget``             evidence tokens (reported and summed per block) ≤ the limit.
 ``traceability``       every selected entry keeps locator, updated-at and content hash;
@@ -97,7 +98,7 @@ def forbidden_sources(case: LabCase, sources: dict[str, LabSource], packet: Pack
     if bad:
         problems.append(f"forbidden selected: {bad}")
     if untrusted:
-        problems.append(f"untrusted sources admitted as evidence: {untrusted}")
+        problems.append(f"lab-untrusted sources admitted: {untrusted}")
     if leaked:
         problems.append(f"forbidden text visible: {leaked}")
     return Grade(name="forbidden_sources", passed=not problems,

@@ -10,10 +10,18 @@ exactly the same evidence blocks the engine does. Choices, written down:
   ``external_evidence`` otherwise — both are admissible as evidence (role
   ``untrusted_data``, i.e. inside a data block) under the default policy, whose per-source
   ceiling still applies (a "trusted" web page is capped at ``untrusted_external_data``).
-* Lab ``trust: untrusted`` becomes ``untrusted_external_data``; the Pressroom strategy
-  additionally never admits it as evidence (docs/context-engine.md#untrusted-lab-sources, see
-  ``strategy.py``).
+* Lab ``trust: untrusted`` becomes ``unvetted_external_data``, the engine's label for
+  third-party text nobody vouches for: never evidence, at most quoted data if the policy
+  allows it (the shipped policies give it no role, so the engine's trust-role gate refuses
+  it; docs/context-engine.md#untrusted-lab-sources). Nothing is filtered here: the engine
+  decides.
 * Any engine trust label is passed through and left to the policy.
+* Dates: ``updated_at`` is the document's own date and becomes the item's
+  ``source_date`` (recorded, orders revisions, never ages the item); ``observed_at`` — when
+  the content was read, which the freshness gate ages — is the source's own
+  ``observed_at`` when the dataset states one, else the case's ``as_of`` (the lab reads
+  every candidate from the fixed file when the case runs). A caller without a case
+  (``as_of=None``) gets the document's date as a stand-in.
 * ``intended_role``: the explicit field, else ``untrusted_data`` when the policy allows it
   for the item's trust, else the first role the policy allows.
 * Scopes: a source without ``scope`` lives in the lab project ``lab/context`` (a project
@@ -25,6 +33,7 @@ exactly the same evidence blocks the engine does. Choices, written down:
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from context.items import ContextItem, ScopeRef, SourceRef
 from context.policy import ContextPolicy
@@ -43,7 +52,8 @@ PRODUCER = "context-lab/sources.jsonl"
 _CODE_LOCATOR = re.compile(r"^(?P<repo>[^@\s]+)@(?P<commit>[0-9a-fA-F]{7,40}):(?P<path>[^#\s]+)"
                            r"#L(?P<a>\d+)-L(?P<b>\d+)$")
 _LEVEL_CLASS = {level: cls for cls, level in SECURITY_LEVEL.items()}
-UNTRUSTED_LABELS = frozenset({Trust.UNTRUSTED_EXTERNAL_DATA, Trust.PROJECT_EDITABLE})
+UNTRUSTED_LABELS = frozenset({Trust.UNTRUSTED_EXTERNAL_DATA, Trust.UNVETTED_EXTERNAL_DATA,
+                              Trust.PROJECT_EDITABLE})
 
 
 def security_class(level: int) -> SecurityClass:
@@ -64,7 +74,7 @@ def trust_of(source: LabSource) -> Trust:
             return Trust.REPOSITORY_EVIDENCE
         return Trust.EXTERNAL_EVIDENCE
     if source.trust == "untrusted":
-        return Trust.UNTRUSTED_EXTERNAL_DATA
+        return Trust.UNVETTED_EXTERNAL_DATA
     return Trust(source.trust)
 
 
@@ -99,8 +109,16 @@ def acquisition_id(source_id: str) -> str:
     return f"acq-{source_id}"
 
 
-def source_to_item(source: LabSource, policy: ContextPolicy) -> ContextItem:
-    """The candidate item for ``source`` (same item for both strategies)."""
+def observed_at_of(source: LabSource, as_of: datetime | None) -> datetime:
+    """When the lab read ``source``: its stated ``observed_at``, else the case's ``as_of``
+    (else, without a case, the document's own date)."""
+    return source.observed_at or as_of or source.updated_at
+
+
+def source_to_item(source: LabSource, policy: ContextPolicy, *,
+                   as_of: datetime | None = None) -> ContextItem:
+    """The candidate item for ``source`` (same item for every strategy); ``as_of`` is the
+    case's (see the module docstring, "Dates")."""
     fields: dict[str, object] = {
         "item_id": source.id,
         "source_request_id": acquisition_id(source.id),
@@ -110,7 +128,8 @@ def source_to_item(source: LabSource, policy: ContextPolicy) -> ContextItem:
         "content": source.content,
         "revision": source.revision,
         "scope": source.scope or LAB_SCOPE,
-        "observed_at": source.updated_at,
+        "observed_at": observed_at_of(source, as_of),
+        "source_date": source.updated_at,
         "valid_until": source.valid_until,
         "trust": trust_of(source),
         "intended_role": role_of(source, policy),

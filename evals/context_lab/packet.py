@@ -37,6 +37,10 @@ class SelectedEntry(_Model):
 
 
 class ExcludedEntry(_Model):
+    """An exclusion: the reason, the hard gate that refused it (``None`` when no hard gate
+    did: supersession, coverage, budget) and the refusal's detail as the strategy states
+    it (for the engine, the manifest's)."""
+
     id: str
     reason: str
     gate: str | None = None
@@ -111,7 +115,9 @@ class Packet(_Model):
             "strategy": self.strategy,
             "status": self.status,
             "selected": [{"id": s.id, "tokens": s.tokens} for s in self.selected],
-            "excluded": [{"id": e.id, "reason": e.reason} for e in self.excluded],
+            "excluded": [{"id": e.id, "reason": e.reason, "gate": e.gate, "detail": e.detail}
+                         for e in self.excluded],
+            "acquisitions": [{"id": a.id, "outcome": a.outcome} for a in self.acquisitions],
             "missing_topics": list(self.missing_topics),
             "budget": {"used": self.budget_used, "limit": self.budget_limit},
             "fingerprint": self.fingerprint,

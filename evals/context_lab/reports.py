@@ -9,7 +9,8 @@
 ``context-comparison.md``    the same for people, saying where the candidate does not beat a
                              baseline.
 ``context-failures.md``      every failing case per strategy: failed graders with their
-                             detail, and the excluded sources with their reasons.
+                             detail, the excluded sources with their reason, gate and
+                             detail, and every candidate's acquisition outcome.
 ``context-packets.jsonl``    one line per case per strategy (``Packet.report_line``).
 
 No timestamps: two runs over the same inputs write byte-identical files. Files are
@@ -129,6 +130,25 @@ def _md_comparison(result: EvalResult, data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _exclusion_lines(run: CaseRun) -> list[str]:
+    """Every exclusion with its reason, gate and detail; every candidate's acquisition."""
+    lines = []
+    if run.packet.excluded:
+        lines.append("- excluded:")
+        lines += [f"  - `{e.id}`: {e.reason}"
+                  + (f" at gate `{e.gate}`" if e.gate else " (no hard gate)")
+                  + (f" — {_one_line(e.detail)}" if e.detail else "")
+                  for e in run.packet.excluded]
+    if run.packet.acquisitions:
+        lines.append("- acquisitions: " + ", ".join(
+            f"`{a.id}` {a.outcome}" for a in run.packet.acquisitions))
+    return lines
+
+
 def _md_failures(result: EvalResult) -> str:
     lines = ["# Context eval failures", ""]
     for name in STRATEGIES:
@@ -138,10 +158,7 @@ def _md_failures(result: EvalResult) -> str:
             lines.append(f"### {run.case.id} ({run.packet.status})")
             lines.append(f"Question: {run.case.question}")
             lines += [f"- **{g.name}**: {g.detail}" for g in run.failed]
-            if run.packet.excluded:
-                lines.append("- excluded: " + ", ".join(
-                    f"{e.id} ({e.reason}{'/' + e.gate if e.gate else ''})"
-                    for e in run.packet.excluded))
+            lines += _exclusion_lines(run)
             if run.packet.manifest and run.packet.manifest.blocked_reason:
                 lines.append(f"- blocked: {run.packet.manifest.blocked_reason}")
             lines.append("")

@@ -10,13 +10,12 @@ re-validated, so the manifest names the digest actually used). The packet is the
 back from the sealed manifest and the serialized OpenAI Chat payload — what the model
 would really receive — never from the engine's intermediate state.
 
-The conservative lab-trust rule (docs/context-engine.md#untrusted-lab-sources) is applied
-here, before the engine: a source whose lab ``trust`` is ``untrusted`` is never a candidate.
-It is recorded in the packet as excluded ``hard_gate_rejected`` at gate
-``trust_role_compatibility`` (the engine's vocabulary for a source whose trust allows it no
-evidence role), with its acquisition outcome kept, so the packet still accounts for every
-candidate. Engine-vocabulary trust labels (for example ``untrusted_external_data``) are not
-pre-filtered: they follow the policy.
+Trust is the engine's decision (docs/context-engine.md#untrusted-lab-sources): every
+candidate reaches the engine, none is filtered here. A lab-``untrusted`` source is mapped
+to the engine's ``unvetted_external_data`` (``mapping``) and the policy decides; under the
+shipped policies the trust-role gate refuses it. Every exclusion in the packet is one the
+engine made, with its gate and detail, and every candidate's acquisition outcome is the
+one the manifest records.
 """
 
 from __future__ import annotations
@@ -52,8 +51,6 @@ from evals.context_lab.zones import block_spans
 STRATEGY = "pressroom"
 LAB_MODEL = ModelSpec(provider="lab", name="context-lab", context_limit=128_000)
 LAB_PRINCIPAL = "context-lab-agent"
-UNTRUSTED_REASON = "hard_gate_rejected"
-UNTRUSTED_GATE = "trust_role_compatibility"
 CONTROL_TEXT = (
     "You are Pressroom's research agent. Answer only from the admitted evidence below, cite "
     "each claim by its source, and say plainly when evidence is missing."
@@ -115,8 +112,8 @@ def contract_items(case: LabCase, scope: ScopeRef) -> list[ContextItem]:
 def build_request(case: LabCase, sources: dict[str, LabSource], *, budget: int,
                   policy: ContextPolicy) -> AssemblyRequest:
     scope = case_scope(case)
-    admitted = [sources[s] for s in case.candidate_source_ids if sources[s].trust != "untrusted"]
-    items = contract_items(case, scope) + [source_to_item(s, policy) for s in admitted]
+    items = contract_items(case, scope) + [source_to_item(sources[s], policy, as_of=case.as_of)
+                                           for s in case.candidate_source_ids]
     acquisitions = [SourceAcquisition(source_request_id=acquisition_id(i.item_id),
                                       source_type=i.source_type.value, source_id=i.item_id,
                                       revision=i.revision, outcome="retrieved",
@@ -210,7 +207,8 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
     rendered = outcome.rendered_evidence if isinstance(outcome, context.Ready) else ""
     tokens = block_tokens(rendered)
     selected: list[SelectedEntry] = []
-    observed = {c.item_id: c.observed_at for c in manifest.candidate_items}
+    # the document's own date as the engine recorded it (else when it was read)
+    observed = {c.item_id: c.source_date or c.observed_at for c in manifest.candidate_items}
     for inc in manifest.included:
         sid = _source_id(inc, candidate_ids)
         if sid is None:
@@ -221,22 +219,12 @@ def run_pressroom(case: LabCase, sources: dict[str, LabSource], *, budget: int,
             locator=_locator(inc.source_ref),
             updated_at=observed.get(inc.item_id) or observed.get(sid),
             content_hash=inc.content_hash))
-    excluded = [ExcludedEntry(id=sources[s].id, reason=UNTRUSTED_REASON, gate=UNTRUSTED_GATE,
-                              detail="lab trust 'untrusted' is never evidence "
-                                     "(docs/context-engine.md#untrusted-lab-sources)")
-                for s in case.candidate_source_ids if sources[s].trust == "untrusted"]
-    excluded += [ExcludedEntry(id=e.item_id, reason=e.reason.value, gate=e.hard_gate,
-                               detail=e.detail)
-                 for e in manifest.excluded if e.item_id in candidate_ids]
+    excluded = [ExcludedEntry(id=e.item_id, reason=e.reason.value, gate=e.hard_gate,
+                              detail=e.detail)
+                for e in manifest.excluded if e.item_id in candidate_ids]
     outcomes = {a.source_request_id: a.outcome.value for a in manifest.source_acquisition}
-
-    def outcome_of(sid: str) -> str | None:
-        if sources[sid].trust == "untrusted":
-            return "retrieved"  # fetched by the lab, refused before the engine
-        return outcomes.get(acquisition_id(sid))
-
     acquisitions = [AcquisitionEntry(id=s, outcome=o) for s in case.candidate_source_ids
-                    if (o := outcome_of(s)) is not None]
+                    if (o := outcomes.get(acquisition_id(s))) is not None]
     messages, events = (visible_messages(outcome.serialized.payload)
                         if isinstance(outcome, context.Ready) else ([], []))
     policy_ref = manifest.policy.model_dump(mode="json")

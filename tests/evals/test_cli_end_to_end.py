@@ -18,7 +18,7 @@ from pressroom import app
 
 runner = CliRunner()
 PACKET_FIELDS = {"case_id", "strategy", "selected", "excluded", "missing_topics", "budget",
-                 "fingerprint", "manifest_id", "hashes", "rendered_context"}
+                 "fingerprint", "manifest_id", "hashes", "rendered_context", "acquisitions"}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,12 @@ def test_bundled_reports_hold_the_issue_fields(bundled):
         assert PACKET_FIELDS <= set(line)
         assert set(line["budget"]) == {"used", "limit"}
         assert all(set(s) == {"id", "tokens"} for s in line["selected"])
-        assert all(set(e) == {"id", "reason"} for e in line["excluded"])
+        assert all(set(e) == {"id", "reason", "gate", "detail"} and e["detail"]
+                   for e in line["excluded"])
+        # every candidate's acquisition outcome (the lab retrieves every one)
+        assert [a["outcome"] for a in line["acquisitions"]] == ["retrieved"] * len(
+            line["acquisitions"])
+        assert len(line["acquisitions"]) == len(line["selected"]) + len(line["excluded"])
     ready = [x for x in lines if x["strategy"] == "pressroom"]
     assert all(x["manifest_id"] and x["hashes"]["serialized_model_input_hash"] for x in ready)
     failures = (out / "context-failures.md").read_text()
