@@ -15,8 +15,9 @@ the same assessment. They are deliberately conservative:
   - secrets by context: the password of a URL (``scheme://user:pass@host``), a
     ``Bearer <token>``, an ``Authorization:`` header's credentials, and assignments whose
     key names a secret (``password``, ``secret``, ``token``, ``api_key``, ``access_key``,
-    ``private_key``, ``credentials``, …), quoted (``key = "value"``) or unquoted as in
-    ``.env``, INI, shell and YAML (``KEY=value``, ``key: value``).
+    ``private_key``, ``credentials``, …, or a Chinese one: ``密码``, ``密钥``, ``令牌``, …),
+    quoted (``key = "value"``) or unquoted as in ``.env``, INI, shell and YAML
+    (``KEY=value``, ``key: value``; the separator may be full-width).
 
   An assigned value counts only when it looks opaque: not a function call
   (``token = get_token()``), an attribute (``form.password``), a reference (``${VAR}``,
@@ -117,7 +118,7 @@ _BODY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 def _headless_key_spans(text: str) -> list[Span]:
     """A key body whose ``BEGIN`` line was cut off: the base64 lines before an ``END``
     line (complete blocks are already redacted when this runs, so an ``END`` left is
-    alone), through that line."""
+    alone), through that line. Lines may be indented, the ``END`` line too."""
     spans: list[Span] = []
     for at in occurrences(("-----END ",), text):
         m = _END_KEY.match(text, at)
@@ -125,7 +126,10 @@ def _headless_key_spans(text: str) -> list[Span]:
             continue
         start = at
         while True:
-            brk = _BREAK_BEFORE.search(text, max(0, start - 16), start)
+            edge = start  # a line's indentation (a heredoc, a YAML block) is not the key's
+            while edge > 0 and text[edge - 1] in " \t":
+                edge -= 1
+            brk = _BREAK_BEFORE.search(text, max(0, edge - 16), edge)
             if brk is None:
                 break
             line = brk.start()
@@ -146,13 +150,21 @@ def _headless_key_spans(text: str) -> list[Span]:
 # ``aws_secret_access_key`` all do.
 _KEY_WORDS = (r"(?:pass(?:word|wd|phrase)|pwd|secret(?:[_-]?key)?|token|credentials?"
               r"|(?:api|access|private|auth|signing|encryption|master)[_-]?key)")
+#: the same in Chinese (simplified and traditional): password, passphrase, secret key,
+#: private key, token, credentials. They have no case, so their shape is not folded.
+_CJK_KEY_WORDS = ("密码", "密碼", "口令", "密钥", "密鑰", "私钥", "私鑰", "令牌", "凭据", "憑據",
+                  "凭证", "憑證")
 _KEY_LEAD = ("password", "passwd", "passphrase", "pwd", "secret", "token", "credential",
              *(f"{w}{sep}key" for w in ("api", "access", "private", "auth", "signing",
                                          "encryption", "master") for sep in ("", "_", "-")))
 #: what follows a leading key word where an assignment starts (``secret`` + ``_key``,
 #: ``credential`` + ``s``, a closing quote, the separator): a superset of both patterns
-_KEY_GATE = r"[\w-]{0,4}[\"']?\s*[:=]"
-_SEPARATORS = ("=", ":")
+_KEY_GATE = r"[\w-]{0,4}[\"']?\s*[:=\uff1a\uff1d]"
+_CJK_KEY_GATE = r"[ \t]*[:=\uff1a\uff1d]"
+#: ASCII and full-width (U+FF1A, U+FF1D) separators
+_SEPARATORS = ("=", ":", "\uff1a", "\uff1d")
+#: a value ends where CJK text or full-width punctuation starts (``…Tz2w,请勿外传``)
+_CJK_STOP = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _PLACEHOLDER_WORDS = frozenset({
     "changeme", "change_me", "change-me", "changeit", "password", "passwd", "secret",
     "token", "none", "null", "nil", "true", "false", "undefined", "redacted", "placeholder",
@@ -247,8 +259,10 @@ def _shape(kind: str, pattern: str, needles: tuple[str, ...], lead: tuple[str, .
     lead = lead or needles
     gates: Mapping[str, re.Pattern[str]] = {}
     if gate:  # shapes with the same words and gate share one mapping (and its scan)
+        # the gate is a look-ahead: a match consumes only the word, so a start inside an
+        # earlier word's gate (``pwd`` + ``pwd:`` in ``pwdpwd:``) is still found
         gates = _GATES.setdefault((lead, gate), {
-            w: re.compile(re.escape(w) + gate) for w in lead})
+            w: re.compile(re.escape(w) + f"(?={gate})") for w in lead})
     return _Shape(kind, re.compile(pattern), needles, lead, gates=gates, **kw)
 
 
@@ -301,13 +315,18 @@ _CONTEXT_SHAPES: tuple[_Shape, ...] = (
            r"[ \t]+)?(?P<value>[A-Za-z0-9._~+/-]{12,}=*)",
            ("authorization",), folded=True, group="value", accept=_accept_token),
     _shape("assigned_secret",
-           rf"(?ai)(?P<key>{_KEY_WORDS})[\"']?\s*[:=]\s*[\"'](?P<value>[^\"'\s]{{8,}})[\"']",
+           rf"(?ai)(?P<key>{_KEY_WORDS})[\"']?\s*[:=\uff1a\uff1d]\s*[\"'](?P<value>[^\"'\s]{{8,}})[\"']",
            _KEY_LEAD, folded=True, group="value", accept=_accept_quoted, gate=_KEY_GATE,
            also=_SEPARATORS),
     _shape("unquoted_assigned_secret",
-           rf"(?ai)(?P<key>{_KEY_WORDS})[\"']?(?P<sep>[ \t]*[:=][ \t]*)"
-           r"(?P<value>[^\s'\"`\\,;&()\[\]{}<>]{8,})",
+           rf"(?ai)(?P<key>{_KEY_WORDS})[\"']?(?P<sep>[ \t]*[:=\uff1a\uff1d][ \t]*)"
+           rf"(?P<value>[^\s'\"`\\,;&()\[\]{{}}<>{_CJK_STOP}]{{8,}})",
            _KEY_LEAD, folded=True, group="value", accept=_accept_unquoted, gate=_KEY_GATE,
+           also=_SEPARATORS),
+    _shape("unquoted_assigned_secret",
+           rf"(?P<key>{'|'.join(_CJK_KEY_WORDS)})(?P<sep>[ \t]*[:=\uff1a\uff1d][ \t]*)"
+           rf"(?P<value>[^\s'\"`\\,;&()\[\]{{}}<>{_CJK_STOP}]{{8,}})",
+           _CJK_KEY_WORDS, group="value", accept=_accept_unquoted, gate=_CJK_KEY_GATE,
            also=_SEPARATORS),
 )
 # The only characters outside ASCII that ``re``'s IGNORECASE matches to an ASCII letter
@@ -466,7 +485,7 @@ class ArgumentScan:
         return tuple(dict.fromkeys(kind for _, kind in self.findings))
 
 
-_SECRET_KEY = re.compile(rf"(?ai){_KEY_WORDS}\Z")
+_SECRET_KEY = re.compile(rf"(?ai)(?:{_KEY_WORDS}|{'|'.join(_CJK_KEY_WORDS)})\Z")
 
 
 class Detector:

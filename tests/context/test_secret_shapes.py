@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from context import Ready, assemble
@@ -77,11 +77,21 @@ POSITIVES: list[tuple[str, str, str, str]] = [
      "SECRET_KEY="),
     ("unquoted_assigned_secret", "signing_key: 'unterminated' x\nmaster-key=Qw3rty!Uiop9",
      "Qw3rty!Uiop9", "master-key="),
+    # Chinese key words and full-width separators; a value ends where CJK text starts
+    ("unquoted_assigned_secret", "管理员密码\uff1aVb83-kLq9-Tz2w\n紧急联系人\uff1a值班工程师",
+     "Vb83-kLq9-Tz2w", "紧急联系人\uff1a值班工程师"),
+    ("unquoted_assigned_secret", "数据库密碼 \uff1d Qm7vT2pLx9Rw。", "Qm7vT2pLx9Rw", "。"),
+    ("unquoted_assigned_secret", "API密钥=Vb83kLq9Tz2wQ", "Vb83kLq9Tz2wQ", "API密钥="),
+    ("unquoted_assigned_secret", "api_key\uff1aVb83kLq9Tz2wQ\uff0c请勿外传", "Vb83kLq9Tz2wQ",
+     "\uff0c请勿外传"),
+    ("unquoted_assigned_secret", "token: Vb83kLq9Tz2wQ\uff0c请勿外传", "Vb83kLq9Tz2wQ",
+     "\uff0c请勿外传"),
     # quoted assignments (a key with a prefix, a JSON key, single quotes)
     ("assigned_secret", 'password = "hunter2hunter2"', "hunter2hunter2", "password = "),
     ("assigned_secret", '{"client_secret": "a8f7d6s5a4q3"}', "a8f7d6s5a4q3",
      '"client_secret": '),
     ("assigned_secret", "DB_PASSWORD='correct-horse-9'", "correct-horse-9", "DB_PASSWORD="),
+    ("assigned_secret", 'password \uff1d "hunter2hunter2"', "hunter2hunter2", "password \uff1d "),
     # passwords in URLs
     ("url_password", "postgresql+asyncpg://app:s3cr3t@db/x", "s3cr3t",
      "postgresql+asyncpg://app:"),
@@ -122,6 +132,10 @@ POSITIVES: list[tuple[str, str, str, str]] = [
      KEY_BODY.splitlines()[0], "def load():"),
     ("private_key_truncated", f"{KEY_BODY}\n-----END RSA PRIVATE KEY-----\nnext line",
      KEY_BODY.splitlines()[0], "next line"),
+    # an excerpt of an indented block (a heredoc, a YAML value) that starts inside the key
+    ("private_key_truncated", "".join(f"    {line}\n" for line in KEY_BODY.splitlines())
+     + "    -----END RSA PRIVATE KEY-----\n  when: manual", KEY_BODY.splitlines()[0],
+     "  when: manual"),
     ("private_key_truncated",
      '{"lines": ["-----BEGIN RSA PRIVATE KEY-----", "' + '", "'.join(KEY_BODY.splitlines())
      + '"], "path": "k.pem"}', KEY_BODY.splitlines()[1], '"path": "k.pem"'),
@@ -162,6 +176,12 @@ NEGATIVES = [
     'api_key = "<your-api-key>"',
     'password = "..."',
     "logger.info('token=%s', token)",
+    # Chinese prose around the key words: no value, or a placeholder
+    "修改密码\uff1a在设置页面点击修改按钮",
+    "密码学\uff1a研究加密与解密的学科",
+    "密钥管理规定\uff1a凭据只保存在保管库中",
+    "密码\uff1achangeme",
+    "令牌桶算法\uff1a每秒补充10个令牌",
     # URLs without a password
     "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres",
     "http://example.com:8080/",
@@ -284,7 +304,8 @@ WORDS = [
     "Zx9!pQ2#wE7r", "dXNlcjpwYXNzd29yZA==", "eyJhbGciOiJIUzI1NiJ9", "eyJzdWIiOiIxMjM0NTY3",
     "xYz09", "AKIA", "ABCDEFGHIJKLMNOP", "-----BEGIN RSA PRIVATE KEY-----",
     "-----END RSA PRIVATE KEY-----", "-----BEGIN PGP PRIVATE KEY BLOCK-----", "MIIEpAIB",
-    "Version: 1", *_FOLDS_TO_ASCII, "ß", "é",
+    "Version: 1", *_FOLDS_TO_ASCII, "ß", "é", "密码", "密鑰", "令牌", "\uff1a", "\uff1d",
+    "\uff0c", "说明", "    ",
 ]
 
 
@@ -298,6 +319,7 @@ def texts(draw: st.DrawFn) -> str:
 
 @settings(max_examples=500, deadline=None)
 @given(text=texts())
+@example(text="pwdpwd:Version: 1")  # a start inside an earlier key word's gate match
 def test_shortcut_finds_what_a_search_at_every_position_finds(text: str) -> None:
     assert DET.scan_secrets(text) == _reference(DET, text)
     # ``assess`` shares one caseless prefilter pass between both scans
