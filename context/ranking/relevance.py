@@ -43,6 +43,8 @@ from context.request import TopicSpec
 from context.vocabulary import NEVER_EVIDENCE, LoadMode, SourceType, Trust, Zone
 
 _WORD = re.compile(r"\w{4,}")
+#: a run of CJK characters (Han, kana, Hangul): written without spaces, so it is no "word"
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _COVER = ItemMemo()
 _RELEVANCE = ItemMemo()
 
@@ -53,9 +55,14 @@ def clear_memo() -> None:
 
 
 def decision_terms(question: str, decision: str) -> tuple[str, ...]:
-    """Distinct words of four or more characters of the question and decision, lower-cased."""
-    words = _WORD.findall(f"{question}\n{decision}".casefold())
-    return tuple(sorted(set(words)))
+    """Distinct words of four or more characters of the question and decision, lower-cased;
+    CJK text, which has no spaces between words, gives its character bigrams instead (a
+    Chinese question is otherwise one long "word" that no source contains)."""
+    text = f"{question}\n{decision}".casefold()
+    words = set(_WORD.findall(_CJK_RUN.sub(" ", text)))
+    for run in _CJK_RUN.findall(text):
+        words.update(run[i:i + 2] for i in range(len(run) - 1))
+    return tuple(sorted(words))
 
 
 class TermScan:

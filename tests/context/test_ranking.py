@@ -7,7 +7,8 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context import Ready, assemble
+from context import Ready, assemble, count_tokens
+from context.limits.blocks import data_block
 from context.limits.source_limits import (
     _FAILURE,
     _SECTION_SPLIT,
@@ -276,3 +277,18 @@ def test_page_sections_match_the_per_section_definition(
         return
     assert limited is not None
     assert limited.item.content.rsplit("\n\n", 1)[0] == "\n\n".join(picked)
+
+
+def test_a_chinese_question_ranks_by_its_words_too() -> None:
+    """CJK text has no spaces: its decision terms are character bigrams, so the item that
+    answers a Chinese question outranks a shorter one that only names the topic."""
+    rules = item("rules", "禁运规则\uff1a禁运稿件在发布方规定的时间之前不得发布\uff0c"
+                 "时间一律换算为UTC。")
+    archive = item("archive", "禁运档案\uff1a2025年的禁运记录已归档\uff0c仅供研究。")
+    assert len(archive.content) < len(rules.content)  # the size tie-break alone picks it
+    one = max(count_tokens(data_block(rules)), count_tokens(data_block(archive)))
+    out = _ready(archive, rules, question="禁运新闻稿可以在发布方规定的时间之前发布吗\uff1f",
+                 decision="", required_topics=(topic("embargo", "禁运"),),
+                 evidence_budget=one)
+    assert [v.item_id for v in parse_data_blocks(out.rendered_evidence)] == ["rules"]
+    assert {e.item_id: e.reason for e in out.manifest.excluded} == {"archive": "budget_evicted"}
