@@ -497,6 +497,9 @@ def eval_context(
         "strongest", help="Baseline the gate compares against: strongest, dump-all, "
                           "gated-dump or top-k."),
     top_k: int = typer.Option(3, "--top-k", help="k of the top-k baseline."),
+    topics: str = typer.Option(
+        "both", help="Topic modes: labels (declared source topics count as coverage), "
+                     "content (they are dropped; coverage comes from the content) or both."),
 ) -> None:
     """Compare the baselines with the context engine; exit 0 gate pass, 1 gate fail, 2 bad
     input."""
@@ -506,7 +509,8 @@ def eval_context(
     code = run_command(cases=Path(cases) if cases else BUNDLED_CASES,
                        sources=Path(sources) if sources else BUNDLED_SOURCES,
                        policy=policy, budget=budget, output=Path(output), console=console,
-                       err_console=err_console, baseline=baseline, top_k=top_k)
+                       err_console=err_console, baseline=baseline, top_k=top_k,
+                       topics=topics)
     raise typer.Exit(code)
 
 

@@ -5,9 +5,10 @@ without changing behaviour. "Without changing behaviour" is checked here, not pr
 this module computes digests of everything observable that a move could perturb and
 compares them with ``tests/golden_outputs.json``, recorded before the move.
 
-* the bundled context eval (``evals/context``): every packet of both strategies, whole —
-  selected and excluded items with reasons, the manifest reference with the candidate-set,
-  assembly-input and serialized-request hashes — plus the release gate's verdict;
+* the bundled context eval (``evals/context``): every packet of every strategy in both
+  topic modes, whole — selected and excluded items with reasons, the manifest reference
+  with the candidate-set, assembly-input and serialized-request hashes — plus the release
+  gate's verdict;
 * synthetic assemblies from ``bench/assemble.py``'s workload (100 and 1,000 candidates,
   both provider adapters, cold and then warm — a warm assembly reuses the engine's memos,
   so a memo keyed wrongly after a move shows up here): the manifest JSON, the serialized
@@ -54,13 +55,15 @@ def eval_digests() -> dict[str, Any]:
 
     result = run_context_eval()
     out: dict[str, Any] = {"gate": _json_sha(result.gate.model_dump(mode="json"))}
-    for strategy, runs in sorted(result.runs.items()):
-        for run in runs:
-            packet = run.packet.model_dump(mode="json")
-            out[f"{strategy}/{run.case.id}"] = {
-                "packet": _json_sha(packet),
-                "manifest": packet.get("manifest"),
-            }
+    for mode, mode_result in result.modes.items():  # both topic modes (issue 14)
+        prefix = "" if mode == "labels" else f"{mode}/"
+        for strategy, runs in sorted(mode_result.runs.items()):
+            for run in runs:
+                packet = run.packet.model_dump(mode="json")
+                out[f"{prefix}{strategy}/{run.case.id}"] = {
+                    "packet": _json_sha(packet),
+                    "manifest": packet.get("manifest"),
+                }
     return out
 
 

@@ -4,11 +4,13 @@ Fixed cases and sources (JSON Lines) are run through four strategies — three b
 (``dump-all``, ``gated-dump``: the engine's hard gates then a dump, ``top-k``: a naive
 term-overlap retriever) and the ``pressroom`` context engine — each reduced to a
 ``Packet``; ten deterministic graders judge every packet; metrics, a release gate (against
-the strongest baseline) and four reports follow. Modules: ``dataset`` (strict loading),
-``mapping`` (lab records → engine items), ``baseline`` (dump-all), ``baseline_gated``,
+the strongest baseline) and four reports follow, for each topic mode (``labels``: declared
+source topics count as coverage; ``content``: coverage has to come from the content).
+Modules: ``dataset`` (strict loading), ``mapping`` (lab records → engine items),
+``topics`` (the topic modes), ``baseline`` (dump-all), ``baseline_gated``,
 ``baseline_topk``, ``naive_packet`` (what the baselines share), ``strategy``, ``packet``,
-``zones``, ``graders``, ``gate``, ``runner``, ``reports``, ``command`` (the CLI body),
-``errors``.
+``zones``, ``graders``, ``gate``, ``runner``, ``reports``, ``topic_report`` (the topic
+modes in the reports), ``command`` (the CLI body), ``errors``.
 """
 
 from evals.context_lab.dataset import LabCase, LabSource, load_cases, load_sources

@@ -17,7 +17,8 @@ from evals.context_lab.baseline_topk import DEFAULT_K
 from evals.context_lab.errors import LabError
 from evals.context_lab.gate import StrategyMetrics
 from evals.context_lab.reports import write_reports
-from evals.context_lab.runner import STRATEGIES, STRONGEST, EvalResult, run_context_eval
+from evals.context_lab.runner import CANDIDATE, STRATEGIES, STRONGEST, EvalResult, run_context_eval
+from evals.context_lab.topics import BOTH
 
 EXIT_PASS, EXIT_GATE_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
@@ -44,17 +45,36 @@ def summary_table(result: EvalResult) -> Table:
     return table
 
 
+def topic_summary(result: EvalResult) -> list[str]:
+    """The topic modes in a few lines (the table above is the first mode's)."""
+    modes = list(result.modes)
+    if not modes:
+        return []
+    lines = [f"topic modes: {', '.join(modes)} (table: {modes[0]}); cases passed per mode: "
+             + "; ".join(f"{name} " + " / ".join(
+                 f"{result.modes[m].metrics[name].passed_cases}" for m in modes)
+                 for name in STRATEGIES)]
+    if len(modes) > 1:
+        lines.append(f"passes only on labels ({CANDIDATE}): "
+                     + (", ".join(result.label_only.get(CANDIDATE, [])) or "none"))
+    lines.append("topics that need a label: " + (", ".join(
+        f"{n.case_id}/{n.topic}" for n in result.label_needs) or "none"))
+    return lines
+
+
 def run_command(*, cases: Path, sources: Path, policy: str, budget: int | None,
                 output: Path, console: Console, err_console: Console,
-                baseline: str = STRONGEST, top_k: int = DEFAULT_K) -> int:
+                baseline: str = STRONGEST, top_k: int = DEFAULT_K, topics: str = BOTH) -> int:
     try:
         result = run_context_eval(cases, sources, policy=policy, budget=budget, top_k=top_k,
-                                  gate_baseline=baseline)
+                                  gate_baseline=baseline, topics=topics)
     except LabError as exc:
         err_console.print(f"[red]unusable input:[/red] {exc}", highlight=False, soft_wrap=True)
         return EXIT_UNUSABLE
     paths = write_reports(result, output)
     console.print(summary_table(result))
+    for line in topic_summary(result):
+        console.print(line, highlight=False, soft_wrap=True)
     gate = result.gate
     console.print(f"gate baseline: {gate.baseline} ("
                   + ("strongest" if gate.selection == "strongest" else "chosen") + ")",

@@ -17,6 +17,13 @@ a secret that should have been redacted), ``retained_text`` (strings that must s
 visible, e.g. call ids and line ranges a compaction has to keep) and
 ``expected_anomalies`` (``[{"type", "call_id"}]``, tool-history repairs that must be
 recorded).
+
+Two fields say how a case's required topics are recognised in content (issue 14, the
+``--topics`` modes, ``evals.context_lab.topics``): ``topic_terms`` (``{topic: [term,
+...]}``, words besides the topic's name that show a source covers it — the engine's
+``TopicSpec.terms``) and ``needs_label`` (``{topic: why}``, a topic no content can name,
+so that only a declared label can show coverage; in ``content`` mode such a topic is
+expected to be reported missing).
 """
 
 from __future__ import annotations
@@ -168,6 +175,28 @@ class LabCase(_Record):
     forbidden_text: list[str] = Field(default_factory=list)
     retained_text: list[str] = Field(default_factory=list)
     expected_anomalies: list[AnomalySpec] = Field(default_factory=list)
+    topic_terms: dict[str, list[str]] = Field(default_factory=dict)
+    needs_label: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("topic_terms")
+    @classmethod
+    def _terms(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for topic, terms in value.items():
+            if not terms:
+                raise ValueError(f"topic {topic!r} has an empty list of terms")
+            blank = [t for t in terms if not t.strip()]
+            if blank:
+                raise ValueError(f"topic {topic!r} has a blank term")
+        return value
+
+    @field_validator("needs_label")
+    @classmethod
+    def _why(cls, value: dict[str, str]) -> dict[str, str]:
+        for topic, why in value.items():
+            if not why.strip():
+                raise ValueError(f"topic {topic!r} needs a label: say why (got an empty "
+                                 f"string)")
+        return value
 
     @field_validator("as_of", mode="before")
     @classmethod
@@ -301,3 +330,12 @@ def _check_references(path: Path, number: int, case: LabCase,
                        f"topic {topic!r} is not one of required_topics")
     if len(set(case.required_topics)) != len(case.required_topics):
         raise fail("required_topics", "a topic is listed twice")
+    for topic in case.topic_terms:
+        if topic not in case.required_topics:
+            raise fail(f"topic_terms.{topic}", f"topic {topic!r} is not one of required_topics")
+    for topic in case.needs_label:
+        if topic not in case.required_topics:
+            raise fail(f"needs_label.{topic}", f"topic {topic!r} is not one of required_topics")
+        if topic in case.expected_missing_topics:
+            raise fail(f"needs_label.{topic}", f"topic {topic!r} is expected missing anyway: "
+                       "no label can cover it")

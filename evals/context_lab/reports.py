@@ -11,7 +11,12 @@
 ``context-failures.md``      every failing case per strategy: failed graders with their
                              detail, the excluded sources with their reason, gate and
                              detail, and every candidate's acquisition outcome.
-``context-packets.jsonl``    one line per case per strategy (``Packet.report_line``).
+``context-packets.jsonl``    one line per case per strategy per topic mode
+                             (``Packet.report_line`` and ``topics_mode``).
+
+Every topic mode run (``--topics``) is reported: the first mode's metrics and per-case
+table as above, both modes side by side in a ``topics`` block / "Topic modes" section,
+failing cases per mode (``topic_report``).
 
 No timestamps: two runs over the same inputs write byte-identical files. Files are
 written to a temporary name and renamed, so a crash never leaves half a report.
@@ -26,6 +31,12 @@ from typing import Any
 
 from evals.context_lab.gate import METRIC_DIRECTION, CaseRun
 from evals.context_lab.runner import BASELINES, CANDIDATE, STRATEGIES, EvalResult
+from evals.context_lab.topic_report import (
+    failure_sections,
+    packet_runs,
+    topics_block,
+    topics_markdown,
+)
 
 SCHEMA = "pressroom-context-eval/v1"
 REPORT_FILES = ("context-comparison.json", "context-comparison.md", "context-failures.md",
@@ -76,6 +87,7 @@ def comparison(result: EvalResult) -> dict[str, Any]:
             "checks": {k: c.model_dump() for k, c in result.gate.checks.items()},
         },
         "cases": _per_case(result),
+        "topics": topics_block(result),
     }
 
 
@@ -127,6 +139,7 @@ def _md_comparison(result: EvalResult, data: dict[str, Any]) -> str:
             r = row[s]
             cells.append("pass" if r["passed"] else "FAIL: " + ", ".join(r["failed_graders"]))
         lines.append(f"| {row['case_id']} | " + " | ".join(cells) + f" | {row['change']} |")
+    lines += topics_markdown(result)
     return "\n".join(lines) + "\n"
 
 
@@ -151,9 +164,9 @@ def _exclusion_lines(run: CaseRun) -> list[str]:
 
 def _md_failures(result: EvalResult) -> str:
     lines = ["# Context eval failures", ""]
-    for name in STRATEGIES:
-        failing = [r for r in result.runs[name] if not r.passed]
-        lines += [f"## {name}: {len(failing)} failing case(s)", ""]
+    for title, runs in failure_sections(result):
+        failing = [r for r in runs if not r.passed]
+        lines += [f"## {title}: {len(failing)} failing case(s)", ""]
         for run in failing:
             lines.append(f"### {run.case.id} ({run.packet.status})")
             lines.append(f"Question: {run.case.question}")
@@ -167,9 +180,10 @@ def _md_failures(result: EvalResult) -> str:
 
 def _packets(result: EvalResult) -> str:
     out = []
-    for name in STRATEGIES:
-        for run in result.runs[name]:
+    for mode, runs in packet_runs(result):
+        for run in runs:
             line = run.packet.report_line()
+            line["topics_mode"] = mode
             line["passed"] = run.passed
             line["grades"] = [{"name": g.name, "passed": g.passed, "detail": g.detail}
                               for g in run.grades]

@@ -2,13 +2,14 @@
 
 The case becomes an ``AssemblyRequest`` (``mapping`` builds the items; every candidate is
 acquired ``retrieved`` from the fixed file; required topics become ``TopicSpec`` with the
-topic name and its words as terms; ``budget`` becomes ``evidence_budget``; a fixed
-control-policy item and a task item carrying the question are added, because the engine
-blocks a step without them by design — they are not lab sources and are never graded as
-evidence; the case's ``policy`` overrides are deep-merged into the chosen policy and
-re-validated, so the manifest names the digest actually used). The packet is then read
-back from the sealed manifest and the serialized OpenAI Chat payload — what the model
-would really receive — never from the engine's intermediate state.
+topic name, its words and the case's ``topic_terms`` as terms (``topics.topic_spec``);
+``budget`` becomes ``evidence_budget``; a fixed control-policy item and a task item
+carrying the question are added, because the engine blocks a step without them by design —
+they are not lab sources and are never graded as evidence; the case's ``policy`` overrides
+are deep-merged into the chosen policy and re-validated, so the manifest names the digest
+actually used). The packet is then read back from the sealed manifest and the serialized
+OpenAI Chat payload — what the model would really receive — never from the engine's
+intermediate state.
 
 Trust is the engine's decision (docs/context-engine.md#untrusted-lab-sources): every
 candidate reaches the engine, none is filtered here. A lab-``untrusted`` source is mapped
@@ -27,7 +28,7 @@ import context
 from context.errors import ContextError
 from context.items import ContextItem, ScopeRef, SourceAcquisition
 from context.policy import ContextPolicy, policy_from_mapping
-from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
+from context.request import AssemblyRequest, ModelSpec, PrincipalContext
 from context.seal.render import parse_data_blocks
 from context.tokens import count_tokens
 from context.tool_history import ToolCall, ToolDefinition, ToolHistory, ToolResult
@@ -46,6 +47,7 @@ from evals.context_lab.packet import (
     VisibleMessage,
     fingerprint,
 )
+from evals.context_lab.topics import topic_spec
 from evals.context_lab.zones import block_spans
 
 STRATEGY = "pressroom"
@@ -76,11 +78,6 @@ def case_policy(case: LabCase, policy: ContextPolicy, cases_path: str) -> Contex
         return policy_from_mapping(_merge(data, case.policy), origin=f"case {case.id}")
     except ContextError as exc:
         raise DatasetError(cases_path, str(exc), field=f"{case.id}.policy") from None
-
-
-def topic_spec(name: str) -> TopicSpec:
-    words = " ".join(name.replace("-", " ").replace("_", " ").split())
-    return TopicSpec(name=name, terms=(words,) if words != name else ())
 
 
 def tool_history(case: LabCase) -> tuple[ToolHistory, tuple[ToolDefinition, ...]]:
@@ -126,7 +123,7 @@ def build_request(case: LabCase, sources: dict[str, LabSource], *, budget: int,
                                    clearance=security_class(case.clearance), scope=scope),
         scope=scope, policy=policy, model=LAB_MODEL, adapter="openai_chat",
         question=case.question, decision=case.question,
-        required_topics=tuple(topic_spec(t) for t in case.required_topics),
+        required_topics=tuple(topic_spec(case, t) for t in case.required_topics),
         required_revisions=dict(case.required_revisions), candidates=tuple(items),
         acquisitions=tuple(acquisitions), tool_history=history, tool_definitions=defs,
         evidence_budget=budget,

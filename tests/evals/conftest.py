@@ -19,6 +19,9 @@ BASE_CASE: dict[str, Any] = {
     "id": "case-1", "question": "How should the crawler retry on 429?",
     "as_of": "2026-11-20", "budget": 500, "clearance": 1,
     "required_topics": ["rate-limit"], "candidate_source_ids": ["policy-current"],
+    # the source's text never says "rate limit": without this term only its label covers
+    # the topic, and the case would pass on labels only (``--topics content`` fails it)
+    "topic_terms": {"rate-limit": ["429"]},
 }
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from context.policy import load_policy
 from context.seal.render import data_block
 from context.tokens import count_tokens
@@ -53,7 +56,7 @@ def test_engine_shaped_tool_history_is_accepted():
 def test_bundled_dataset_covers_the_documented_failure_modes():
     sources = load_sources(BUNDLED_SOURCES)
     cases = load_cases(BUNDLED_CASES, sources)
-    assert len(cases) >= 20
+    assert len(cases) >= 40
     reasons = {r.value for c in cases for r in c.expected_excluded.values()}
     assert {"expired", "superseded", "not_required", "permission_denied", "stale_revision",
             "hard_gate_rejected", "budget_evicted"} <= reasons
@@ -70,4 +73,67 @@ def test_bundled_dataset_covers_the_documented_failure_modes():
     assert len(histories) >= 5
     anomalies = {a.type.value for c in cases for a in c.expected_anomalies}
     assert anomalies == {"tool_result_reordered", "tool_result_synthesized",
-                         "orphan_tool_result_dropped", "duplicate_dropped"}
+                         "orphan_tool_result_dropped", "duplicate_dropped", "tool_call_failed"}
+
+
+def _blocks(source: LabSource) -> int:
+    return count_tokens(data_block(source_to_item(source, load_policy("default"))))
+
+
+def test_bundled_dataset_covers_the_harder_kinds_of_issue_14():
+    """Multi-topic cases under tight budgets, three-revision supersession chains, parallel
+    tool calls with a missing result, Chinese and mixed-language sources, secrets inside
+    relevant sources (unquoted ``KEY=value``, URL passwords, keys cut mid-block), and the
+    topics that genuinely need a label."""
+    sources = load_sources(BUNDLED_SOURCES)
+    cases = load_cases(BUNDLED_CASES, sources)
+    by_id = {c.id: c for c in cases}
+
+    def candidates(case: LabCase) -> list[LabSource]:
+        return [sources[s] for s in case.candidate_source_ids]
+
+    tight = [c for c in cases if len(c.required_topics) >= 2
+             and c.budget < sum(_blocks(s) for s in candidates(c))
+             and "budget_evicted" in {r.value for r in c.expected_excluded.values()}]
+    assert len(tight) >= 3, [c.id for c in tight]
+    chains = [c for c in cases if any(n >= 3 for n in Counter(
+        s.key for s in candidates(c) if s.revision is not None).values())]
+    assert len(chains) >= 3 and any(c.required_revisions for c in chains)
+    parallel = [c for c in cases if any(n >= 2 for n in Counter(
+        e.turn for e in c.tool_history if e.type == "call").values())]
+    missing = [c for c in parallel
+               if any(a.type.value == "tool_result_synthesized" for a in c.expected_anomalies)]
+    assert len(parallel) >= 3 and missing
+
+    def cjk(text: str) -> bool:
+        return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+    chinese = [c for c in cases if cjk(c.question) or any(cjk(s.content) for s in candidates(c))]
+    mixed = [s for s in sources.values() if cjk(s.content) and re.search(r"[A-Za-z]{4,}",
+                                                                           s.content)]
+    assert len(chinese) >= 5 and len(mixed) >= 2
+    assert any(cjk(t) for c in cases for t in c.required_topics)  # a topic named in Chinese
+
+    def secret_cases(pattern: str) -> list[str]:
+        found = []
+        for c in cases:
+            for s in candidates(c):
+                for m in re.finditer(pattern, s.content, re.MULTILINE):
+                    if any(m.group("secret") in t or t in m.group("secret")
+                           for t in c.forbidden_text):
+                        found.append(c.id)
+        return found
+
+    assert secret_cases(r"^[A-Z][A-Z0-9_]*=(?P<secret>\S+)$")  # unquoted KEY=value
+    assert secret_cases(r"://[^:/\s]+:(?P<secret>[^@\s]+)@")  # a URL with a password
+    cut = [c.id for c in cases for s in candidates(c)
+           if ("BEGIN" in s.content) != ("END" in s.content) and "PRIVATE KEY" in s.content
+           and c.forbidden_text]
+    assert len(cut) >= 2  # a key cut after its BEGIN line, and one cut before its END line
+    # a secret under a Chinese key ("管理员密码" followed by a full-width colon)
+    assert secret_cases("密码\uff1a(?P<secret>\\S+)$")
+    needs = [(c.id, t) for c in cases for t in c.needs_label]
+    assert needs and all(why.strip() for c in cases for why in c.needs_label.values())
+    assert all(by_id[cid].topic_terms or by_id[cid].needs_label for cid in (
+        "ctx-01-current-policy", "ctx-06-injection-skip-approval",
+        "ctx-21-refresh-required-by-age", "ctx-23-editable-plan-as-data"))

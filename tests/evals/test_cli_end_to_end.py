@@ -50,7 +50,11 @@ def test_bundled_reports_hold_the_issue_fields(bundled):
                 "mean_tokens"):
         assert key in cand
     lines = [json.loads(x) for x in (out / "context-packets.jsonl").read_text().splitlines()]
-    assert len(lines) == len(data["strategies"]) * cand["cases"]
+    # one line per case, strategy and topic mode (both modes by default)
+    assert data["topics"]["modes"] == ["labels", "content"]
+    assert len(lines) == 2 * len(data["strategies"]) * cand["cases"]
+    assert [x["topics_mode"] for x in lines] == (
+        ["labels"] * (len(lines) // 2) + ["content"] * (len(lines) // 2))
     assert list(data["strategies"]) == ["dump-all", "gated-dump", "top-k", "pressroom"]
     for line in lines:
         assert PACKET_FIELDS <= set(line)
@@ -67,6 +71,7 @@ def test_bundled_reports_hold_the_issue_fields(bundled):
     failures = (out / "context-failures.md").read_text()
     assert "## dump-all" in failures and "## pressroom: 0 failing case(s)" in failures
     assert "## gated-dump" in failures and "## top-k" in failures
+    assert "## pressroom (content topics): 0 failing case(s)" in failures
 
 
 def test_bundled_gate_compares_against_the_strongest_baseline(bundled):
