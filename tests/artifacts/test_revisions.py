@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from datetime import UTC
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -18,6 +19,7 @@ from artifacts import (
     Scope,
 )
 from artifacts.tables import Artifact, Blob
+from tests.waiting import wait_for
 
 KIND = ArtifactKind.RESEARCH_PLAN
 
@@ -25,6 +27,18 @@ KIND = ArtifactKind.RESEARCH_PLAN
 async def _count(store: ArtifactStore, model: type[Artifact] | type[Blob]) -> int:
     async with store.db.read() as s:
         return int(await s.scalar(select(func.count()).select_from(model)) or 0)
+
+
+async def _lock_waiters(store: ArtifactStore) -> int:
+    """PostgreSQL backends of this database whose artifact insert waits on a lock (another
+    transaction's uncommitted row in the unique index)."""
+    def count(tx: Any) -> int:
+        row = tx.one("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                     "AND datname = current_database() AND pid <> pg_backend_pid() "
+                     "AND query LIKE 'INSERT INTO artifacts%'")
+        return int(row[0])
+
+    return await store.db.call(False, count)
 
 
 async def test_revision_chain(store: ArtifactStore, alice: Principal, scope: Scope) -> None:
@@ -197,7 +211,12 @@ async def test_unique_constraint_arbitrates_open_transactions(
                                scope=scope, trust="trusted_state", parent_revision=None)
 
         b = asyncio.create_task(writer_b())
-        await asyncio.sleep(0.5)  # let B reach its lock wait / unique-index wait
+        if store.db.dialect.name == "postgresql":
+            # B checked the head (A's row is invisible to it) and waits on the unique index
+            await wait_for(lambda: _lock_waiters(store), 30,
+                           "writer B waiting on A's uncommitted revision")
+        # on SQLite B waits at BEGIN IMMEDIATE for A's write lock whenever it gets there, so
+        # its head check always runs after A's commit: nothing to wait for
         assert not b.done()
     with pytest.raises(RevisionConflict) as info:
         await b

@@ -36,6 +36,7 @@ from contracts.activity_messages import (
 )
 from contracts.job_spec import JobSpec
 from settings import Settings
+from tests.waiting import signal_ignored, wait_for
 from tests.workflows.jobkit import (
     alive,
     children,
@@ -222,11 +223,13 @@ async def test_ctrl_c_leaves_helpers_to_their_worker(tmp_path: Path) -> None:
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(
-                "spawn_main" in cmdline(p) for p in children(proc.pid)):
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(1.0)  # let the helper finish importing
+        helpers = await wait_for(
+            lambda: {p for p in children(proc.pid) if "spawn_main" in cmdline(p)}, 60,
+            "a helper process started")
+        # the helper's initializer ignores SIGINT first thing (activities.offload): until
+        # then a Ctrl-C would kill it mid-bootstrap with a KeyboardInterrupt traceback
+        await wait_for(lambda: all(signal_ignored(p, signal.SIGINT) for p in helpers), 60,
+                       "the helper process ignores SIGINT (its initializer ran)")
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         out, err = proc.communicate(timeout=60)
     finally:
