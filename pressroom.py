@@ -387,7 +387,7 @@ def reviewer_keygen(
     print(made.public_key)
 
 
-# --- artifact store: `pressroom selfcheck`, `pressroom db upgrade|downgrade` (store helper) ---
+# --- artifact store: `pressroom selfcheck`, `pressroom db …` (migrations, attestation keys) ---
 
 db_app = typer.Typer(help="Manage the artifact store's database schema (Alembic migrations).",
                      no_args_is_help=True)
@@ -443,6 +443,70 @@ def db_downgrade(
 ) -> None:
     """Migrate the store's schema down to REVISION."""
     _migrate("downgrade", revision, url or _settings(ctx).store_url)
+
+
+@db_app.command("attestation-key")
+def db_attestation_key(
+    ctx: typer.Context,
+    path: Annotated[Path | None, typer.Argument(
+        help="The key file (default: $PRESSROOM_ATTESTATION_KEYS).")] = None,
+    key_id: Annotated[str | None, typer.Option(
+        "--key-id", help="Id of the new key (default: k1, k2, …).")] = None,
+) -> None:
+    """Create the attestation key file (mode 0600) or rotate it: a fresh key becomes the
+    current one, which signs new artifact revisions; older keys stay to verify theirs.
+    Restart the workers to use it. The secret is never printed."""
+    from artifacts.attestation import AttestationKeyError, add_key
+
+    target = path or _settings(ctx).attestation_keys
+    if target is None:
+        err_console.print("[red]no key file:[/red] name one, or set "
+                          "PRESSROOM_ATTESTATION_KEYS", soft_wrap=True)
+        raise typer.Exit(2)
+    try:
+        ring = add_key(target.expanduser(), key_id)
+    except AttestationKeyError as exc:
+        err_console.print(f"[red]AttestationKeyError:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    older = ", ".join(ring.key_ids[1:]) or "none"
+    console.print(f"{target}: current key {ring.current_key_id} (older keys kept to verify: "
+                  f"{older})", soft_wrap=True, highlight=False)
+
+
+@db_app.command("sign-unsigned")
+def db_sign_unsigned(
+    ctx: typer.Context,
+    url: str | None = typer.Option(None, "--url", help=_URL_HELP),
+) -> None:
+    """Sign every artifact revision that has no attestation with the current key of
+    $PRESSROOM_ATTESTATION_KEYS: you vouch for the store as it is now (run it once when
+    first configuring a key on a store that already holds revisions)."""
+    import asyncio
+
+    from artifacts import StoreError, open_store
+    from artifacts.attestation import AttestationKeyError, load_keyring
+    from artifacts.database import redact
+
+    settings = _settings(ctx)
+    target, keys = url or settings.store_url, settings.attestation_keys
+    if keys is None:
+        err_console.print("[red]no key file:[/red] set PRESSROOM_ATTESTATION_KEYS",
+                          soft_wrap=True)
+        raise typer.Exit(2)
+
+    async def run() -> int:
+        store = await open_store(target, keyring=load_keyring(keys))
+        try:
+            return await store.sign_unsigned()
+        finally:
+            await store.close()
+
+    try:
+        signed = asyncio.run(run())
+    except (StoreError, AttestationKeyError) as exc:
+        err_console.print(f"[red]{type(exc).__name__}:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    console.print(f"{redact(target)}: signed {signed} unsigned revisions", soft_wrap=True)
 
 
 @app.command()

@@ -68,6 +68,7 @@ HELPER_PROCESSES = "PRESSROOM_HELPER_PROCESSES"
 WORKER_GRACE_SECONDS = "PRESSROOM_WORKER_GRACE_SECONDS"
 REVIEWER = "PRESSROOM_REVIEWER"
 REVIEWER_KEY = "PRESSROOM_REVIEWER_KEY"
+ATTESTATION_KEYS = "PRESSROOM_ATTESTATION_KEYS"
 DEBUG = "PRESSROOM_DEBUG"
 
 DEFAULT_ADDRESS = "localhost:7233"
@@ -134,6 +135,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(REVIEWER_KEY, "reviewer_key", "`$PRESSROOM_HOME/keys/<reviewer>.key`",
              "the Ed25519 private key (`pressroom reviewer keygen`) that signs review "
              "decisions, resolutions and cancels; `--key` overrides it"),
+    Variable(ATTESTATION_KEYS, "attestation_keys", "unset: revisions are unsigned",
+             "the worker's attestation key file (mode 0600; `pressroom db attestation-key "
+             "FILE` creates or rotates it): `key_id:base64secret` lines, the first signs "
+             "every artifact revision the store writes, all of them verify older ones; a "
+             "revision that fails the check is not admitted into a model request "
+             "(SECURITY.md). Every worker of a store needs the same file"),
     Variable(DEBUG, "debug", "off",
              "any non-empty value: an unexpected error shows its traceback instead of one "
              "line"),
@@ -258,6 +265,9 @@ class Settings(BaseModel):
     reviewer: str | None = None
     #: ``None``: ``keys_dir / <reviewer>.key``.
     reviewer_key: Path | None = None
+    #: The attestation key file (read by the worker, ``artifacts.attestation``); ``None``:
+    #: revisions are written and read unsigned.
+    attestation_keys: Path | None = None
     debug: bool = False
 
     @classmethod
@@ -278,6 +288,8 @@ class Settings(BaseModel):
             reviewer=_text(environ, REVIEWER),
             reviewer_key=(Path(raw).expanduser() if (raw := _text(environ, REVIEWER_KEY))
                           else None),
+            attestation_keys=(Path(raw).expanduser()
+                              if (raw := _text(environ, ATTESTATION_KEYS)) else None),
             debug=_text(environ, DEBUG) is not None,
         )
 
@@ -303,10 +315,13 @@ class Settings(BaseModel):
     @property
     def private_paths(self) -> tuple[Path, ...]:
         """Pressroom's own state, never read or written for a job even inside a root: the
-        git cache, reviewer keys and registry, the self-check's scratch folder, and the
-        SQLite store with its journal files wherever ``database_url`` puts it. (Files
-        directly in ``home`` — databases, logs — are refused too: ``contracts.path_safety``.)"""
+        git cache, reviewer keys and registry, the self-check's scratch folder, the
+        attestation key file wherever ``attestation_keys`` puts it, and the SQLite store
+        with its journal files wherever ``database_url`` puts it. (Files directly in
+        ``home`` — databases, logs — are refused too: ``contracts.path_safety``.)"""
         private = [self.home / name for name in ("git-cache", "keys", "reviewers", "selfcheck")]
+        if self.attestation_keys is not None:
+            private.append(self.attestation_keys)
         url = self.store_url
         if url.startswith("sqlite") and ":///" in url:
             store = Path(url.split(":///", 1)[1].split("?", 1)[0])

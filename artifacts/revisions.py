@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from artifacts.attestation import Keyring
 from artifacts.blobio import BLOB_COLUMNS, read_blob_row, write_blob
 from artifacts.errors import (
     ArtifactNotFound,
@@ -30,7 +31,7 @@ from artifacts.errors import (
 )
 from artifacts.ids import check_identifier
 from artifacts.sqltx import ConstraintRefused, Tx
-from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
+from artifacts.types import ArtifactKind, ArtifactRecord, Attestation, Principal, Scope
 from artifacts.validate import (
     check_body,
     check_kind,
@@ -42,19 +43,22 @@ from artifacts.validate import (
 )
 
 __all__ = ["PreparedPut", "content_hash", "get_artifact", "head_artifact", "history",
-           "insert_revision", "prepare_put", "put_artifact"]
+           "insert_revision", "prepare_put", "put_artifact", "sign_unsigned"]
 
 _COLUMNS = ("a.kind, a.artifact_id, a.revision, a.content_hash, a.writer, a.tenant, "
             "a.project, a.task, a.trust, a.created_at, a.parent_revision, a.size, "
-            "a.media_type, CAST(a.metadata AS TEXT)")
+            "a.media_type, CAST(a.metadata AS TEXT), a.attestation_key_id, a.attestation_mac")
+#: where the blob columns start in a row of ``_COLUMNS, BLOB_COLUMNS``
+_BLOB_AT = 16
 _VISIBLE = ("a.kind = :kind AND a.artifact_id = :aid AND a.tenant = :tenant "
             "AND a.project = :project")
 _HEAD = ("SELECT a.revision, a.tenant, a.project FROM artifacts a WHERE a.kind = :kind "
          "AND a.artifact_id = :aid ORDER BY a.revision DESC LIMIT 1")
 _INSERT = ("INSERT INTO artifacts (kind, artifact_id, revision, parent_revision, "
            "content_hash, writer, tenant, project, task, trust, created_at, size, "
-           "media_type, metadata) VALUES (:kind, :aid, :revision, :parent, :hash, :writer, "
-           ":tenant, :project, :task, :trust, :created, :size, :media, :meta) "
+           "media_type, metadata, attestation_key_id, attestation_mac) VALUES (:kind, :aid, "
+           ":revision, :parent, :hash, :writer, :tenant, :project, :task, :trust, :created, "
+           ":size, :media, :meta, :akey, :amac) "
            "ON CONFLICT (kind, artifact_id, revision) DO NOTHING")
 
 
@@ -103,18 +107,22 @@ def prepare_put(
         raise InvalidArtifact(f"metadata is not JSON-serializable: {exc}") from None
     if not principal.covers(scope.tenant, scope.project):
         raise ScopeDenied(f"principal {principal} may not write into scope {scope}")
+    # The record gets the metadata as a read returns it (plain JSON: string keys, lists),
+    # which is also what its attestation signs.
     return PreparedPut(kind, artifact_id, body, content_hash(body), principal, scope, trust,
-                       parent, media_type, meta, meta_text)
+                       parent, media_type, json.loads(meta_text), meta_text)
 
 
-def put_artifact(tx: Tx, kind: ArtifactKind | str, artifact_id: str, body: bytes,
-                 **kwargs: Any) -> ArtifactRecord:
-    """Append a new revision built on ``parent_revision`` (``None`` for the first)."""
-    return insert_revision(tx, prepare_put(kind, artifact_id, body, **kwargs))
+def put_artifact(tx: Tx, kind: ArtifactKind | str, artifact_id: str, body: bytes, *,
+                 keyring: Keyring | None = None, **kwargs: Any) -> ArtifactRecord:
+    """Append a new revision built on ``parent_revision`` (``None`` for the first); signed
+    under ``keyring``'s current key when one is given."""
+    return insert_revision(tx, prepare_put(kind, artifact_id, body, **kwargs), keyring)
 
 
-def insert_revision(tx: Tx, put: PreparedPut) -> ArtifactRecord:
-    """The transactional half of a put (see the module docstring)."""
+def insert_revision(tx: Tx, put: PreparedPut, keyring: Keyring | None = None) -> ArtifactRecord:
+    """The transactional half of a put (see the module docstring); with ``keyring``, the
+    row carries its attestation (``artifacts.attestation``)."""
     tx.require_write()
     kind, artifact_id, principal, parent = put.kind, put.artifact_id, put.principal, put.parent
     key = {"kind": kind.value, "aid": artifact_id}
@@ -136,12 +144,16 @@ def insert_revision(tx: Tx, put: PreparedPut) -> ArtifactRecord:
         trust=put.trust, created_at=datetime.now(UTC), parent_revision=parent,
         size=len(put.body), media_type=put.media_type, metadata=put.metadata,
     )
+    if keyring is not None:
+        record = record.model_copy(update={"attestation": keyring.sign(record)})
+    signed = record.attestation
     try:
         inserted = tx.run(_INSERT, {
             **key, "revision": record.revision, "parent": parent, "hash": put.digest,
             "writer": record.writer, "tenant": put.scope.tenant, "project": put.scope.project,
             "task": put.scope.task, "trust": put.trust, "created": tx.when(record.created_at),
             "size": record.size, "media": put.media_type, "meta": put.metadata_text,
+            "akey": signed.key_id if signed else None, "amac": signed.mac if signed else None,
         })
     except ConstraintRefused as exc:
         raise StoreError(
@@ -181,7 +193,7 @@ def get_artifact(
             f"{kind.value}/{artifact_id} has no revision {wanted} (head is {head.revision})"
         )
     record = _record(tx, row)
-    data = read_blob_row(tx, record.content_hash, row[14], row[15])
+    data = read_blob_row(tx, record.content_hash, row[_BLOB_AT], row[_BLOB_AT + 1])
     if data is None:
         raise IntegrityError(kind.value, artifact_id, record.revision, record.content_hash,
                              "<blob missing>")
@@ -216,6 +228,22 @@ def history(
     return [_record(tx, r) for r in rows]
 
 
+def sign_unsigned(tx: Tx, keyring: Keyring) -> int:
+    """Sign every revision that has no attestation with ``keyring``'s current key; returns
+    how many. The operator's act of vouching for the store as it is now (``pressroom db
+    sign-unsigned``, when a key is first configured on a store holding revisions): a row
+    changed before this runs is signed as it stands."""
+    tx.require_write()
+    rows = tx.all(f"SELECT a.id, {_COLUMNS} FROM artifacts a "
+                  "WHERE a.attestation_mac IS NULL ORDER BY a.id")
+    for row in rows:
+        signed = keyring.sign(_record(tx, tuple(row)[1:]))
+        tx.run("UPDATE artifacts SET attestation_key_id = :k, attestation_mac = :m "
+               "WHERE id = :id AND attestation_mac IS NULL",
+               {"k": signed.key_id, "m": signed.mac, "id": row[0]})
+    return len(rows)
+
+
 def _not_visible(principal: Principal, kind: ArtifactKind, artifact_id: str) -> str:
     # One message whether the id exists elsewhere or nowhere: guessing ids learns nothing.
     return (
@@ -237,4 +265,7 @@ def _record(tx: Tx, row: Any) -> ArtifactRecord:
         writer=row[4], scope=Scope(tenant=row[5], project=row[6], task=row[7]),
         trust=row[8], created_at=tx.time_of(row[9]), parent_revision=row[10], size=row[11],
         media_type=row[12], metadata=json.loads(row[13]) if row[13] else {},
+        # two strings from the row: built without a validation pass (every read makes one)
+        attestation=(Attestation.model_construct(key_id=str(row[14]), mac=str(row[15]))
+                     if row[14] is not None and row[15] is not None else None),
     )

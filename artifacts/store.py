@@ -5,6 +5,11 @@ caller can group several operations in one (``Database.transaction``); this faca
 simple path: each call is its own transaction, run whole on the database side (one
 hand-off, see ``txrunner``), committed on success and rolled back on any error, so a failed
 write leaves nothing behind.
+
+Opened with a ``keyring`` (``artifacts.attestation``), the store signs every revision it
+writes; reads return each revision's attestation as stored, and ``verify`` says whether it
+is genuine. A read does not refuse an unsigned or badly signed revision: whoever admits
+the content decides (Pressroom's context engine excludes it, see the integrity gate).
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from types import TracebackType
 from typing import Any
 
 from artifacts import revisions, sealed_records
+from artifacts.attestation import Keyring, Verdict, verify_record
 from artifacts.database import Database, connect
-from artifacts.errors import SchemaNotReady
+from artifacts.errors import SchemaNotReady, StoreError
 from artifacts.migrate import current_revision, head_revision, is_known_revision, upgrade
 from artifacts.sqltx import Tx
 from artifacts.types import ArtifactKind, ArtifactRecord, Principal, Scope
@@ -25,12 +31,14 @@ __all__ = ["ArtifactStore", "open_store"]
 INLINE_BODY_BYTES = 1024 * 1024
 
 
-async def open_store(url: str, *, migrate: bool | None = None) -> ArtifactStore:
+async def open_store(url: str, *, migrate: bool | None = None,
+                     keyring: Keyring | None = None) -> ArtifactStore:
     """Open the store at ``url`` (Pressroom's is ``settings.Settings.store_url``).
 
     ``migrate=None`` migrates SQLite to the shipped head on first use and, for a server
     database, requires ``pressroom db upgrade`` to have run (``SchemaNotReady`` otherwise);
-    ``True`` always migrates, ``False`` never does.
+    ``True`` always migrates, ``False`` never does. ``keyring``: sign every revision
+    written and verify with it (``artifacts.attestation``); ``None`` writes unsigned ones.
     """
     db = await connect(url)
     try:
@@ -52,14 +60,25 @@ async def open_store(url: str, *, migrate: bool | None = None) -> ArtifactStore:
     except BaseException:
         await db.dispose()
         raise
-    return ArtifactStore(db)
+    return ArtifactStore(db, keyring=keyring)
 
 
 class ArtifactStore:
     """Versioned, content-addressed, scope-checked artifacts plus sealed JSON records."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, keyring: Keyring | None = None) -> None:
         self.db = db
+        self.keyring = keyring
+
+    @property
+    def attestation_key_id(self) -> str | None:
+        """The key id new revisions are signed with; ``None``: they are written unsigned."""
+        return self.keyring.current_key_id if self.keyring is not None else None
+
+    def verify(self, record: ArtifactRecord) -> Verdict:
+        """Whether ``record``'s attestation is genuine under this store's keyring
+        (``unsigned`` without one); no database access."""
+        return verify_record(self.keyring, record)
 
     @property
     def engine_name(self) -> str:
@@ -87,7 +106,7 @@ class ArtifactStore:
             kind, artifact_id, body, principal=principal, scope=scope, trust=trust,
             parent_revision=parent_revision, media_type=media_type, metadata=metadata,
         )
-        return await self.db.call(True, revisions.insert_revision, prepared,
+        return await self.db.call(True, revisions.insert_revision, prepared, self.keyring,
                                   offload=len(body) > INLINE_BODY_BYTES)
 
     async def get(
@@ -109,6 +128,13 @@ class ArtifactStore:
     ) -> list[ArtifactRecord]:
         return await self.db.call(False, revisions.history, kind, artifact_id,
                                   principal=principal)
+
+    async def sign_unsigned(self) -> int:
+        """Sign every unsigned revision with the current key (``revisions.sign_unsigned``);
+        returns how many were signed."""
+        if self.keyring is None:
+            raise StoreError("no attestation key configured: nothing to sign with")
+        return await self.db.call(True, revisions.sign_unsigned, self.keyring)
 
     async def put_manifest(
         self, manifest_id: str, *, run_id: str, step_id: str, status: str,

@@ -97,6 +97,10 @@ class Artifact(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     media_type: Mapped[str] = mapped_column(String(255))
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+    # The store's signature of the row (``artifacts.attestation``); NULL when written
+    # without an attestation key.
+    attestation_key_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    attestation_mac: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Manifest(Base):

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from artifacts.ids import check_identifier
 
-__all__ = ["ArtifactKind", "ArtifactRecord", "Principal", "Scope"]
+__all__ = ["ArtifactKind", "ArtifactRecord", "Attestation", "Principal", "Scope"]
 
 
 class ArtifactKind(StrEnum):
@@ -76,8 +76,21 @@ class Principal(_Frozen):
         return f"{self.principal_id} ({self.tenant}/{self.project})"
 
 
+class Attestation(_Frozen):
+    """A revision's signature as stored: which attestation key signed it and the
+    HMAC-SHA256 (hex) over the revision's fields (``artifacts.attestation``)."""
+
+    key_id: str
+    mac: str
+
+
 class ArtifactRecord(_Frozen):
-    """One immutable revision of an artifact, as stored (the body travels separately)."""
+    """One immutable revision of an artifact, as stored (the body travels separately).
+
+    ``attestation`` is ``None`` for a revision written without an attestation key; whether
+    a stored one is genuine is for a keyring to say (``artifacts.attestation.Keyring.verify``),
+    never for the record itself.
+    """
 
     kind: ArtifactKind
     artifact_id: str
@@ -91,3 +104,4 @@ class ArtifactRecord(_Frozen):
     size: int = Field(ge=0)
     media_type: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    attestation: Attestation | None = None

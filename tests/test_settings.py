@@ -69,6 +69,8 @@ def test_unrelated_variables_are_ignored() -> None:
     ("PRESSROOM_WORKER_GRACE_SECONDS", "-4", "worker_grace_seconds", 0.0),
     ("PRESSROOM_REVIEWER", "alice", "reviewer", "alice"),
     ("PRESSROOM_REVIEWER_KEY", "/keys/alice.key", "reviewer_key", Path("/keys/alice.key")),
+    ("PRESSROOM_ATTESTATION_KEYS", "/etc/pressroom/attestation.keys", "attestation_keys",
+     Path("/etc/pressroom/attestation.keys")),
     ("PRESSROOM_DEBUG", "1", "debug", True),
     ("PRESSROOM_DEBUG", "0", "debug", True),  # any non-empty value, as before
 ])
@@ -241,3 +243,5 @@ def test_roots_always_hold_pressrooms_own_folders_and_flags_replace_the_variable
     assert Path("/srv/p/pressroom.db-wal") in s.private_paths
     elsewhere = Settings.from_env({"PRESSROOM_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db"})
     assert tmp_path / "s.db" in elsewhere.private_paths
+    keyed = Settings.from_env({"PRESSROOM_ATTESTATION_KEYS": "/etc/pressroom/att.keys"})
+    assert Path("/etc/pressroom/att.keys") in keyed.private_paths
