@@ -42,9 +42,11 @@ from activities.error_redaction import RedactingInterceptor
 from activities.offload import HelperPool
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
+from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
 from contracts.errors import JobError
 from contracts.path_safety import PathRoots
 from settings import (
+    ATTESTATION_KEYS,
     DEFAULT_NAMESPACE,
     DEFAULT_TASK_QUEUE,
     HELPER_PROCESSES,
@@ -114,23 +116,39 @@ def default_helper_processes(settings: Settings) -> int:
 
 
 def build_helper_pool(store_url: str, processes: int, *, locations: Mapping[str, str],
-                      roots: PathRoots | None = None) -> HelperPool:
+                      roots: PathRoots | None = None,
+                      attestation: Keyring | None = None) -> HelperPool:
     """``processes`` helper processes, each with its own ``ActivityRuntime`` on ``store_url``
-    (with the same locations and roots as the worker's)."""
+    (with the same locations, roots and attestation keys as the worker's)."""
     return HelperPool(functools.partial(ActivityRuntime, store_url, locations=dict(locations),
-                                        roots=roots), processes)
+                                        roots=roots, attestation=attestation), processes)
 
 
 def build_runtime(store_url: str, *, locations: Mapping[str, str],
-                  roots: PathRoots | None = None, helper_processes: int = 0) -> ActivityRuntime:
+                  roots: PathRoots | None = None, helper_processes: int = 0,
+                  attestation: Keyring | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
     ``roots``: the folders it reads a job's paths from and publishes into
-    (``PathRoots.of(settings)``; none: only Pressroom's own home and fixtures)."""
-    helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots)
+    (``PathRoots.of(settings)``; none: only Pressroom's own home and fixtures);
+    ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``)."""
+    helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
+                                 attestation=attestation)
                if helper_processes else None)
-    return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers)
+    return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
+                           attestation=attestation)
+
+
+def attestation_keyring(settings: Settings) -> Keyring | None:
+    """The keys of ``settings.attestation_keys`` (``None`` when unset); a file that cannot
+    be used is a ``JobError`` naming it (never quoting a secret)."""
+    if settings.attestation_keys is None:
+        return None
+    try:
+        return load_keyring(settings.attestation_keys)
+    except AttestationKeyError as exc:
+        raise JobError(f"{ATTESTATION_KEYS}: {exc}") from None
 
 
 async def run_worker(settings: Settings, *, address: str | None = None,
@@ -145,12 +163,13 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                else helper_processes)
     if helpers < 0:
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
+    attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
     client = await connect(address or settings.temporal_address,
                            namespace or settings.temporal_namespace,
                            tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
     runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
                             roots=PathRoots.of(settings),
-                            helper_processes=helpers)
+                            helper_processes=helpers, attestation=attestation)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

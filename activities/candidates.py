@@ -11,6 +11,17 @@ instruction — and publishing is gated by the review Update, not by anything a 
 
 A research turn's notes are shown by their own tool exchange while it is verbatim and by
 the notes ledger once it has aged out (``notes``; docs/architecture.md#the-research-loop).
+
+Every stored revision read here is checked twice before its content becomes a candidate:
+a revision the workflow holds a reference to must have the content hash the workflow
+holds (``IntegrityError`` otherwise), and its attestation is checked with the worker's
+keys (``artifacts.attestation``; ``ArtifactStore.verify``). The verdict travels on each
+item read from the revision (``ContextItem.attestation``: the evidence of a pack, the
+notes of a chunk, a ledger line of each note) and the engine's integrity gate excludes an
+``invalid`` one, recorded in the manifest. What is not an item — the tool history and the
+source records — cannot be excluded piecemeal: a revision of them that fails its check
+fails the step (``IntegrityError``, non-retryable). Every verdict is also listed on the
+``CandidateSet`` (``attestations``) for the manifest's summary.
 """
 
 from __future__ import annotations
@@ -22,16 +33,33 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from temporalio.exceptions import ApplicationError
+
 from activities.checkpoint import render_checkpoint
 from activities.parsed import PARSED
 from activities.record_turn import read_chunks
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
-from context.items import ContextItem, ScopeRef, SourceAcquisition, SourceRef, sha256_text
+from artifacts.errors import IntegrityError
+from context.items import (
+    AttestationCheck,
+    ContextItem,
+    ScopeRef,
+    SourceAcquisition,
+    SourceRef,
+    sha256_text,
+)
 from context.policy import ContextPolicy
 from context.tool_history import ToolCall, ToolHistory, ToolResult
 from context.tools.aging import aged_call_ids
-from context.vocabulary import AcquisitionOutcome, Role, SecurityClass, SourceType, Trust
+from context.vocabulary import (
+    AcquisitionOutcome,
+    Attestation,
+    Role,
+    SecurityClass,
+    SourceType,
+    Trust,
+)
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.errors import PathRefused
 from contracts.job_spec import JobSpec
@@ -67,6 +95,28 @@ class CandidateSet:
     acquisitions: list[SourceAcquisition] = field(default_factory=list)
     tool_history: ToolHistory = field(default_factory=ToolHistory)
     required_revisions: dict[str, str] = field(default_factory=dict)
+    #: ``kind:artifact_id@revision`` of every stored revision read, and its verdict
+    attestations: dict[str, AttestationCheck] = field(default_factory=dict)
+
+
+_WORST = {Attestation.INVALID: 2, Attestation.UNSIGNED: 1, Attestation.VERIFIED: 0}
+
+
+@functools.lru_cache(maxsize=256)
+def _check(status: str, key_id: str | None, detail: str) -> AttestationCheck:
+    """One shared (frozen) object per verdict."""
+    return AttestationCheck(status=Attestation(status), key_id=key_id, detail=detail)
+
+
+def _worst(checks: list[AttestationCheck | None]) -> AttestationCheck | None:
+    """The verdict of text made from several revisions: its worst one."""
+    found = [c for c in checks if c is not None]
+    return max(found, key=lambda c: _WORST[c.status]) if found else None
+
+
+def _stamped(items: tuple[ContextItem, ...],
+             check: AttestationCheck) -> tuple[ContextItem, ...]:
+    return tuple(item.model_copy(update={"attestation": check}) for item in items)
 
 
 def _scope(spec: JobSpec) -> ScopeRef:
@@ -99,13 +149,33 @@ class _Loader:
     async def get(self, ref: ArtifactRef) -> tuple[Any, bytes]:
         rec, body = await self.store.get(ref.kind, ref.artifact_id,
                                          principal=principal_of(self.spec), revision=ref.revision)
+        held(ref, rec)
         return rec, body
+
+    def attest(self, rec: Any) -> AttestationCheck:
+        """The worker's verdict on ``rec``'s attestation, recorded for the manifest."""
+        verdict = self.store.verify(rec)
+        check = _check(verdict.status, verdict.key_id, verdict.detail)
+        kind = getattr(rec.kind, "value", rec.kind)
+        self.out.attestations[f"{kind}:{rec.artifact_id}@{rec.revision}"] = check
+        return check
+
+    def require_attested(self, rec: Any) -> None:
+        """Content that is not an item (tool history, acquisitions) cannot be excluded by
+        the integrity gate: a revision of it that fails its check fails the step."""
+        check = self.attest(rec)
+        if check.status is Attestation.INVALID:
+            kind = getattr(rec.kind, "value", rec.kind)
+            raise ApplicationError(
+                f"{kind}/{rec.artifact_id} revision {rec.revision} fails its attestation "
+                f"check: {check.detail}", type=IntegrityError.__name__, non_retryable=True)
 
     def add(self, *, item_id: str, source_type: SourceType, trust: Trust, role: Role,
             content: str, revision: str, ref: ArtifactRef | None = None,
             observed_at: datetime | None = None, producer: str = "pressroom-runtime",
             required: bool = False, key: str | None = None,
-            security: SecurityClass = SecurityClass.INTERNAL) -> None:
+            security: SecurityClass = SecurityClass.INTERNAL,
+            attestation: AttestationCheck | None = None) -> None:
         source_ref = SourceRef(artifact_kind=ref.kind, artifact_id=ref.artifact_id,
                                revision=str(ref.revision)) if ref else SourceRef(locator=item_id)
         canonical = key or item_id
@@ -114,6 +184,7 @@ class _Loader:
             content=content, revision=revision, scope=self.scope,
             observed_at=observed_at or self.as_of, trust=trust, intended_role=role,
             security_class=security, canonical_key=canonical, required=required,
+            attestation=attestation,
         ))
         self.out.required_revisions[canonical] = revision
 
@@ -129,7 +200,8 @@ class _Loader:
             text = body.decode("utf-8")
         self.add(item_id=item_id, source_type=source_type, trust=trust, role=role,
                  content=text, revision=str(ref.revision), ref=ref, observed_at=rec.created_at,
-                 producer=rec.writer, required=required, key=f"{ref.kind}:{ref.artifact_id}")
+                 producer=rec.writer, required=required, key=f"{ref.kind}:{ref.artifact_id}",
+                 attestation=self.attest(rec))
         return {"record": rec, "body": body}
 
     async def evidence(self) -> None:
@@ -138,17 +210,23 @@ class _Loader:
         principal = principal_of(self.spec)
         if state.evidence_pack is not None:
             rec, body = await self.get(state.evidence_pack)
+            check = self.attest(rec)
             self.out.items.extend(PARSED.get("evidence_items", rec.content_hash,
-                                             lambda: _evidence_items(body, scope), scope))
+                                             lambda: _evidence_items(body, scope, check),
+                                             scope, check))
         if state.source_records is not None:
             rec, body = await self.get(state.source_records)
+            self.require_attested(rec)
             self.out.acquisitions.extend(PARSED.get("acquisitions", rec.content_hash,
                                                     lambda: _acquisitions(body)))
         if state.tool_records is not None:
             # one record, or the research loop's chunks (each parsed once per revision)
             calls: list[ToolCall] = []
             results: list[ToolResult] = []
-            for rec, body in await read_chunks(self.store, principal, state.tool_records):
+            chunks = await read_chunks(self.store, principal, state.tool_records)
+            held(state.tool_records, chunks[-1][0])
+            for rec, body in chunks:
+                self.require_attested(rec)
                 part: ToolHistory = PARSED.get("tool_history", rec.content_hash,
                                                functools.partial(_tool_history, body))
                 calls += part.calls
@@ -156,9 +234,13 @@ class _Loader:
             self.out.tool_history = ToolHistory(calls=calls, results=results)
         if state.notes is not None:
             notes: list[ContextItem] = []
-            for rec, body in await read_chunks(self.store, principal, state.notes):
+            chunks = await read_chunks(self.store, principal, state.notes)
+            held(state.notes, chunks[-1][0])
+            for rec, body in chunks:
+                check = self.attest(rec)
                 notes += PARSED.get("evidence_items", rec.content_hash,
-                                    functools.partial(_evidence_items, body, scope), scope)
+                                    functools.partial(_evidence_items, body, scope, check),
+                                    scope, check)
             if self.inp.stage != "research":
                 self.out.items.extend(notes)  # the evidence a draft is written from
                 return
@@ -190,7 +272,8 @@ class _Loader:
                      trust=Trust.UNTRUSTED_EXTERNAL_DATA, role=Role.UNTRUSTED_DATA,
                      content=notes_index(folded, pack), revision=f"notes-1-{len(folded)}",
                      observed_at=folded[0].observed_at, producer="note",
-                     key=f"notes-index:{job}")
+                     key=f"notes-index:{job}",
+                     attestation=_worst([note.attestation for note in folded]))
         first = len(chunks) - len(chunks[-LEDGER_CHUNKS_SHOWN:])
         for number, chunk in enumerate(chunks[-LEDGER_CHUNKS_SHOWN:], start=first + 1):
             start = (number - 1) * LEDGER_CHUNK
@@ -199,7 +282,8 @@ class _Loader:
                      content=notes_ledger(chunk),
                      revision=f"notes-{start + 1}-{start + len(chunk)}",
                      observed_at=chunk[0].observed_at, producer="note",
-                     key=f"notes:{job}:{number:03d}")
+                     key=f"notes:{job}:{number:03d}",
+                     attestation=_worst([note.attestation for note in chunk]))
 
     async def checkpoint(self) -> None:
         cp = await self.store.latest_checkpoint(self.spec.job_id,
@@ -300,11 +384,41 @@ def notes_index(notes: list[ContextItem], pack: ArtifactRef) -> str:
     return "\n".join(lines)
 
 
-def _evidence_items(body: bytes, scope: ScopeRef) -> tuple[ContextItem, ...]:
-    return tuple(
+def _evidence_items(body: bytes, scope: ScopeRef,
+                    check: AttestationCheck) -> tuple[ContextItem, ...]:
+    return _stamped(tuple(
         to_context_item(EvidenceRecord.model_validate(
             {k: v for k, v in raw.items() if k != "citation"}), scope)
-        for raw in json.loads(body)["records"])
+        for raw in json.loads(body)["records"]), check)
+
+
+def attestation_summary(keyed: bool,
+                        checks: dict[str, AttestationCheck]) -> dict[str, Any] | None:
+    """The manifest's ``attestation`` section: how many of the revisions the step read
+    each key verified, and every revision that failed with why; ``None`` when the worker
+    has no key (``keyed`` false: the manifest then records nothing, unsigned). Only
+    verdicts go in, which the assembly's identity covers (``context.seal.finish``); which
+    key signs *new* revisions is not, so a retry after a rotation seals the same body."""
+    if not keyed:
+        return None
+    verified: dict[str, int] = {}
+    invalid: list[dict[str, str]] = []
+    for revision, check in sorted(checks.items()):
+        if check.status is Attestation.VERIFIED and check.key_id is not None:
+            verified[check.key_id] = verified.get(check.key_id, 0) + 1
+        else:
+            invalid.append({"revision": revision, "detail": check.detail})
+    return {"verified": dict(sorted(verified.items())), "invalid": invalid}
+
+
+def held(ref: ArtifactRef, rec: Any) -> None:
+    """A revision the workflow holds a reference to must be the one it holds: a row whose
+    content and content hash were both rewritten in the database is refused here."""
+    if rec.content_hash != ref.content_hash:
+        raise ApplicationError(
+            f"{ref.kind}/{ref.artifact_id} revision {ref.revision} has content hash "
+            f"{rec.content_hash} in the store, but the job holds {ref.content_hash}",
+            type=IntegrityError.__name__, non_retryable=True)
 
 
 def _acquisitions(body: bytes) -> tuple[SourceAcquisition, ...]:
@@ -374,6 +488,8 @@ __all__ = [
     "RESEARCH_PROTOCOL",
     "REVIEW_COMMENTS_HEADING",
     "CandidateSet",
+    "attestation_summary",
+    "held",
     "load_candidates",
     "notes_index",
     "notes_ledger",

@@ -7,7 +7,8 @@ draft and review, the latest checkpoint, the tool history and the job's workspac
 manifest also carries the serialized request — once, as the canonical JSON its hash seals;
 the draft activity verifies that hash and decodes the payload from those very bytes, so
 the model gets exactly what was sealed. Only a small ``ContextRef`` goes back to the
-workflow.
+workflow. With an attestation key configured, the manifest also records the verdict on the
+signature of every stored revision the step read (``attestation``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import context
-from activities.candidates import CandidateSet, load_candidates
+from activities.candidates import CandidateSet, attestation_summary, load_candidates
 from activities.job_policy import job_policy
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, scope_of
@@ -82,6 +83,10 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
     outcome = await asyncio.to_thread(context.assemble, request)
     manifest = outcome.manifest
     body: dict[str, Any] = manifest.model_dump(mode="json")
+    signed = attestation_summary(store.attestation_key_id is not None,
+                                 candidates.attestations)
+    if signed is not None:  # without a key nothing is recorded: `explain` says "unsigned"
+        body["attestation"] = signed
     blocked = isinstance(outcome, context.ContextAssemblyBlocked)
     input_hash = None
     if isinstance(outcome, context.Ready):

@@ -102,7 +102,7 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         _, raw = await store.get("model_decision", artifact_id, principal=principal,
                                  revision=head.revision)
         return _result(head, json.loads(raw))
-    serialized = await load_serialized(store, spec, ctx.manifest_id)
+    serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("decide")
     provider = get_provider(spec.model.provider, model=spec.model.name)
     decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])

@@ -1,9 +1,11 @@
 """The draft activity: call the model on exactly the input the manifest sealed.
 
 It never rebuilds the prompt. It loads the serialized request stored beside the manifest
-(by manifest id), re-hashes it against the manifest's input hash, calls the configured
-provider, appends a new ``article_draft`` revision and writes the provider's actual token
-usage back to the manifest next to the engine's estimate.
+(by manifest id), re-hashes it and compares the hash with the manifest's own copy and with
+the one the workflow holds (``ContextRef.input_hash``, returned when the step was sealed —
+a manifest rewritten in the database together with its copy of the hash still differs from
+it), calls the configured provider, appends a new ``article_draft`` revision and writes
+the provider's actual token usage back to the manifest next to the engine's estimate.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ def summarize(text: str) -> str:
     return summary[:SUMMARY_CHARS] + ("…" if len(summary) > SUMMARY_CHARS else "")
 
 
-async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, Any]:
-    """The serialized request sealed with the manifest; its hash must still match."""
+async def load_serialized(store: Any, spec: Any, manifest_id: str,
+                          held_hash: str | None) -> dict[str, Any]:
+    """The serialized request sealed with the manifest; its hash must still match both the
+    manifest's copy and ``held_hash``, the one the workflow holds for the step."""
     body = await store.get_manifest(manifest_id, principal=principal_of(spec))
     serialized = body.get("serialized_request")
     if not serialized:
@@ -48,6 +52,10 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str) -> dict[str, 
     if digest != serialized["hash"]:
         raise ApplicationError(f"serialized request of manifest {manifest_id} does not match "
                                "its sealed hash", type=IntegrityError.__name__, non_retryable=True)
+    if digest != held_hash:
+        raise ApplicationError(f"serialized request of manifest {manifest_id} hashes to "
+                               f"{digest}, but the workflow holds {held_hash} for this step",
+                               type=IntegrityError.__name__, non_retryable=True)
     # The payload sent is decoded from the verified bytes, never taken from a second copy
     # (manifests written before this kept one beside them; it is ignored).
     loaded: dict[str, Any] = {**serialized, "payload": json.loads(canonical)}
@@ -65,7 +73,7 @@ async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
     store = await runtime.store()
     spec, ctx = await runtime.spec_of(inp.job), inp.context
     require_ready(ctx)
-    serialized = await load_serialized(store, spec, ctx.manifest_id)
+    serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("draft")
     provider = get_provider(spec.model.provider, model=spec.model.name)
     purpose = "revise" if inp.round > 0 else "draft"

@@ -34,6 +34,7 @@ from temporalio import activity
 import artifacts
 from activities.offload import HelperPool
 from activities.store_access import WorkerStore
+from artifacts.attestation import Keyring
 from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.job_spec import JobSpec
@@ -55,14 +56,19 @@ class ActivityRuntime:
     without them only Pressroom's own home and fixtures folder are roots. ``helpers``,
     when given, runs CPU-bound bodies (``offload.OFFLOADABLE``) in helper processes;
     ``None`` runs them here. The worker builds the pool (``worker.build_runtime``) and the
-    runtime owns it from then on: ``close`` shuts it down.
+    runtime owns it from then on: ``close`` shuts it down. ``attestation``: the operator's
+    attestation keys (``settings.Settings.attestation_keys``, loaded by the worker): the
+    store signs every revision with them and candidates are checked against them
+    (``activities.candidates``); ``None`` writes and reads unsigned revisions.
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
                  roots: PathRoots | None = None,
                  spec_cache_size: int = SPEC_CACHE_SIZE,
-                 helpers: HelperPool | None = None) -> None:
+                 helpers: HelperPool | None = None,
+                 attestation: Keyring | None = None) -> None:
         self.store_url = store_url
+        self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)
         self.helpers = helpers
@@ -101,7 +107,8 @@ class ActivityRuntime:
     async def store(self) -> Any:
         async with self._lock:
             if self._store is None:
-                self._store = WorkerStore(await artifacts.open_store(self.store_url))
+                self._store = WorkerStore(await artifacts.open_store(
+                    self.store_url, keyring=self.attestation))
                 _freeze_startup_objects()
             return self._store
 

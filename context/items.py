@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from context.vocabulary import (
     AcquisitionOutcome,
+    Attestation,
     Completeness,
     Freshness,
     LoadMode,
@@ -129,6 +130,15 @@ class SourceRef(_Frozen):
         return self.url or self.locator or "unknown-source"
 
 
+class AttestationCheck(_Frozen):
+    """The runtime's check of the signature of the stored revision an item was read from:
+    its verdict, the key id that verified it, and why when it did not."""
+
+    status: Attestation
+    key_id: str | None = None
+    detail: str = ""
+
+
 class LineageNode(_Frozen):
     """One step of an item's derivation chain, oldest first."""
 
@@ -144,7 +154,9 @@ class ContextItem(_Frozen):
 
     ``content`` must be text; bytes that are not valid UTF-8 are rejected here with a
     clear error, never passed on to the tokenizer. ``content_hash`` is the hash the
-    source *claims*; the integrity gate re-hashes ``content`` and compares.
+    source *claims*; the integrity gate re-hashes ``content`` and compares. A hash the
+    writer can recompute proves nothing against whoever can write the store; the
+    ``attestation`` (the runtime's check of the stored revision's signature) does.
     """
 
     item_id: str = Field(min_length=1, max_length=_ID_MAX)
@@ -179,6 +191,9 @@ class ContextItem(_Frozen):
     origin_scopes: tuple[ScopeRef, ...] = ()
     # Stages this item is relevant to (empty: any stage); a ranking signal, never a gate.
     stages: tuple[str, ...] = ()
+    # The signature check of the stored revision the content came from (``None``: the item
+    # was not read from an artifact revision); the integrity gate refuses ``invalid``.
+    attestation: AttestationCheck | None = None
 
     @field_validator("content", mode="before")
     @classmethod

@@ -117,6 +117,20 @@ class Freshness(StrEnum):
     UNVERIFIABLE = "unverifiable"
 
 
+class Attestation(StrEnum):
+    """What the runtime found when it checked a stored revision's signature before the
+    item became a candidate (the engine holds no keys; it trusts this verdict and its
+    integrity gate refuses ``invalid``)."""
+
+    #: the revision's attestation matches under a key the worker holds
+    VERIFIED = "verified"
+    #: the worker has no attestation key: only the bare content hash was checked
+    UNSIGNED = "unsigned"
+    #: a key is configured and the revision is unsigned, signed with an unknown key id, or
+    #: its signature does not match it
+    INVALID = "invalid"
+
+
 class SecurityClass(StrEnum):
     """Sensitivity of an item; the permission gate compares its level to the clearance."""
 

@@ -2,8 +2,9 @@
 
 Client-side only. Reads the manifests whose ids the job reports (live status, result, or
 its latest checkpoint) from the artifact store and shows, per step: status and blocked
-reason, included items with their admission reasons, excluded items with reasons, partition
-token use, transforms, tool anomalies and cache status.
+reason, whether the stored artifacts it read were signed (``attestation``), included items
+with their admission reasons, excluded items with reasons, partition token use, transforms,
+tool anomalies and cache status.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -22,6 +24,23 @@ def _ref(entry: dict[str, Any]) -> str:
     if ref.get("artifact_id"):
         return f"{ref.get('artifact_kind')}:{ref['artifact_id']}@{ref.get('revision')}"
     return str(ref.get("url") or ref.get("locator") or "")
+
+
+def attestation_line(manifest: dict[str, Any]) -> str:
+    """Whether the step's stored artifacts were signed: the manifest's ``attestation``
+    section (written only when the worker had an attestation key)."""
+    found = manifest.get("attestation")
+    if not isinstance(found, dict):
+        return "unsigned (no attestation key configured)"
+    verified = found.get("verified") or {}
+    keys = ", ".join(f"{key} ({count})" for key, count in sorted(verified.items()))
+    line = (f"signed; verified {sum(verified.values())} revisions"
+            + (f" by key {keys}" if keys else ""))
+    invalid = found.get("invalid") or []
+    if invalid:
+        line += f"; [red]{len(invalid)} failed attestation[/red] (excluded): " + ", ".join(
+            escape(str(entry.get("revision"))) for entry in invalid)
+    return line
 
 
 def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
@@ -36,6 +55,7 @@ def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
     console.print(f"  policy {policy.get('id')} r{policy.get('revision')} "
                   f"{policy.get('digest', '')[:19]}"
                   f"  serialized input {manifest.get('serialized_model_input_hash') or '-'}")
+    console.print(f"  artifacts: {attestation_line(manifest)}")
     if manifest.get("missing_topics"):
         console.print(f"  [yellow]missing topics:[/yellow] {', '.join(manifest['missing_topics'])}")
 

@@ -12,8 +12,9 @@ scope                       ``hard_gate_rejected`` (tenant / project / task mism
 required_revision           ``stale_revision`` (the task holds another revision)
 freshness                   ``expired`` | ``unverifiable`` | ``hard_gate_rejected``
                             for ``refresh_required`` (with a refresh condition)
-integrity                   ``hard_gate_rejected`` (hash mismatch, incomplete code
-                            ref, broken lineage)
+integrity                   ``hard_gate_rejected`` (hash mismatch, a stored revision
+                            whose attestation is ``invalid``, incomplete code ref,
+                            broken lineage)
 trust_role_compatibility    ``hard_gate_rejected`` (role not allowed for the
                             item's effective trust)
 security_policy_compliance  ``security_rejected`` (secret under ``deny``,
@@ -40,6 +41,12 @@ Choices the design leaves open:
   only revision the task admits. The waiver is recorded (``freshness_waiver`` of the
   candidate entry). A pin waives the age rule only: a ``valid_until`` the source states,
   or a worse state it claims, still applies.
+* Integrity: the engine holds no keys. The runtime checks the signature of every stored
+  revision it reads (``activities.candidates``) and puts its verdict on the item
+  (``ContextItem.attestation``); the gate refuses ``invalid`` — a revision changed,
+  forged or stripped of its signature by someone who could write the database but lacks
+  the attestation key — and admits ``verified`` and ``unsigned`` (no key configured:
+  only the bare content hash was checkable).
 * Effective trust is ``lowest(claimed, policy ceiling for the source type)``.
 * Secrets are redacted (a new derived item, recorded as a transform) or denied per policy;
   redaction happens inside the security gate so nothing later ever sees the secret.
@@ -56,6 +63,7 @@ from context.policy import ContextPolicy
 from context.vocabulary import (
     GATE_ORDER,
     SECURITY_LEVEL,
+    Attestation,
     ExclusionReason,
     Freshness,
     Gate,
@@ -293,6 +301,12 @@ class GateRunner:
             return (
                 ExclusionReason.HARD_GATE_REJECTED,
                 f"content hash mismatch: claimed {item.content_hash}, content hashes to {actual}",
+            )
+        attested = item.attestation
+        if attested is not None and attested.status is Attestation.INVALID:
+            return (
+                ExclusionReason.HARD_GATE_REJECTED,
+                f"attestation invalid: {attested.detail or 'the stored revision is not signed'}",
             )
         is_code = item.source_type is SourceType.REPOSITORY_SOURCE
         if is_code and not item.source_ref.is_complete_code_ref:

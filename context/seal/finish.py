@@ -49,7 +49,7 @@ from context.seal.render import (
 )
 from context.tokens import ESTIMATOR
 from context.tools.stage import ToolStage
-from context.vocabulary import INSTRUCTION_FLAG, BlockedReason, Partition, Zone
+from context.vocabulary import INSTRUCTION_FLAG, Attestation, BlockedReason, Partition, Zone
 
 _ZONE_ORDER = {z: i for i, z in enumerate(Zone)}
 
@@ -105,6 +105,20 @@ def clear_memo() -> None:
     _FILLED.clear()
 
 
+def _candidate_identity(item: ContextItem) -> list[str]:
+    """What of a candidate names the assembly (and so its manifest id): id, content hash,
+    revision, and the verdict on its stored revision's signature when one was checked (with
+    its key id and detail) —
+    the same revisions admitted or refused are two different assemblies, never one
+    manifest sealed twice with different bodies. An item without a checked signature
+    (``unsigned``, or not read from the store) keeps the identity it always had."""
+    row = [item.item_id, item.content_hash, item.revision or ""]
+    attested = item.attestation
+    if attested is not None and attested.status is not Attestation.UNSIGNED:
+        row += [attested.status.value, attested.key_id or "", attested.detail]
+    return row
+
+
 class Finisher:
     """Renders, serializes, checks the exact count and seals; sees the state, the tool
     stage's pairs, the block store's blocks and the budget stage's allocation."""
@@ -118,8 +132,7 @@ class Finisher:
 
     # -- identity ----------------------------------------------------------------------
     def candidate_set_digest(self) -> str:
-        rows = sorted([i.item_id, i.content_hash, i.revision or ""]
-                      for i in self.state.request.candidates)
+        rows = sorted(_candidate_identity(i) for i in self.state.request.candidates)
         return sha256_text(canonical(rows))
 
     def assembly_id(self, candidate_digest: str) -> str:

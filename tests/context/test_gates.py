@@ -164,6 +164,39 @@ def test_integrity_hash_mismatch() -> None:
     assert "hash mismatch" in e.detail
 
 
+def test_integrity_refuses_a_revision_whose_attestation_is_invalid() -> None:
+    """The engine holds no keys: it trusts the runtime's verdict on the stored revision's
+    signature (``activities.candidates``). ``invalid`` is refused with the runtime's reason;
+    ``verified`` and ``unsigned`` (no key configured) pass. The verdict is part of the
+    assembly's identity once a signature was checked, so the same revisions admitted and
+    refused never share a manifest id; an unsigned item keeps the identity it had."""
+    from context.items import AttestationCheck
+    from context.vocabulary import Attestation
+
+    def check(status: Attestation, detail: str = "") -> AttestationCheck:
+        return AttestationCheck(status=status, key_id="k1", detail=detail)
+
+    forged = item("forged", RELEVANT, attestation=check(
+        Attestation.INVALID, "the attestation under key 'k1' does not match the revision"))
+    signed = item("signed", RELEVANT, attestation=check(Attestation.VERIFIED))
+    unsigned = item("unsigned", RELEVANT, attestation=check(Attestation.UNSIGNED))
+    m = _run(forged, signed, unsigned)
+    e = _excluded(m, "forged")
+    assert e.reason == "hard_gate_rejected"
+    _assert_gate(e, "integrity")
+    assert e.detail == ("attestation invalid: the attestation under key 'k1' does not match "
+                        "the revision")
+    assert {"signed", "unsigned"} <= {i.item_id for i in m.included}
+
+    plain = _run(item("x", RELEVANT))
+    same = _run(item("x", RELEVANT, attestation=check(Attestation.UNSIGNED)))
+    assert same.candidate_set_digest == plain.candidate_set_digest
+    assert same.assembly_id == plain.assembly_id
+    verified = _run(item("x", RELEVANT, attestation=check(Attestation.VERIFIED)))
+    refused = _run(item("x", RELEVANT, attestation=check(Attestation.INVALID, "forged")))
+    assert len({plain.assembly_id, verified.assembly_id, refused.assembly_id}) == 3
+
+
 def test_integrity_code_needs_full_reference() -> None:
     from context import SourceRef
 
