@@ -92,22 +92,25 @@ def signing_key(settings: Settings, signer: str, key_path: Path | None = None
     path = key_path or settings.reviewer_key or (
         settings.keys_dir / f"{key_file_name(signer)}.key")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: a FIFO put in the key's place cannot hang the command
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         raise ReviewerKeyError(f"no key for {signer!r} at {path} (create one with `pressroom "
-                        f"reviewer keygen {signer}`, or pass --key)") from None
-    except OSError as exc:
+                               f"reviewer keygen {signer}`, or pass --key)") from None
+    except OSError as exc:  # a symbolic link (ELOOP), a folder, no permission
         raise ReviewerKeyError(f"cannot open key {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
+    try:
+        info = os.fstat(fd)  # before fdopen, which raises for a folder
         if not stat.S_ISREG(info.st_mode):
             raise ReviewerKeyError(f"key {path} is not a regular file")
         if info.st_mode & 0o077:
             raise ReviewerKeyError(f"key {path} is readable by others (mode "
-                            f"{stat.S_IMODE(info.st_mode):o}); chmod 600 it")
+                                   f"{stat.S_IMODE(info.st_mode):o}); chmod 600 it")
         if info.st_size > _MAX_KEY_BYTES:
             raise ReviewerKeyError(f"key {path} is too large to be an Ed25519 key")
-        pem = fh.read(_MAX_KEY_BYTES)
+        pem = os.read(fd, _MAX_KEY_BYTES)
+    finally:
+        os.close(fd)
     try:
         return load_private_key(pem, origin=str(path))
     except SignatureError as exc:
