@@ -38,6 +38,7 @@ from temporalio.client import Client
 from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
+from activities.error_classes import ClassifyingInterceptor
 from activities.error_redaction import RedactingInterceptor
 from activities.offload import HelperPool
 from activities.registry import build_activities
@@ -102,8 +103,10 @@ def build_worker(client: Client, runtime: ActivityRuntime, *,
         activities=build_activities(runtime),
         workflow_runner=WORKFLOW_RUNNER,
         workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
-        # no activity error leaves the worker with a secret in its message (SECURITY.md)
-        interceptors=[RedactingInterceptor()],
+        # no activity error leaves the worker with a secret in its message (SECURITY.md);
+        # inside that, a permanent error anywhere in a failure's chain is marked
+        # non-retryable (activities/error_classes.py). The first interceptor is outermost.
+        interceptors=[RedactingInterceptor(), ClassifyingInterceptor()],
         max_concurrent_activities=max_concurrent_activities,
         graceful_shutdown_timeout=timedelta(seconds=5),
         **extra,

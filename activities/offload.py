@@ -27,7 +27,8 @@ Choices, and why:
   on another worker.
 * Failures keep their meaning: an exception in a helper comes back as the
   ``ApplicationError`` Temporal would have reported in-process (same ``type`` name,
-  message and ``non_retryable`` flag), because arbitrary exception classes do not
+  message and ``non_retryable`` flag, a permanent error in its chain classified as the
+  worker's ``activities.error_classes`` would), because arbitrary exception classes do not
   survive pickling reliably.
 * Helpers are started and imported at pool creation (a warm-up call), not by the first
   job's first step.
@@ -55,6 +56,7 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 from context.admission.security import redact_secrets
+from contracts.failures import classify
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -131,6 +133,9 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
             fn(_runtime, input_type.model_validate_json(payload)))
         return True, result.model_dump_json()
     except Exception as exc:  # re-raised in the worker as the same failure (docstring)
+        # a permanent error anywhere in the chain is marked here, where the chain still
+        # exists (contracts.failures; the worker's interceptor sees only what comes back)
+        exc = classify(exc) or exc
         return False, {
             "type": exc.type if isinstance(exc, ApplicationError) and exc.type
             else type(exc).__name__,

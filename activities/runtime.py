@@ -32,6 +32,7 @@ from typing import Any
 from temporalio import activity
 
 import artifacts
+from activities.fail_hook import fail_point
 from activities.offload import HelperPool
 from activities.store_access import WorkerStore
 from artifacts.attestation import Keyring
@@ -213,10 +214,12 @@ async def put_once(store: Any, kind: str, artifact_id: str, body: bytes, *, spec
 async def heartbeating() -> AsyncIterator[None]:
     """Heartbeat in the background while the body runs (no-op outside an activity)."""
     try:
-        timeout = activity.info().heartbeat_timeout
+        info = activity.info()
     except RuntimeError:
         yield
         return
+    fail_point(info.activity_type)  # test hook: PRESSROOM_TEST_FAIL_AT (activities/fail_hook.py)
+    timeout = info.heartbeat_timeout
     interval = max(0.2, (timeout.total_seconds() / 4) if timeout else 5.0)
 
     async def beat() -> None:

@@ -15,6 +15,8 @@ home):
 - ``workflow_messages`` — the workflow's input, state, update, signal, query and result.
 - ``activity_messages`` — every activity's input and result (references, never content).
 - ``errors`` — errors raised on one side of a boundary and named on the other.
+- ``failures`` — which activity errors no retry can fix, found anywhere in a failure's
+  chain (the worker marks them non-retryable; the workflow's retry policy names them).
 - ``path_safety`` — the operator's roots for every path a job names, and reading and
   writing inside them (checked at submit and again on the worker).
 """
@@ -22,6 +24,7 @@ home):
 __all__ = [
     "activity_messages",
     "errors",
+    "failures",
     "job_spec",
     "path_safety",
     "source_specs",

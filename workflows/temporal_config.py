@@ -2,8 +2,10 @@
 
 One place so the worker, the CLI, the tests and the replayer agree byte for byte on how
 payloads are encoded, which workflow exceptions fail a job instead of retrying the
-workflow task forever, and which activity errors the workflow never retries (named by
-class, so a renamed class cannot leave a stale string behind). Anything that connects to
+workflow task forever, which activity errors the workflow never retries (named by
+class, so a renamed class cannot leave a stale string behind), and how often and how long
+each activity is tried (``ACTIVITY_LIMITS``: no activity retries for ever; once its bound
+is reached the job waits for an operator). Anything that connects to
 Temporal imports from here. Which server, namespace and task queue are settings
 (``settings.Settings``), not defined here.
 """
@@ -12,30 +14,16 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pydantic
+from temporalio.common import RetryPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from artifacts.errors import (
-    IntegrityError,
-    InvalidArtifact,
-    RevisionConflict,
-    ScopeDenied,
-    SealedConflict,
-)
-from context.errors import PolicyError, RequestError
-from contracts.errors import (
-    JobSpecError,
-    PathOutsideRoots,
-    PathRefused,
-    ProviderConfigError,
-    ProviderInputError,
-    PublishRefused,
-    SourceSpecError,
-    UnpinnedSource,
-)
+from contracts.failures import PERMANENT_ERRORS
 
 #: Every payload (workflow input, activity input/result, update, query) is a pydantic v2
 #: model; the pydantic converter round-trips them with their types instead of plain dicts.
@@ -87,33 +75,103 @@ WORKFLOW_FAILURE_EXCEPTION_TYPES: tuple[type[BaseException], ...] = (
     LookupError,
 )
 
-#: Activity errors that no retry can fix; everything else retries with backoff. Temporal
-#: matches a failure's type name exactly (an exception's class name, or an
-#: ``ApplicationError``'s ``type``), never a base class, so a subclass that must not be
-#: retried is listed itself. The order is the order of ``ACTIVITY_NON_RETRYABLE_ERROR_TYPES``
-#: in every activity's retry policy, which workflow history records: keep it stable.
-ACTIVITY_NON_RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
-    JobSpecError,
-    PublishRefused,
-    ScopeDenied,
-    InvalidArtifact,
-    IntegrityError,
-    RequestError,
-    PolicyError,
-    SourceSpecError,
-    ProviderConfigError,
-    ProviderInputError,
-    # a sealed record or a revision parent that disagrees stays so on every retry
-    SealedConflict,
-    RevisionConflict,
-    # a git source without a full commit id is refused by the worker, not fetched for
-    UnpinnedSource,
-    # a path outside the worker's roots (or special, or too large) stays so on every retry
-    PathRefused,
-    PathOutsideRoots,
-)
+#: Activity errors that no retry can fix (``contracts.failures.PERMANENT_ERRORS``, where the
+#: reasons are); everything else retries with backoff up to its activity's bound
+#: (``ACTIVITY_LIMITS``). Temporal matches a failure's type name exactly (an exception's
+#: class name, or an ``ApplicationError``'s ``type``), never a base class — but the worker
+#: classifies every activity error itself (``activities.error_classes``: a permanent error
+#: anywhere in the chain, an ``OSError`` by its errno) and raises it with
+#: ``non_retryable=True``, so this list is the second line. The order is the order of
+#: ``ACTIVITY_NON_RETRYABLE_ERROR_TYPES`` in every activity's retry policy, which workflow
+#: history records: keep it stable, append only.
+ACTIVITY_NON_RETRYABLE_ERRORS: tuple[type[BaseException], ...] = PERMANENT_ERRORS
 ACTIVITY_NON_RETRYABLE_ERROR_TYPES: tuple[str, ...] = tuple(
     error.__name__ for error in ACTIVITY_NON_RETRYABLE_ERRORS)
+
+
+@dataclass(frozen=True)
+class ActivityLimit:
+    """How often and how long one activity may be tried before the job needs an operator.
+
+    ``max_attempts`` counts every attempt, the first included; ``None`` takes the job
+    spec's ``model.max_attempts`` (the model calls). ``schedule_to_close``, when set, bounds
+    the time from scheduling to the last attempt's end, backoff and ``Retry-After`` waits
+    included; it is never shorter than the spec's ``runtime.activity_timeout`` (one
+    attempt's bound). ``on_exhausted`` says what the workflow does when the bound is
+    reached or the error is permanent; ``reason`` why the bound is what it is.
+    docs/architecture.md#bounded-retries shows this table.
+    """
+
+    max_attempts: int | None
+    schedule_to_close: timedelta | None
+    on_exhausted: str
+    reason: str
+
+
+NEEDS_OPERATOR = "needs_operator"
+#: one place for every activity's bound (docs/architecture.md#bounded-retries)
+ACTIVITY_LIMITS: dict[str, ActivityLimit] = {
+    "store_job_spec": ActivityLimit(
+        20, None, NEEDS_OPERATOR,
+        "a path check and one store write: only a database outage is transient, and 20 "
+        "attempts (about 8 minutes of backoff) ride out a restart"),
+    "assemble_context": ActivityLimit(
+        10, None, NEEDS_OPERATOR,
+        "CPU-bound and long (minutes on large sources): a dead helper process or a database "
+        "blip costs an attempt; a step that cannot be built blocks instead of failing"),
+    "write_plan": ActivityLimit(
+        20, None, NEEDS_OPERATOR, "one store write, as store_job_spec"),
+    "research": ActivityLimit(
+        10, None, NEEDS_OPERATOR,
+        "acquisition records a failed source as an outcome, so what fails the activity is "
+        "the store or the worker; every attempt re-reads every source"),
+    "run_tool": ActivityLimit(
+        10, None, NEEDS_OPERATOR,
+        "a refused call is a result, not a failure; what fails is the store, a helper or "
+        "an unreadable pinned source, which ten attempts will not change"),
+    "decide": ActivityLimit(
+        None, timedelta(hours=1), "blocked: model_call_failed",
+        "a paid model call: each attempt may be billed, so the spec's model.max_attempts "
+        "(default 5); Retry-After waits (at most 10 minutes each) count against the hour"),
+    "record_turn": ActivityLimit(
+        20, None, NEEDS_OPERATOR, "store writes under the turn's write id, as store_job_spec"),
+    "draft": ActivityLimit(
+        None, timedelta(hours=1), NEEDS_OPERATOR,
+        "a paid model call, bounded as decide"),
+    "record_review": ActivityLimit(
+        5, None, "decision refused",
+        "runs inside the review Update while the reviewer waits for the answer (about 15 s "
+        "of backoff): a failed write refuses the decision; the job keeps waiting for one "
+        "and its review timer runs on"),
+    "write_checkpoint": ActivityLimit(
+        20, None, NEEDS_OPERATOR, "one sealed store write, as store_job_spec"),
+    "publish": ActivityLimit(
+        10, None, NEEDS_OPERATOR,
+        "the irreversible write: permission, read-only file system, disk full and a "
+        "directory in the way are permanent (one attempt); a transient file-system or "
+        "database error gets about 2½ minutes of backoff; the receipt makes a retry after "
+        "success a no-op"),
+}
+#: the backoff between attempts: doubling from the first interval up to the maximum
+RETRY_INITIAL_INTERVAL = timedelta(seconds=1)
+RETRY_MAXIMUM_INTERVAL = timedelta(seconds=30)
+
+
+def activity_retry_policy(name: str, *, model_attempts: int) -> RetryPolicy:
+    """The retry policy of activity ``name`` (``ACTIVITY_LIMITS``); ``model_attempts`` is
+    the job spec's ``model.max_attempts``."""
+    limit = ACTIVITY_LIMITS[name]
+    return RetryPolicy(
+        initial_interval=RETRY_INITIAL_INTERVAL, maximum_interval=RETRY_MAXIMUM_INTERVAL,
+        maximum_attempts=limit.max_attempts or model_attempts,
+        non_retryable_error_types=list(ACTIVITY_NON_RETRYABLE_ERROR_TYPES))
+
+
+def activity_schedule_to_close(name: str, *, activity_timeout: timedelta) -> timedelta | None:
+    """Activity ``name``'s schedule-to-close bound, if it has one (never below one
+    attempt's ``activity_timeout``)."""
+    bound = ACTIVITY_LIMITS[name].schedule_to_close
+    return None if bound is None else max(bound, activity_timeout)
 
 
 def temporal_binary() -> Path:
