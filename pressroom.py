@@ -299,18 +299,22 @@ def resolve(
         None, help="New research token budget (input + output tokens over all turns)."),
     accept_gathered: bool = typer.Option(
         False, "--accept-gathered", help="Stop researching and draft from what was gathered."),
+    abandon: bool = typer.Option(
+        False, "--abandon", help="End the job failed with its reason; nothing is published."),
     note: str = typer.Option("", help="Why (recorded with the resolution)."),
     signer: str | None = typer.Option(None, "--as", help=_SIGNER_HELP),
     key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
-    """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision)."""
+    """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision), or
+    answer one that needs an operator: no option retries the failed step, --abandon ends it."""
     from workflows import commands
 
     settings = _settings(ctx)
     _job_cmd(commands.resolve(console, settings, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
-        accept=accept, token_budget=token_budget, accept_gathered=accept_gathered, note=note),
+        accept=accept, token_budget=token_budget, accept_gathered=accept_gathered,
+        abandon=abandon, note=note),
         address, signer=_reviewer(signer, settings), key_path=key), settings)
 
 

@@ -16,9 +16,11 @@ from contracts.signing import Signature, comments_hash
 from contracts.source_specs import SourceSpec
 
 Stage = Literal["start", "plan", "research", "draft", "review", "revise", "publish", "done"]
+#: ``needs_operator``: an activity failed for good (its bound reached, or a permanent error);
+#: ``blocked_reason`` says which and why, and a signed ``retry`` or ``abandon`` resolves it
 Status = Literal[
     "running", "blocked", "awaiting_review", "published", "rejected", "expired", "failed",
-    "cancelled",
+    "cancelled", "needs_operator",
 ]
 
 
@@ -135,10 +137,13 @@ class ReviewResult(_Msg):
 
 
 class ResolveInput(_Msg):
-    """What unblocks a blocked step; the workflow re-assembles after applying it."""
+    """What unblocks a blocked step (the workflow re-assembles after applying it), or what
+    an operator decides for a step that needs one (``retry`` or ``abandon``)."""
 
+    #: ``retry`` re-assembles a blocked step, or runs again a step that needs an operator;
+    #: ``abandon`` ends the job ``failed`` with the reason, nothing published
     action: Literal["add_source", "refresh_source", "raise_budget", "accept_revision", "retry",
-                    "accept_gathered"]
+                    "accept_gathered", "abandon"]
     source: SourceSpec | None = None
     source_name: str | None = None
     evidence_budget: int | None = Field(default=None, gt=0)

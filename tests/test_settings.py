@@ -213,7 +213,7 @@ def test_readme_table_lists_every_setting() -> None:
     for v in VARIABLES:
         assert v.name in rows, v.name
         assert rows[v.name] == f"| `{v.name}` | {v.default} | {v.meaning} |"
-    hooks = {"PRESSROOM_TEST_PAUSE_AT", "PRESSROOM_TEST_PAUSE_DIR",
+    hooks = {"PRESSROOM_TEST_PAUSE_AT", "PRESSROOM_TEST_PAUSE_DIR", "PRESSROOM_TEST_FAIL_AT",
              "PRESSROOM_TEST_POSTGRES_URL", "PRESSROOM_BENCH_POSTGRES_URL", "PRESSROOM_CI",
              "PRESSROOM_UPDATE_GOLDEN"}
     assert hooks <= set(rows)

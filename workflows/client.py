@@ -70,7 +70,8 @@ class JobView:
 
     @property
     def summary(self) -> str:
-        """``awaiting_review``, ``blocked: <reason>``, ``published``, ``failed: <reason>``…"""
+        """``awaiting_review``, ``blocked: <reason>``, ``needs_operator: <reason>``,
+        ``published``, ``failed: <reason>``…"""
         if self.no_worker is not None:
             return (f"running, but no worker answers on task queue {self.no_worker!r} — start "
                     "`pressroom worker` (or `pressroom dev`); its live status and reviews "
@@ -78,6 +79,8 @@ class JobView:
         if self.live is not None:
             if self.live.status == "blocked":
                 return f"blocked: {self.live.blocked_reason}"
+            if self.live.status == "needs_operator":  # the reason starts "needs_operator: "
+                return self.live.blocked_reason or "needs_operator"
             return self.live.status
         if self.result is not None:
             return self.result.status
@@ -175,10 +178,11 @@ async def job_spec_of(client: Client, job_id: str) -> JobSpec:
     raise JobNotFound(f"job {job_id!r} has no history")
 
 
-async def _waiting(client: Client, job_id: str, want: str, worker_grace: float) -> JobView:
+async def _waiting(client: Client, job_id: str, want: str, worker_grace: float,
+                   *also: str) -> JobView:
     view = await view_job(client, job_id, worker_grace=worker_grace)
-    if view.live is None or view.live.status != want:
-        raise JobNotWaiting(f"job {job_id!r} is {view.summary}, not {want}")
+    if view.live is None or view.live.status not in (want, *also):
+        raise JobNotWaiting(f"job {job_id!r} is {view.summary}, not {' or '.join((want, *also))}")
     return view
 
 
@@ -207,8 +211,9 @@ async def review_job(client: Client, job_id: str, decision: Decision, *, reviewe
 async def resolve_job(client: Client, job_id: str, resolution: ResolveInput, *,
                       signer: str, key: Ed25519PrivateKey,
                       worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> None:
-    """Sign ``resolution`` as ``signer`` (a listed reviewer or operator) and send it."""
-    await _waiting(client, job_id, "blocked", worker_grace)
+    """Sign ``resolution`` as ``signer`` (a listed reviewer or operator) and send it: a
+    blocked job's resolution, or ``retry``/``abandon`` for one that needs an operator."""
+    await _waiting(client, job_id, "blocked", worker_grace, "needs_operator")
     signed = resolution.model_copy(update={"signature": sign(
         key, "resolve", job_id, resolution.signed_body(), signer=signer)})
     await _signed_update(client, job_id, ResearchJobWorkflow.resolve_blocked, signed)

@@ -45,7 +45,7 @@ from workflows.reviewer_keys import pin_reviewers, signing_key
 from workflows.temporal_config import DATA_CONVERTER
 
 CLI_PRINCIPAL = "pressroom-cli"
-WAIT_STATES = {"awaiting_review", "blocked"}
+WAIT_STATES = {"awaiting_review", "blocked", "needs_operator"}
 
 
 async def connect(settings: Settings, address: str | None = None) -> Client:
@@ -139,6 +139,10 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     elif view.live is not None and view.live.status == "blocked":
         console.print(f"blocked: see `pressroom explain {spec.job_id}`, then "
                       f"`pressroom resolve {spec.job_id} …`")
+    elif view.live is not None and view.live.status == "needs_operator":
+        console.print(f"{view.summary}\nfix the cause, then `pressroom resolve {spec.job_id}` "
+                      f"(retry the step) or `pressroom resolve {spec.job_id} --abandon`",
+                      highlight=False)
     return spec.job_id
 
 
@@ -369,7 +373,11 @@ async def resolve(console: Console, settings: Settings, job_id: str, flags: dict
     key = signing_key(settings, signer, key_path)
     await jobs.resolve_job(await connect(settings, address), job_id, resolution,
                            signer=signer, key=key, worker_grace=settings.worker_grace_seconds)
-    console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context now")
+    if resolution.action == "abandon":
+        console.print(f"sent abandon to {job_id}; it ends failed, nothing published")
+    else:
+        console.print(f"sent {resolution.action} to {job_id}; it re-assembles its context (or "
+                      "runs the failed step again) now")
 
 
 async def cancel(console: Console, settings: Settings, job_id: str,

@@ -10,7 +10,11 @@ this module never imports I/O code into the sandbox. The workflow remembers refe
 (``JobState``), never content; each step begins with ``assemble_context`` and a blocked
 assembly stops the job (no model call) until a ``resolve`` signal or the block timeout —
 the policy's ``blocking.block_timeout``, carried on the blocked ``ContextRef``, shortened
-by the job spec's ``block_timeout`` when that is smaller.
+by the job spec's ``block_timeout`` when that is smaller. No activity retries for ever
+(``temporal_config.ACTIVITY_LIMITS``; permanent errors get one attempt,
+``contracts/failures.py``): one that fails for good stops the job as ``needs_operator:
+<reason>`` until a signed ``retry`` runs it again or ``abandon`` ends the job ``failed``
+(docs/architecture.md#failed-steps-bounded-retries-and-needs_operator).
 Review is an Update whose validator rejects stale, foreign, unsigned or replayed decisions
 before anything is recorded; the review wait always has a timer. Resolutions and cancels are
 signed too (a listed reviewer or operator; contracts/signing.py, SECURITY.md): the
@@ -23,11 +27,15 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    RetryState,
+)
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
@@ -71,7 +79,12 @@ with workflow.unsafe.imports_passed_through():
         ReviewResult,
         ToolCallSummary,
     )
-    from workflows.temporal_config import ACTIVITY_NON_RETRYABLE_ERROR_TYPES, WORKFLOW_TYPE
+    from workflows.temporal_config import (
+        ACTIVITY_LIMITS,
+        WORKFLOW_TYPE,
+        activity_retry_policy,
+        activity_schedule_to_close,
+    )
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -88,8 +101,17 @@ RESEARCH_LOOP_PATCH = "research-loop"
 #: the patch id under which the ``resolve`` signal requires a signature; histories recorded
 #: before it replay their unsigned resolutions
 SIGNED_COMMANDS_PATCH = "signed-commands"
+#: the patch id under which an activity that failed for good (its bound reached, or a
+#: permanent error) stops the job for an operator instead of failing it; histories recorded
+#: before it replay their failures
+NEEDS_OPERATOR_PATCH = "needs-operator"
+#: the patch id under which continue-as-new is also checked after each resolution of a
+#: block (a step blocked and resolved many times used to grow one history without bound)
+ROLLOVER_AFTER_RESOLVE_PATCH = "continue-as-new-after-resolve"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
+#: a ``needs_operator`` reason is cut to this many characters
+_MAX_REASON_CHARS = 500
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -100,6 +122,14 @@ class ResearchJobWorkflow:
         self._state: JobState = inp.carried.model_copy(deep=True) if inp.carried else JobState()
         self._resolutions: list[ResolveInput] = []
         self._review_busy = False
+        #: the latest signed ``retry``/``abandon`` for a step that needs an operator, and
+        #: how many have arrived (every waiting step acts on the next one)
+        self._operator_action: ResolveInput | None = None
+        self._operator_round = 0
+        #: steps waiting for an operator, and the status and reason to go back to when the
+        #: last of them is retried
+        self._operator_waiting = 0
+        self._resume: tuple[Any, str | None] = ("running", None)
 
     # ------------------------------------------------------------------ run
     @workflow.run
@@ -126,6 +156,9 @@ class ResearchJobWorkflow:
             await stages
         except asyncio.CancelledError:
             pass
+        except ActivityError as failed:  # the activity the stages awaited was cancelled
+            if not isinstance(failed.cause, CancelledError):
+                raise
 
     async def _run_stages(self) -> JobResult:
         state = self._state
@@ -203,8 +236,10 @@ class ResearchJobWorkflow:
         try:
             decided = await self._act("decide", DecideInput(job=self._job(), context=ctx,
                                                             turn=turn),
-                                      DecideResult, max_attempts=self._spec.model.max_attempts)
+                                      DecideResult, stop_for_operator=False)
         except ActivityError as failed:
+            if isinstance(failed.cause, CancelledError):
+                raise  # the job is being cancelled: not a failure of the model
             # a model that keeps failing stops the job for a human, never retries for ever
             cause = str(failed.cause or failed)
             return await self._research_blocked(f"model_call_failed ({cause[:300]})")
@@ -355,6 +390,10 @@ class ResearchJobWorkflow:
                 reason = f"{reason} ({ref.blocked_detail})"
             await self._block(stage, reason, self._block_timeout(ref))
             await self._apply_resolutions()
+            if workflow.patched(ROLLOVER_AFTER_RESOLVE_PATCH):
+                # a step blocked and resolved again and again must not grow one history
+                # without bound: the next run starts this stage over (assembly first)
+                self._maybe_continue_as_new()
 
     async def _block(self, stage: str, reason: str, timeout: timedelta) -> None:
         """Wait, blocked, for a ``resolve`` (the caller applies it) or fail at ``timeout``."""
@@ -368,6 +407,10 @@ class ResearchJobWorkflow:
             await self._checkpoint(stage, [], note=f"failed: {reason}")
             raise ApplicationError(f"failed: {reason}", type="JobBlocked",
                                    non_retryable=True) from None
+        abandon = next((r for r in self._resolutions if r.action == "abandon"), None)
+        if abandon is not None:
+            self._resolutions.clear()
+            await self._end_abandoned(stage, reason, abandon)
         state.status, state.blocked_reason = "running", None
 
     async def _apply_resolutions(self) -> None:
@@ -412,13 +455,23 @@ class ResearchJobWorkflow:
             assert refs.draft is not None
             if inp.signature is not None:
                 self._remember(inp.signature)
-            ref = await self._act("record_review", RecordReviewInput(
-                job=self._job(), decision_id=decision_id, decision=inp.decision,
-                reviewer=inp.reviewer, draft=refs.draft, destination=inp.destination,
-                comments=inp.comments, decided_at=workflow.now().isoformat(),
-                parent_revision=refs.review.revision if refs.review else None,
-                signature=inp.signature,
-            ), ArtifactRef)
+            try:
+                ref = await self._act("record_review", RecordReviewInput(
+                    job=self._job(), decision_id=decision_id, decision=inp.decision,
+                    reviewer=inp.reviewer, draft=refs.draft, destination=inp.destination,
+                    comments=inp.comments, decided_at=workflow.now().isoformat(),
+                    parent_revision=refs.review.revision if refs.review else None,
+                    signature=inp.signature,
+                ), ArtifactRef, stop_for_operator=False)
+            except ActivityError as failed:
+                if isinstance(failed.cause, CancelledError):
+                    raise
+                # the decision is refused to its sender; the job keeps waiting for one (any
+                # reviewer's) and its review timer runs on — the finally below frees it
+                raise ApplicationError(
+                    f"decision not recorded, the job still waits for one: "
+                    f"{_failure_reason('record_review', failed, self._spec.model.max_attempts)}",
+                    type="ReviewNotRecorded", non_retryable=True) from None
             comments = inp.comments if inp.decision == "request_changes" else []
             every_round = [*refs.all_review_comments, *comments][-_ALL_COMMENTS_KEPT:]
             self._set_refs(review=ref, review_comments=comments, all_review_comments=every_round)
@@ -487,26 +540,42 @@ class ResearchJobWorkflow:
                 self._state.refused_commands += 1
                 return
             assert inp.signature is not None
-        if self._state.status == "blocked":
+        status = self._state.status
+        if status == "blocked" or (status == "needs_operator"
+                                   and inp.action in ("retry", "abandon")):
             if inp.signature is not None:
                 self._remember(inp.signature)
-            self._resolutions.append(inp)
+            self._accept_resolution(inp)
         else:
             self._state.ignored_resolutions += 1
 
     @workflow.update
     def resolve_blocked(self, inp: ResolveInput) -> None:
-        """A signed resolution of the current block, refused to the caller when it is bad."""
+        """A signed resolution of the current block — or, for a step that needs an
+        operator, a signed ``retry`` or ``abandon`` — refused to the caller when it is bad."""
         assert inp.signature is not None
         self._remember(inp.signature)
-        self._resolutions.append(inp)
+        self._accept_resolution(inp)
 
     @resolve_blocked.validator
     def _validate_resolve(self, inp: ResolveInput) -> None:
-        if self._state.status != "blocked":
+        status = self._state.status
+        if status == "needs_operator":
+            if inp.action not in ("retry", "abandon"):
+                raise ValueError(f"job {self._spec.job_id} needs an operator "
+                                 f"({self._state.blocked_reason}); resolve it with retry or "
+                                 f"abandon, not {inp.action}")
+        elif status != "blocked":
             raise ValueError(f"job {self._spec.job_id} is not blocked "
                              f"(status {self._state.status})")
         self._check_signature(inp.signature, "resolve", inp.signed_body(), operators=True)
+
+    def _accept_resolution(self, inp: ResolveInput) -> None:
+        if self._state.status == "needs_operator":
+            self._operator_action = inp
+            self._operator_round += 1
+        else:
+            self._resolutions.append(inp)
 
     @workflow.update
     def cancel(self, inp: CancelInput) -> None:
@@ -584,21 +653,92 @@ class ResearchJobWorkflow:
         self._state.refs = self._refs.model_copy(update=changes)
 
     async def _act(self, name: str, arg: BaseModel, result_type: type[R], *,
-                   max_attempts: int = 0) -> R:
-        """Run activity ``name``; ``max_attempts`` 0 keeps retrying what may succeed."""
-        runtime = self._spec.runtime
-        result: R = await workflow.execute_activity(
-            name, arg, result_type=result_type,
-            start_to_close_timeout=runtime.activity_timeout,
-            heartbeat_timeout=runtime.heartbeat_timeout,
-            retry_policy=RetryPolicy(
-                initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
-                maximum_attempts=max_attempts,
-                non_retryable_error_types=list(ACTIVITY_NON_RETRYABLE_ERROR_TYPES)),
-        )
-        return result
+                   stop_for_operator: bool = True) -> R:
+        """Run activity ``name`` within its bound (``temporal_config.ACTIVITY_LIMITS``).
 
-    async def _checkpoint(self, stage: str, next_steps: list[str], note: str = "") -> None:
+        When the bound is reached or the error is permanent, the job stops for an operator
+        (``_needs_operator``) and runs the activity again on a signed ``retry``; with
+        ``stop_for_operator=False`` the ``ActivityError`` goes to the caller instead (the
+        model call's ``model_call_failed`` block, the review Update's refusal).
+        """
+        runtime = self._spec.runtime
+        while True:
+            try:
+                result: R = await workflow.execute_activity(
+                    name, arg, result_type=result_type,
+                    start_to_close_timeout=runtime.activity_timeout,
+                    schedule_to_close_timeout=activity_schedule_to_close(
+                        name, activity_timeout=runtime.activity_timeout),
+                    heartbeat_timeout=runtime.heartbeat_timeout,
+                    retry_policy=activity_retry_policy(
+                        name, model_attempts=self._spec.model.max_attempts),
+                )
+                return result
+            except ActivityError as failed:
+                if (not stop_for_operator or isinstance(failed.cause, CancelledError)
+                        or not workflow.patched(NEEDS_OPERATOR_PATCH)):
+                    raise
+                await self._needs_operator(name, failed)
+
+    async def _needs_operator(self, name: str, failed: ActivityError) -> None:
+        """Wait, with status ``needs_operator: <reason>``, for a signed ``retry`` (return:
+        the caller runs the activity again) or ``abandon`` (the job ends ``failed``,
+        nothing published). The wait is bounded like a block's (the spec's
+        ``block_timeout``, else 24 hours); on expiry the job ends ``failed`` too.
+
+        No activity runs here, so a failing store cannot fail this wait in turn. Several
+        steps of one turn may wait together (parallel tool calls): each acts on the next
+        operator action, the status shows the latest failure, and it goes back to what it
+        was only when no step waits any more.
+        """
+        state = self._state
+        reason = f"needs_operator: {_failure_reason(name, failed, self._spec.model.max_attempts)}"
+        if state.status != "needs_operator":
+            self._resume = (state.status, state.blocked_reason)
+        state.status, state.blocked_reason = "needs_operator", reason
+        workflow.set_current_details(reason)
+        seen = self._operator_round
+        timeout = self._spec.block_timeout or _DEFAULT_BLOCK_TIMEOUT
+        self._operator_waiting += 1
+        try:
+            await workflow.wait_condition(lambda: self._operator_round > seen, timeout=timeout)
+        except TimeoutError:
+            await self._end_failed(state.stage, f"{reason} (no operator within {timeout})",
+                                   "NeedsOperatorTimeout")
+        finally:
+            self._operator_waiting -= 1
+        action = self._operator_action
+        if action is not None and action.action == "abandon":
+            await self._end_abandoned(state.stage, reason, action)
+        if self._operator_waiting == 0:
+            state.status, state.blocked_reason = self._resume
+            workflow.set_current_details("")
+
+    async def _end_abandoned(self, stage: str, reason: str, action: ResolveInput) -> NoReturn:
+        """End the job ``failed``: an operator or reviewer abandoned it (signed)."""
+        signer = action.signature.signer if action.signature is not None else "unsigned"
+        note = f" — {action.note[:200]}" if action.note else ""
+        await self._end_failed(stage, f"abandoned by {signer}{note}: {reason}", "JobAbandoned")
+
+    async def _end_failed(self, stage: str, reason: str, kind: str) -> NoReturn:
+        """Fail the job with ``reason``; a last checkpoint records it when the store lets
+        it (this is the way out of a failure, so a failed checkpoint does not stop it)."""
+        state = self._state
+        state.status = "failed"
+        if state.refs is not None:
+            try:
+                await self._checkpoint(stage, [], note=f"failed: {reason}",
+                                       stop_for_operator=False)
+            except ActivityError as failed:
+                if isinstance(failed.cause, CancelledError):
+                    raise
+        # from None: the reason says what failed; the activity's failure (when this runs
+        # inside its handler) would otherwise become the failure's cause, which
+        # ``pressroom status`` shows instead of the reason
+        raise ApplicationError(f"failed: {reason}", type=kind, non_retryable=True) from None
+
+    async def _checkpoint(self, stage: str, next_steps: list[str], note: str = "", *,
+                          stop_for_operator: bool = True) -> None:
         state = self._state
         state.checkpoint_seq += 1  # checkpoints are sealed: every one gets its own id
         cp_id = f"{self._spec.job_id}-cp-{state.checkpoint_seq:04d}-{stage}"
@@ -608,7 +748,7 @@ class ResearchJobWorkflow:
             stage=stage, status=state.status, state=self._refs,
             manifest_ids=state.manifest_ids[-5:],
             open_items=open_items, next_steps=next_steps,
-        ), CheckpointResult)
+        ), CheckpointResult, stop_for_operator=stop_for_operator)
         self._set_refs(checkpoint_id=cp_id)
 
     def _result(self, reason: str | None = None) -> JobResult:
@@ -630,6 +770,27 @@ class ResearchJobWorkflow:
         research.run_start_turn = research.turn
         self._state.continued_runs += 1
         workflow.continue_as_new(ResearchJobInput(spec=self._spec, carried=self._state))
+
+
+def _failure_reason(name: str, failed: ActivityError, model_attempts: int) -> str:
+    """One bounded line: which activity, why it stopped, and its last error (the worker
+    redacted the message before it left: activities/error_redaction.py)."""
+    cause = failed.cause
+    if failed.retry_state == RetryState.NON_RETRYABLE_FAILURE:
+        how = "a permanent error"
+    elif failed.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
+        attempts = ACTIVITY_LIMITS[name].max_attempts or model_attempts
+        how = f"gave up after {attempts} attempts"
+    elif failed.retry_state == RetryState.TIMEOUT:
+        how = "out of time"
+    else:
+        how = "failed"
+    if isinstance(cause, ApplicationError):
+        last = f"{cause.type or 'ApplicationError'}: {cause.message}"
+    else:
+        last = f"{type(cause).__name__}: {cause}" if cause is not None else str(failed)
+    text = " ".join(f"{name} failed ({how}): {last}".split())
+    return text if len(text) <= _MAX_REASON_CHARS else text[:_MAX_REASON_CHARS - 1] + "…"
 
 
 __all__ = ["ResearchJobWorkflow"]

@@ -1,4 +1,7 @@
-"""Turning ``pressroom resolve`` flags into one ``ResolveInput`` (or a clear error)."""
+"""Turning ``pressroom resolve`` flags into one ``ResolveInput`` (or a clear error).
+
+No flag is ``retry``: a blocked step assembles again, a step that needs an operator runs
+again. ``--abandon`` ends a blocked job, or one that needs an operator, ``failed``."""
 
 from __future__ import annotations
 
@@ -16,11 +19,13 @@ _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
 def build_resolution(*, add_source: str | None = None, refresh: str | None = None,
                      budget: int | None = None, context_limit: int | None = None,
                      accept: str | None = None, token_budget: int | None = None,
-                     accept_gathered: bool = False, note: str = "") -> ResolveInput:
+                     accept_gathered: bool = False, abandon: bool = False,
+                     note: str = "") -> ResolveInput:
     given = [name for name, v in (("--add-source", add_source), ("--refresh", refresh),
                                   ("--budget", budget), ("--context-limit", context_limit),
                                   ("--accept", accept), ("--token-budget", token_budget),
-                                  ("--accept-gathered", accept_gathered or None))
+                                  ("--accept-gathered", accept_gathered or None),
+                                  ("--abandon", abandon or None))
              if v is not None]
     if len(given) > 1:
         raise JobError(f"give one resolution at a time, not {' and '.join(given)}")
@@ -51,6 +56,8 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
         return ResolveInput(action="raise_budget", token_budget=token_budget, note=note)
     if accept_gathered:
         return ResolveInput(action="accept_gathered", note=note)
+    if abandon:
+        return ResolveInput(action="abandon", note=note)
     if accept is not None:
         key, sep, revision = accept.rpartition("=")
         if not sep or not key or not revision:

@@ -8,29 +8,37 @@ Paths: approve (happy), request changes → revise → approve, reject, review t
 expired, blocked → resolve → approve — recorded before the research loop — and the loop's
 own: approve, request changes → research again → revise → approve, and a token budget
 exhausted → accept what was gathered → approve; and the signed commands': an unsigned
-resolve signal dropped then a signed resolution → approve, and a signed cancel. Each runs
-for real (dev server, worker, SQLite store, document sources, extractive provider) in a
-temporary directory.
+resolve signal dropped then a signed resolution → approve, and a signed cancel; and the
+bounded retries' (``needs-operator`` and ``continue-as-new-after-resolve`` patches): a
+publish that fails permanently → needs_operator → a signed retry → published, a draft that
+fails → needs_operator → abandoned, a decision that cannot be recorded → refused → another
+reviewer approves, and a block resolved again and again until the job continues as new
+(the first run is recorded). Each runs for real (dev server, worker, SQLite store,
+document sources, extractive provider) in a temporary directory; the failures come from
+the test hook ``PRESSROOM_TEST_FAIL_AT`` (activities/fail_hook.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from activities.fail_hook import FAIL_ENV
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.workflow_messages import ResolveInput
 from settings import Settings
+from tests.waiting import wait_for
 from tests.workflows.jobkit import (
     job_dict,
     resolve,
@@ -41,6 +49,7 @@ from tests.workflows.jobkit import (
 )
 from worker import build_worker
 from workflows import client as jobs
+from workflows.errors import ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 
@@ -106,6 +115,76 @@ async def _signed_cancel(client: Client, handle: WorkflowHandle[Any, Any],
                           reason="superseded")
 
 
+@contextlib.contextmanager
+def _failing(entry: str) -> Iterator[None]:
+    os.environ[FAIL_ENV] = entry  # the worker runs in this process
+    try:
+        yield
+    finally:
+        os.environ.pop(FAIL_ENV, None)
+
+
+async def _needs_operator(handle: WorkflowHandle[Any, Any]) -> None:
+    """Until the job needs an operator and no step is in flight (every failed one waits)."""
+    async def parked() -> bool:
+        status = await handle.query(ResearchJobWorkflow.status)
+        return status.status == "needs_operator" and not (
+            await handle.describe()).raw_description.pending_activities
+
+    await wait_for(parked, 120, "the job needing an operator")
+
+
+async def _publish_fails_then_retry(client: Client, handle: WorkflowHandle[Any, Any],
+                                    spec: JobSpec) -> None:
+    await wait_status(handle, {"awaiting_review"})
+    with _failing("publish:ReadOnlyFileSystem"):
+        await review(client, spec.job_id, "approve", reviewer="alice")
+        await _needs_operator(handle)
+    await resolve(client, spec.job_id, ResolveInput(action="retry"), signer="ops")
+
+
+async def _draft_fails_then_abandon(client: Client, handle: WorkflowHandle[Any, Any],
+                                    spec: JobSpec) -> None:
+    with _failing("draft:NoSpaceLeft"):
+        await _needs_operator(handle)
+        await resolve(client, spec.job_id, ResolveInput(action="abandon"), signer="ops")
+
+
+async def _review_not_recorded(client: Client, handle: WorkflowHandle[Any, Any],
+                               spec: JobSpec) -> None:
+    await wait_status(handle, {"awaiting_review"})
+    with _failing("record_review:ValidationError"):
+        try:
+            await review(client, spec.job_id, "approve", reviewer="alice")
+        except ReviewRejected:
+            pass
+        else:
+            raise AssertionError("a decision that could not be recorded was accepted")
+    await review(client, spec.job_id, "approve", reviewer="bob")
+
+
+async def _rollover_after_resolve(client: Client, handle: WorkflowHandle[Any, Any],
+                                  spec: JobSpec) -> None:
+    await wait_status(handle, {"blocked"})
+    first_run = (await handle.describe()).run_id
+    latest = client.get_workflow_handle(spec.job_id)
+    for _ in range(10):
+        await resolve(client, spec.job_id, ResolveInput(action="retry"), signer="ops")
+        await wait_status(latest, {"blocked"})
+        if (await latest.describe()).run_id != first_run:
+            break
+    else:
+        raise AssertionError("the job never continued as new")
+    await resolve(client, spec.job_id, ResolveInput(action="raise_budget", context_limit=32000),
+                  signer="ops")
+    await wait_status(latest, {"awaiting_review"})
+    await review(client, spec.job_id, "approve", reviewer="alice")
+
+
+_OPS = {"reviewers": ["alice", "bob"], "operators": ["ops"], "timeout": "10m"}
+#: scenarios whose first run is recorded (it continued as new where the patch says)
+FIRST_RUN = {"loop_rollover_after_resolve"}
+
 #: the first five were recorded before the research loop (they replay the one-shot
 #: acquisition behind the ``research-loop`` patch); ``loop_*`` run the loop
 ACQUIRE_ERA = {"approve", "revise_then_approve", "reject", "review_timeout",
@@ -123,6 +202,14 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
         "reviewers": ["alice"], "operators": ["ops"], "timeout": "10m"}}, _signed_resolve),
     "loop_signed_cancel": ({"review": {"reviewers": ["alice"], "operators": ["ops"],
                                        "timeout": "10m"}}, _signed_cancel),
+    "loop_needs_operator_retry": ({"review": _OPS}, _publish_fails_then_retry),
+    "loop_needs_operator_abandon": ({"review": _OPS}, _draft_fails_then_abandon),
+    "loop_review_not_recorded": ({"review": _OPS}, _review_not_recorded),
+    "loop_rollover_after_resolve": ({"review": _OPS, "model": {"context_limit": 5000},
+                                     "runtime": {"heartbeat_timeout": "3s",
+                                                 "activity_timeout": "2m",
+                                                 "continue_as_new_events": 50}},
+                                    _rollover_after_resolve),
 }
 
 
@@ -157,7 +244,11 @@ async def record(out_dir: Path = HERE, only: set[str] | None = None) -> list[Pat
                     spec = parse_job_spec(data)
                     handle = await jobs.start_job(env.client, spec, task_queue=queue)
                     await scenario(env.client, handle, spec)
-                    await handle.result()
+                    with contextlib.suppress(WorkflowFailureError):  # an abandoned job fails
+                        await handle.result()
+                    if name in FIRST_RUN:  # the run that continued as new, not the last
+                        handle = env.client.get_workflow_handle(
+                            spec.job_id, run_id=handle.first_execution_run_id)
                     history = await handle.fetch_history()
                     path = out_dir / f"{name}.json"
                     path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n",

@@ -22,11 +22,13 @@ import yaml
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.path_safety import PathRoots
+from contracts.workflow_messages import ResolveInput
 from settings import Settings
 from tests.secret_files import leaked, write_secret_files
 from tests.workflows.jobkit import (
     REPO_ROOT,
     job_dict,
+    resolve,
     roots_env,
     roots_for,
     running_worker,
@@ -84,10 +86,16 @@ async def never_started(client: Any, job_id: str) -> None:
 
 
 async def wait_ended(client: Any, job_id: str, timeout: float = 120.0) -> jobs.JobView:
+    """The job's view once it ended. A refused path is permanent: the step gets one
+    attempt and the job waits for an operator (``needs_operator: <reason>``); this
+    operator abandons it (signed, as the listed reviewer ``alice``), so it ends ``failed``
+    with that reason."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         view = await jobs.view_job(client, job_id, worker_grace=5)
-        if view.execution != "RUNNING" or asyncio.get_running_loop().time() > deadline:
+        if view.live is not None and view.live.status == "needs_operator":
+            await resolve(client, job_id, ResolveInput(action="abandon"), signer="alice")
+        elif view.execution != "RUNNING" or asyncio.get_running_loop().time() > deadline:
             return view
         await asyncio.sleep(0.25)
 

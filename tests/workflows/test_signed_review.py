@@ -231,7 +231,9 @@ async def test_worker_refuses_a_registered_reviewer_signing_with_another_key(
         make_spec: Callable[..., JobSpec]) -> None:
     """A job author lists the registered reviewer ``alice`` with a key of their own and
     approves with it. The workflow accepts it (the key is the job's), but the worker's
-    publish checks the operator's registry and refuses: the job fails, nothing is written."""
+    publish checks the operator's registry and refuses (once: ``PublishRefused`` is
+    permanent); the job waits for an operator, who abandons it: it fails, nothing is
+    written."""
     home = tmp_path / "home"
     (home / "reviewers").mkdir(parents=True)
     (home / "reviewers" / "alice.pub").write_text(
@@ -244,9 +246,12 @@ async def test_worker_refuses_a_registered_reviewer_signing_with_another_key(
             handle = await start_job(client, spec, task_queue)
             await wait_status(handle, {"awaiting_review"})
             await review(client, spec.job_id, "approve", reviewer="alice")
+            status = await wait_status(handle, {"needs_operator"})
+            assert "other than the one registered" in (status.blocked_reason or "")
+            await resolve(client, spec.job_id, ResolveInput(action="abandon"), signer="bob")
             with pytest.raises(WorkflowFailureError) as err:
                 await handle.result()
     finally:
         await runtime.close()
-    assert "other than the one registered" in str(err.value.cause.cause)  # type: ignore[union-attr]
+    assert "other than the one registered" in str(err.value.cause)
     assert published_files(spec) == []
