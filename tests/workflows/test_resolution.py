@@ -17,10 +17,12 @@ def test_each_flag_maps_to_its_action() -> None:
     acc = build_resolution(accept="job_spec:j1=2")
     assert (acc.canonical_key, acc.revision) == ("job_spec:j1", "2")
     assert build_resolution().action == "retry"
+    assert build_resolution(abandon=True, note="gone").action == "abandon"
 
 
 @pytest.mark.parametrize(("flags", "message"), [
     ({"budget": 1, "refresh": "x"}, "one resolution at a time"),
+    ({"abandon": True, "refresh": "x"}, "--refresh and --abandon"),
     ({"budget": 0}, "positive token count"),
     ({"context_limit": -1}, "positive token count"),
     ({"accept": "no-equals"}, "CANONICAL_KEY=REVISION"),
