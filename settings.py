@@ -23,7 +23,8 @@ is the old name of ``PRESSROOM_DATABASE_URL``; it is still read for one release,
 
 Test and benchmark hooks are not settings and are read where they are used:
 ``PRESSROOM_TEST_PAUSE_AT`` / ``PRESSROOM_TEST_PAUSE_DIR`` (``activities.runtime``, crash
-tests), ``PRESSROOM_TEST_POSTGRES_URL`` and ``PRESSROOM_CI`` (``tests/``),
+and fault tests), ``PRESSROOM_FAULTS`` (``tests/faults``), ``PRESSROOM_TEST_POSTGRES_URL``
+and ``PRESSROOM_CI`` (``tests/``),
 ``PRESSROOM_BENCH_POSTGRES_URL`` (``bench/store.py``) and ``PRESSROOM_UPDATE_GOLDEN``
 (``tests/context``); README.md lists them.
 """

@@ -102,10 +102,12 @@ async def write_checkpoint(runtime: ActivityRuntime, inp: CheckpointInput) -> Ch
     body = await build_checkpoint(runtime, inp)
     spec = await runtime.spec_of(inp.job)
     await pause_point(f"checkpoint_{inp.stage}")
+    await pause_point("write_checkpoint_before_write")
     # The store seals the body under the sha256 of its canonical JSON (the same bytes
     # ``runtime.dumps`` gives for this JSON-native body), so its answer is the hash.
     digest = await store.put_checkpoint(inp.checkpoint_id, run_id=spec.job_id,
                                         step_id=inp.step_id, body=body, scope=scope_of(spec))
+    await pause_point("write_checkpoint_after_write")
     return CheckpointResult(checkpoint_id=inp.checkpoint_id, content_hash=str(digest))
 
 

@@ -21,7 +21,7 @@ import context
 from activities.candidates import CandidateSet, attestation_summary, load_candidates
 from activities.job_policy import job_policy
 from activities.research_tools import TOOL_DEFINITIONS
-from activities.runtime import ActivityRuntime, scope_of
+from activities.runtime import ActivityRuntime, pause_point, scope_of
 from context.admission.security import redact_secrets
 from context.items import ScopeRef
 from context.policy import ContextPolicy
@@ -98,8 +98,10 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
         }
         input_hash = ser.hash
     status = "blocked" if blocked else "ready"
+    await pause_point("assemble_context_before_write")
     await store.put_manifest(manifest.manifest_id, run_id=spec.job_id, step_id=inp.step_id,
                              status=status, body=body, scope=scope_of(spec))
+    await pause_point("assemble_context_after_write")
     reason = str(outcome.blocked_reason) if isinstance(outcome, context.ContextAssemblyBlocked) \
         else None
     # The wait for a resolve is the policy's to bound (docs/architecture.md#blocked-steps):

@@ -117,6 +117,7 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
                   "output_tokens": decision.output_tokens or 0},
     }
     raw = dumps(body)
+    await pause_point("decide_before_write")
     record = await put_once(store, "model_decision", artifact_id, raw, spec=spec,
                             trust="untrusted_external_data", parent_revision=None,
                             write_id=ctx.step_id, metadata={"manifest_id": ctx.manifest_id})
@@ -126,4 +127,5 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         body = json.loads(stored)
     if decision.input_tokens is not None:
         await store.record_usage(ctx.manifest_id, decision.input_tokens, principal=principal)
+    await pause_point("decide_after_write")
     return _result(record, body)

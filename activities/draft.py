@@ -80,6 +80,7 @@ async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
     result = await provider.complete(serialized["payload"], adapter=serialized["adapter"],
                                      purpose=purpose)
     text = result.text if result.text.endswith("\n") else result.text + "\n"
+    await pause_point("draft_before_write")
     rec = await put_once(
         store, "article_draft", draft_id(spec.job_id), text.encode("utf-8"), spec=spec,
         trust="derived_context", write_id=ctx.step_id, media_type="text/markdown",
@@ -89,5 +90,6 @@ async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
     if result.input_tokens is not None:
         await store.record_usage(ctx.manifest_id, result.input_tokens,
                                  principal=principal_of(spec))
+    await pause_point("draft_after_write")
     return DraftResult(draft=ref_of(rec), summary=summarize(text),
                        input_tokens=result.input_tokens, output_tokens=result.output_tokens)

@@ -234,6 +234,7 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
               f"@{inp.draft.revision} {inp.draft.content_hash} "
               f"review={decision['decision_id']} -->\n\n")
     data = header.encode("utf-8") + draft_body
+    await pause_point("publish_before_write")
     path = write_article(spec.destination, spec.job_id, data, runtime.roots)
     await pause_point("publish_after_write")
     body = PublishResult(
@@ -243,4 +244,5 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
         published_at=datetime.now(UTC).isoformat(),
     )
     stored = await store.put_receipt(key, body=body.model_dump(mode="json"), scope=scope_of(spec))
+    await pause_point("publish_after_receipt")
     return PublishResult.model_validate(stored)

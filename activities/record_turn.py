@@ -161,9 +161,11 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
                                  "tool_name": result["tool_name"], "status": result["status"],
                                  "content": result["content"],
                                  "result_hash": result["result_hash"]})
+    await pause_point("record_turn_before_write")
     tool_record = await put_once(store, "tool_record", chunk_id, dumps(tools),
                                  spec=spec, trust="trusted_state", write_id=write,
                                  parent_revision=held.revision if held else None)
+    await pause_point("record_turn_between_writes")
 
     new_records: list[EvidenceRecord] = []
     plan_text: str | None = None
@@ -205,5 +207,6 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
                               parent_revision=state.agent_plan.revision
                               if state.agent_plan else None)
         plan_ref = ref_of(plan)
+    await pause_point("record_turn_after_write")
     return RecordTurnResult(tool_records=ref_of(tool_record), notes=notes_ref,
                             agent_plan=plan_ref, notes_added=len(new_records))

@@ -98,10 +98,12 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
              "results": [*old_tools["results"], *results]}
 
     write = inp.context.step_id
+    await pause_point("research_before_write")
     src_rec = await put_once(store, "source_records", src_id, dumps({"acquisitions": acquisitions}),
                              spec=spec, trust="trusted_state", write_id=write,
                              parent_revision=state.source_records.revision
                              if state.source_records else None)
+    await pause_point("research_between_writes")
     ev_rec = await put_once(store, "evidence_pack", ev_id, dumps({"records": records}),
                             spec=spec, trust="mixed", write_id=write,
                             parent_revision=state.evidence_pack.revision
@@ -109,6 +111,7 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     tool_rec = await put_once(store, "tool_record", tool_id, dumps(tools), spec=spec,
                               trust="trusted_state", write_id=write,
                               parent_revision=held_tools.revision if held_tools else None)
+    await pause_point("research_after_write")
     outcomes = [str(a.outcome) for a in acquired]
     return ResearchResult(
         source_records=ref_of(src_rec), evidence_pack=ref_of(ev_rec), tool_records=ref_of(tool_rec),

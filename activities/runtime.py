@@ -7,13 +7,21 @@ alive, which is how the server notices a dead worker within ``heartbeat_timeout`
 waiting for the whole start-to-close timeout. ``put_once`` makes a write safe to retry.
 
 Test hook (documented here because crash tests rely on it): when the environment variable
-``PRESSROOM_TEST_PAUSE_AT`` names a pause point (comma-separated; points are ``research``,
-``decide``, ``run_tool``, ``record_turn``, ``checkpoint_<stage>``, ``draft`` and
-``publish_after_write``), the activity reaching it writes the marker file
-``$PRESSROOM_TEST_PAUSE_DIR/<point>.reached`` and then waits forever while still
-heartbeating. A test SIGKILLs the worker process once the marker exists, starts a fresh
-worker without the variable, and checks the job completes exactly once. The hook does
-nothing when the variable is unset.
+``PRESSROOM_TEST_PAUSE_AT`` names a pause point (comma-separated), the activity reaching it
+writes the marker file ``$PRESSROOM_TEST_PAUSE_DIR/<point>.reached`` (holding the pid of
+the process that paused) and then waits, still heartbeating, until the process is killed
+or the test writes ``<point>.release`` beside the marker (a released point lets every later
+arrival through, each leaving ``<point>.passed``). A test SIGKILLs the worker process once
+the marker exists, starts a fresh worker without the variable, and checks the job
+completes exactly once; or it injects a fault (a server or database restart, a read-only
+or full disk) and releases the point. The hook does nothing when the variable is unset.
+The points: ``research``, ``decide``, ``run_tool``, ``record_turn``, ``checkpoint_<stage>``
+and ``draft`` (each before the activity's work); and for every activity in
+``activities.registry``, ``<activity>_before_write`` (its work done, before its first
+store or file write) and ``<activity>_after_write`` (after its last one, before it
+returns) — plus ``research_between_writes`` and ``record_turn_between_writes`` (after the
+first of their writes), and for ``publish`` ``publish_after_write`` (the article written,
+its receipt not yet) and ``publish_after_receipt`` (the fault matrix, ``tests/faults``).
 """
 
 from __future__ import annotations
@@ -246,6 +254,11 @@ async def pause_point(name: str) -> None:
         return
     marker_dir = Path(os.environ.get(PAUSE_DIR_ENV) or ".")
     marker_dir.mkdir(parents=True, exist_ok=True)
-    (marker_dir / f"{name}.reached").write_text(str(os.getpid()), encoding="utf-8")
-    while True:  # killed from outside; heartbeats keep flowing meanwhile
-        await asyncio.sleep(3600)
+    # written whole (a test reads the pid as soon as the marker exists)
+    partial = marker_dir / f".{name}.{os.getpid()}.partial"
+    partial.write_text(str(os.getpid()), encoding="utf-8")
+    os.replace(partial, marker_dir / f"{name}.reached")
+    release = marker_dir / f"{name}.release"
+    while not release.exists():  # killed from outside, or released; heartbeats go on
+        await asyncio.sleep(0.05)
+    (marker_dir / f"{name}.passed").write_text(str(os.getpid()), encoding="utf-8")

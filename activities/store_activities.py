@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import hashlib
 
-from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
+from activities.runtime import (
+    ActivityRuntime,
+    dumps,
+    pause_point,
+    principal_of,
+    put_once,
+    ref_of,
+)
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from contracts.job_spec import JobSpec
 from contracts.path_safety import check_job_paths
@@ -39,10 +46,12 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     head = await store.head("job_spec", job_spec_id(spec), principal=principal_of(spec))
     if head is not None and head.content_hash == digest:
         return ref_of(head)
+    await pause_point("store_job_spec_before_write")
     rec = await put_once(store, "job_spec", job_spec_id(spec), body, spec=spec,
                          trust="task_authority",
                          parent_revision=head.revision if head else None,
                          write_id=f"job-spec:{digest}")
+    await pause_point("store_job_spec_after_write")
     return ref_of(rec)
 
 
@@ -75,11 +84,13 @@ async def write_plan(runtime: ActivityRuntime, inp: PlanInput) -> ArtifactRef:
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
     text = render_plan(spec)
+    await pause_point("write_plan_before_write")
     rec = await put_once(store, "research_plan", plan_id(spec), text.encode("utf-8"),
                          spec=spec, trust="trusted_state",
                          parent_revision=inp.parent_revision,
                          write_id=inp.context.step_id, media_type="text/markdown",
                          metadata={"manifest_id": inp.context.manifest_id})
+    await pause_point("write_plan_after_write")
     return ref_of(rec)
 
 
@@ -101,12 +112,14 @@ async def record_review(runtime: ActivityRuntime, inp: RecordReviewInput) -> Art
         "signature": (inp.signature.model_dump(mode="json")
                       if inp.signature is not None else None),
     }
+    await pause_point("record_review_before_write")
     rec = await put_once(store, "review_decision", review_id(spec), dumps(body),
                          spec=spec, trust="trusted_state",
                          parent_revision=inp.parent_revision, write_id=inp.decision_id,
                          principal_id=inp.reviewer,
                          metadata={"decision": inp.decision,
                                    "draft_hash": inp.draft.content_hash})
+    await pause_point("record_review_after_write")
     return ref_of(rec)
 
 

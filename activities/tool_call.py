@@ -177,9 +177,11 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
                    "rejection": rejection},
     }
     raw = dumps(body)
+    await pause_point("run_tool_before_write")
     record = await put_once(store, "tool_record", artifact_id, raw, spec=spec,
                             trust="untrusted_external_data", parent_revision=None,
                             write_id=inp.call_id)
+    await pause_point("run_tool_after_write")
     if record.content_hash == content_hash(raw):
         return record, body  # this attempt's write: no need to read it back
     _, stored = await store.get("tool_record", artifact_id, principal=principal,
