@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from sqlalchemy import event, text
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import NullPool
 
 from artifacts.errors import DatabaseUnavailable
 from artifacts.txrunner import PgRunner, Runner, SqliteRunner
@@ -73,11 +74,13 @@ class SqliteDialect(Dialect):
 
     def engine_kwargs(self) -> dict[str, Any]:
         # The sqlite3 `timeout` is the busy timeout the driver applies while waiting for locks.
+        # No pool: the store's own connections are the runner's, and an engine connection
+        # kept open after a migration check would outlive a read-only spell of the file —
+        # SQLite opens a file it may not write read-only, silently, and every connection
+        # of the process then shares that read-only view (``txrunner._read_only``).
         return {
             "connect_args": {"timeout": self.busy_timeout_ms / 1000},
-            "pool_size": 8,
-            "max_overflow": 24,
-            "pool_timeout": 120,
+            "poolclass": NullPool,
         }
 
     def install(self, engine: AsyncEngine) -> None:

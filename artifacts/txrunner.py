@@ -152,6 +152,8 @@ class SqliteRunner(Runner):
             _rollback(conn)
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY_CODES:
                 return False, None
+            if _read_only(exc):  # opened while the file was read-only: reopen next time
+                self._close_read_only()
             raise
         except BaseException:
             _rollback(conn)
@@ -201,12 +203,28 @@ class SqliteRunner(Runner):
             box: list[sqlite3.Connection] = [self._idle.pop()] if self._idle else []
             try:
                 yield box
+            except sqlite3.OperationalError as exc:
+                if _read_only(exc):  # opened while the file was read-only
+                    if box:
+                        box.pop().close()
+                    self._close_read_only()
+                raise
             finally:
                 if box:
                     if box[0].in_transaction:  # the rollback itself was interrupted
                         box[0].close()
                     else:
                         self._idle.append(box[0])
+
+    def _close_read_only(self) -> None:
+        """Close the loop's and every idle connection (``_read_only``): they share one
+        read-only view of the file's shared memory, which a new connection would join."""
+        if self._loop_conn is not None:
+            self._loop_conn.close()
+            self._loop_conn = None
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
     async def step(self, tx: Tx, fn: Callable[..., T], args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> T:
@@ -232,6 +250,16 @@ def _opened(box: list[sqlite3.Connection],
     if not box:
         box.append(open_connection())
     return box[0]
+
+
+def _read_only(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused a write because its connection is read-only.
+
+    SQLite opens a file it may not write (a read-only mount, a file mode without write)
+    read-only without a word, and that connection stays read-only after the file is
+    writable again; so one that says so is closed, and the next attempt opens afresh.
+    """
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
