@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -151,6 +152,8 @@ ROWS: list[Row] = []
 
 
 def _cell_text(text: str) -> str:
+    """One table cell: no pipes or newlines, an absolute path shortened to its last name."""
+    text = re.sub(r"(?:/[^\s/:'\"]+)+/([^\s/:'\"]+)", r"…/\1", text)
     return text.replace("|", "\\|").replace("\n", " ")
 
 

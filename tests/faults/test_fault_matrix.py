@@ -267,7 +267,7 @@ async def test_postgres_restart(temporal_env: WorkflowEnvironment, tmp_path: Pat
         pg.stop("fast")  # every open transaction is rolled back, the holder's too
         failure = await wait_for(lambda: _pending_failure(driver, "draft"), 60,
                                  "the in-flight write's attempt failing")
-        row.note = f"in-flight attempt failed: {failure[:120]}"
+        row.note = f"in-flight attempt failed: {failure[:200]}"
         pg.start()
         await pg.wait_ready()
         result = await _to_end_with_operator(driver, row)
