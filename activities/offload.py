@@ -141,7 +141,10 @@ def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
             else type(exc).__name__,
             # Temporal records the message in workflow history; an error quoting external
             # content (a clone URL with its token) is redacted first
-            "message": redact_secrets(str(exc)) or type(exc).__name__,
+            # an ApplicationError's str() is "<type>: <message>": its message alone, or the
+            # worker's re-raise would name the type twice
+            "message": redact_secrets(exc.message if isinstance(exc, ApplicationError)
+                                      else str(exc)) or type(exc).__name__,
             "non_retryable": bool(getattr(exc, "non_retryable", False)),
         }
 

@@ -99,7 +99,7 @@ class ActivityLimit:
     included; it is never shorter than the spec's ``runtime.activity_timeout`` (one
     attempt's bound). ``on_exhausted`` says what the workflow does when the bound is
     reached or the error is permanent; ``reason`` why the bound is what it is.
-    docs/architecture.md#bounded-retries shows this table.
+    docs/architecture.md#failed-steps-bounded-retries-and-needs_operator shows this table.
     """
 
     max_attempts: int | None
@@ -109,7 +109,8 @@ class ActivityLimit:
 
 
 NEEDS_OPERATOR = "needs_operator"
-#: one place for every activity's bound (docs/architecture.md#bounded-retries)
+#: one place for every activity's bound
+#: (docs/architecture.md#failed-steps-bounded-retries-and-needs_operator)
 ACTIVITY_LIMITS: dict[str, ActivityLimit] = {
     "store_job_spec": ActivityLimit(
         20, None, NEEDS_OPERATOR,
