@@ -51,6 +51,8 @@ RETRIED: dict[str, str] = {
     "ArtifactNotFound": "retried up to the activity's bound (a revision the job names that "
                         "is not there yet, say behind a replica); then needs_operator",
     "DatabaseUnavailable": "the database may come back",
+    "AttestationKeyError": "raised only where the worker and the CLI load the attestation "
+                           "keys (the worker refuses to start), never inside an activity",
     "SchemaNotReady": "migrations may be applied while the activity backs off",
     "ContextError": "the engine's base class; raised itself only for a wrong argument type",
     "InvariantViolation": "the engine caught its own bug; a fixed worker can retry the step "
