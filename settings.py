@@ -25,8 +25,8 @@ Test and benchmark hooks are not settings and are read where they are used:
 ``PRESSROOM_TEST_PAUSE_AT`` / ``PRESSROOM_TEST_PAUSE_DIR`` (``activities.runtime``, crash
 and fault tests), ``PRESSROOM_FAULTS`` (``tests/faults``), ``PRESSROOM_TEST_POSTGRES_URL``
 and ``PRESSROOM_CI`` (``tests/``),
-``PRESSROOM_BENCH_POSTGRES_URL`` (``bench/store.py``) and ``PRESSROOM_UPDATE_GOLDEN``
-(``tests/context``); README.md lists them.
+``PRESSROOM_BENCH_POSTGRES_URL`` (``bench/store.py``), ``PRESSROOM_UPDATE_GOLDEN``
+(``tests/context``) and ``PRESSROOM_FUZZ`` (``tests/fuzz``); README.md lists them.
 """
 
 from __future__ import annotations

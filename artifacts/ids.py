@@ -13,28 +13,39 @@ import unicodedata
 
 from artifacts.errors import InvalidArtifact
 
-__all__ = ["MAX_ID_LENGTH", "check_identifier"]
+__all__ = ["MAX_ID_LENGTH", "check_identifier", "identifier_problem"]
 
 MAX_ID_LENGTH = 255
 
 
-def check_identifier(value: object, what: str) -> str:
-    """Return ``value`` if it is a usable id; else raise ``InvalidArtifact`` saying why."""
+def identifier_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable id, as a phrase that never quotes it, or ``None``.
+
+    The one definition of the rule: the store (``check_identifier``) and the job spec,
+    which checks its names at submit (``contracts.identifiers``), both ask here.
+    """
     if not isinstance(value, str):
-        raise InvalidArtifact(f"{what} must be a string, got {type(value).__name__}")
+        return f"must be a string, got {type(value).__name__}"
     if not value:
-        raise InvalidArtifact(f"{what} must not be empty")
+        return "must not be empty"
     if len(value) > MAX_ID_LENGTH:
-        raise InvalidArtifact(f"{what} is {len(value)} characters long (max {MAX_ID_LENGTH})")
+        return f"is {len(value)} characters long (max {MAX_ID_LENGTH})"
     if "/" in value or "\\" in value:
-        raise InvalidArtifact(f"{what} {value!r} contains a path separator")
+        return "contains a path separator"
     if value in (".", ".."):
-        raise InvalidArtifact(f"{what} {value!r} is a relative path component")
+        return "is a relative path component"
     for ch in value:
         if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            raise InvalidArtifact(
-                f"{what} {value!r} contains control character U+{ord(ch):04X}"
-            )
+            return f"contains control character U+{ord(ch):04X}"
     if value != value.strip():
-        raise InvalidArtifact(f"{what} {value!r} has leading or trailing whitespace")
-    return value
+        return "has leading or trailing whitespace"
+    return None
+
+
+def check_identifier(value: object, what: str) -> str:
+    """Return ``value`` if it is a usable id; else raise ``InvalidArtifact`` saying why."""
+    problem = identifier_problem(value)
+    if problem is None and isinstance(value, str):
+        return value
+    shown = f" {value!r}" if isinstance(value, str) and 0 < len(value) <= MAX_ID_LENGTH else ""
+    raise InvalidArtifact(f"{what}{shown} {problem}")

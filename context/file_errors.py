@@ -6,6 +6,14 @@ of access keys, a YAML file of tokens. Its errors become CLI lines, workflow fai
 by ``pressroom status``, workflow history and log records, so they name the file, the line
 and the field — never a value, a key or a line the file holds:
 
+* ``load_yaml``: ``yaml.safe_load`` for a file a user named, refusing first — as a
+  ``yaml.YAMLError`` with a line, like any other YAML error — what would otherwise crash or
+  hang the reader: nesting deeper than ``MAX_YAML_DEPTH`` (PyYAML's composer recurses per
+  level), an alias inside its own anchor (a document containing itself), aliases that
+  expand to more than ``MAX_YAML_VALUES`` values ("billion laughs": every later walk over
+  the data, this module's included, would take exponential time), and a scalar PyYAML's
+  constructors cannot build (a date like ``2026-13-45``, an integer of 5,000 digits), which
+  PyYAML raises as a bare ``ValueError``, or an integer longer than ``MAX_YAML_INT_BITS``.
 * ``yaml_problem``: PyYAML's problem and context phrases with the line and column, never
   its snippet of the offending line; a quoted token that is not PyYAML's own vocabulary
   (``'<scalar>'``, ``','``…) becomes ``…``.
@@ -38,6 +46,103 @@ _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _YAML_TOKEN = re.compile(r"<[a-z ]+>|[^\w\s]")
 #: a document value shorter than this is never scrubbed from a message (it would garble it)
 _MIN_SCRUB = 4
+#: how deeply a YAML document may nest (a job spec or policy needs fewer than 10 levels)
+MAX_YAML_DEPTH = 64
+#: how many values (keys, scalars, collections) a YAML document may hold, aliases expanded
+MAX_YAML_VALUES = 50_000
+#: the longest integer a YAML document may hold: PyYAML reads ``0x``/``0b`` integers of any
+#: length, which Python then cannot print (past 4,300 digits) — in any message about them
+MAX_YAML_INT_BITS = 4096
+
+
+class _Loader(yaml.SafeLoader):
+    """``SafeLoader`` whose constructors' own exceptions — a bare ``ValueError`` for an
+    impossible date or an integer past Python's digit limit, ``AttributeError`` for
+    ``!!timestamp`` on text that is not one, ``KeyError`` for ``!!bool maybe`` — are a
+    ``ConstructorError`` at the value's line, saying what kind of value, never the value."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            data = super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except Exception:
+            data = None
+        else:
+            if not (isinstance(data, int) and data.bit_length() > MAX_YAML_INT_BITS):
+                return data
+        kind = str(node.tag).rsplit(":", 1)[-1] if isinstance(node.tag, str) else "value"
+        raise yaml.constructor.ConstructorError(
+            None, None, f"cannot read this {kind} (malformed, out of range or too long)",
+            node.start_mark) from None
+
+
+def _shape_error(problem: str, mark: Any) -> yaml.YAMLError:
+    return yaml.composer.ComposerError(None, None, problem, mark)
+
+
+def check_yaml_shape(text: str) -> None:
+    """Refuse (``yaml.YAMLError``) a document nested deeper than ``MAX_YAML_DEPTH``, holding
+    an alias inside its own anchor, or expanding to more than ``MAX_YAML_VALUES`` values.
+
+    Reads PyYAML's event stream, which its parser produces without recursion, so the check
+    itself cannot run out of stack or time; syntax errors surface here as they would from
+    ``yaml.safe_load``.
+    """
+    frames: list[list[Any]] = []  # [anchor, values in the subtree so far], per open collection
+    sizes: dict[str, int] = {}  # values an alias to this anchor stands for
+    top = 0
+
+    def add(count: int, mark: Any) -> None:
+        nonlocal top
+        if frames:
+            frames[-1][1] += count
+            total = frames[-1][1]
+        else:
+            top += count
+            total = top
+        if total > MAX_YAML_VALUES:
+            raise _shape_error(f"the document holds more than {MAX_YAML_VALUES} values once "
+                               "its aliases are expanded", mark)
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(frames) >= MAX_YAML_DEPTH:
+                raise _shape_error(f"the document nests deeper than {MAX_YAML_DEPTH} levels",
+                                   event.start_mark)
+            frames.append([event.anchor, 1])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, count = frames.pop()
+            if anchor is not None:
+                sizes[anchor] = count
+            add(count, event.start_mark)
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            add(1, event.start_mark)
+        elif isinstance(event, yaml.AliasEvent):
+            if any(frame[0] == event.anchor for frame in frames):
+                raise _shape_error("an alias inside its own anchor (the document would "
+                                   "contain itself)", event.start_mark)
+            add(sizes.get(str(event.anchor), 1), event.start_mark)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)`` after ``check_yaml_shape``; every failure is a
+    ``yaml.YAMLError`` (report it with ``yaml_problem``)."""
+    check_yaml_shape(text)
+    return yaml.load(text, Loader=_Loader)
+
+
+#: what ``str.splitlines`` breaks a line at
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_ESCAPED_BREAKS = {ord(c): repr(c)[1:-1] for c in _LINE_BREAKS}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break escaped (``\\n``): an error message is one line,
+    whatever a key or value it names holds."""
+    return text.translate(_ESCAPED_BREAKS)
 
 
 def _mark(mark: Any) -> str:
@@ -71,12 +176,17 @@ def yaml_positions(text: str) -> dict[Position, int]:
     """1-based line of every mapping key and sequence item of ``text`` by its path
     (``{}`` when the text does not compose; its YAML error is reported separately)."""
     try:
+        check_yaml_shape(text)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
         return {}
     found: dict[Position, int] = {}
+    seen: set[int] = set()
 
     def walk(node: Any, path: Position) -> None:
+        if id(node) in seen:  # an alias: its lines are the anchor's, recorded once
+            return
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode):
@@ -118,17 +228,26 @@ def schema_words(model: type[BaseModel]) -> tuple[frozenset[str], tuple[str, ...
     return frozenset(words), tuple(sorted(names))
 
 
-def _leaves(data: Any) -> Iterator[str]:
-    """Every key and scalar of a parsed document, as text."""
+def _leaves(data: Any, seen: set[int] | None = None) -> Iterator[str]:
+    """Every key and scalar of a parsed document, as text (a collection reached again
+    through an alias is walked once)."""
+    seen = set() if seen is None else seen
+    if isinstance(data, Mapping | list | tuple):
+        if id(data) in seen:
+            return
+        seen.add(id(data))
     if isinstance(data, Mapping):
         for key, value in data.items():
             yield str(key)
-            yield from _leaves(value)
+            yield from _leaves(value, seen)
     elif isinstance(data, list | tuple):
         for item in data:
-            yield from _leaves(item)
+            yield from _leaves(item, seen)
     elif isinstance(data, str | int | float) and not isinstance(data, bool):
-        yield str(data)
+        try:
+            yield str(data)
+        except ValueError:  # an int past Python's digit limit (``0x`` + 5,000 digits)
+            return  # ... cannot be printed into a message either
 
 
 def _scrubber(data: Any, vocabulary: frozenset[str]) -> Any:
@@ -187,7 +306,18 @@ def file_problems(exc: ValidationError, *, data: Any, positions: Mapping[Positio
         else:
             msg = scrub(str(err["msg"]).removeprefix("Value error, "))
         problems.append(f"field '{'.'.join(shown) or '<root>'}'{where}: {msg}")
-    return problems
+    return [one_line(problem) for problem in problems]
 
 
-__all__ = ["file_problems", "schema_words", "yaml_positions", "yaml_problem"]
+__all__ = [
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_INT_BITS",
+    "MAX_YAML_VALUES",
+    "check_yaml_shape",
+    "file_problems",
+    "load_yaml",
+    "one_line",
+    "schema_words",
+    "yaml_positions",
+    "yaml_problem",
+]

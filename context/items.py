@@ -37,7 +37,11 @@ from context.vocabulary import (
     Trust,
 )
 
+#: the longest item id a request may give (``AssemblyRequest`` checks its candidates)
 _ID_MAX = 200
+#: the engine's own items prefix an id of the request — ``tool-result:<call_id>``,
+#: ``step:<stage>`` — whose ids are at most ``_ID_MAX`` too; an item leaves room for that
+_ENGINE_ID_MAX = _ID_MAX + len("tool-result:")
 
 
 def sha256_text(text: str) -> str:
@@ -159,7 +163,7 @@ class ContextItem(_Frozen):
     ``attestation`` (the runtime's check of the stored revision's signature) does.
     """
 
-    item_id: str = Field(min_length=1, max_length=_ID_MAX)
+    item_id: str = Field(min_length=1, max_length=_ENGINE_ID_MAX)
     source_request_id: str | None = None
     source_ref: SourceRef = SourceRef()
     source_lineage: tuple[LineageNode, ...] = ()

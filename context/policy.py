@@ -52,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import reprlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -68,7 +69,14 @@ from pydantic import (
 )
 
 from context.errors import PolicyError
-from context.file_errors import Position, file_problems, yaml_positions, yaml_problem
+from context.file_errors import (
+    Position,
+    file_problems,
+    load_yaml,
+    one_line,
+    yaml_positions,
+    yaml_problem,
+)
 from context.vocabulary import (
     NEVER_EVIDENCE,
     PRESERVE_KEYS,
@@ -351,6 +359,19 @@ def policy_digest(policy: ContextPolicy) -> str:
     return digest
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+
+
+def _shown(value: object) -> str:
+    """A bad value of a mapping built in code, quoted within bounds (a whole nested
+    section is not repeated; an integer too long to print is named by its type)."""
+    try:
+        return _SHOWN.repr(value)
+    except ValueError:
+        return f"<{type(value).__name__}>"
+
+
 def _loc(err: Any) -> str:
     return ".".join(str(p) for p in err["loc"]) or "<root>"
 
@@ -383,8 +404,10 @@ def policy_from_mapping(data: object, *, origin: str = "<mapping>",
                 if err["type"] == "extra_forbidden":
                     problems.append(f"unknown key '{_loc(err)}'")
                 else:
-                    problems.append(f"'{_loc(err)}': {err['msg']} (got {err.get('input')!r})")
-        raise PolicyError(f"policy {origin} is invalid: " + "; ".join(problems)) from None
+                    problems.append(f"'{_loc(err)}': {err['msg']} "
+                                    f"(got {_shown(err.get('input'))})")
+        raise PolicyError(one_line(f"policy {origin} is invalid: " + "; ".join(problems))
+                          ) from None
     claimed = policy.policy.digest
     if claimed is not None and claimed != policy_digest(policy):
         shown = "" if from_file else f" {claimed}"
@@ -399,7 +422,7 @@ def policy_from_text(text: str, *, origin: str) -> ContextPolicy:
     """Parse a policy file's text (YAML or JSON); ``PolicyError`` names ``origin``, the
     line and the key, never what the text holds."""
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise PolicyError(f"policy {origin} is not valid YAML: {yaml_problem(exc)}") from None
     return policy_from_mapping(data, origin=origin, positions=yaml_positions(text))

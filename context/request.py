@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from context.errors import RequestError
-from context.items import ContextItem, ScopeRef, SourceAcquisition, visible
+from context.items import _ID_MAX, ContextItem, ScopeRef, SourceAcquisition, visible
 from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy
 from context.tool_history import ToolDefinition, ToolHistory
@@ -83,7 +83,8 @@ def _describe(exc: ValidationError) -> str:
 class AssemblyRequest(_Frozen):
     run_id: str = Field(min_length=1)
     step_id: str = Field(min_length=1)
-    stage: str = Field(min_length=1)
+    #: at most ``_ID_MAX``, like a call id: the step's own item is ``step:<stage>``
+    stage: str = Field(min_length=1, max_length=_ID_MAX)
     as_of: datetime
     principal: PrincipalContext
     scope: ScopeRef
@@ -120,6 +121,9 @@ class AssemblyRequest(_Frozen):
             )
         seen: set[str] = set()
         for item in self.candidates:
+            if len(item.item_id) > _ID_MAX:
+                raise RequestError(f"candidate item_id {item.item_id[:40]!r}… is "
+                                   f"{len(item.item_id)} characters long (max {_ID_MAX})")
             if item.item_id in seen:
                 raise RequestError(f"duplicate candidate item_id {item.item_id!r}")
             seen.add(item.item_id)

@@ -5,7 +5,8 @@ models: a job spec goes in, references come back, and each payload is what Tempo
 in history. Keeping them here lets each side import the contract without importing the
 other, so the dependencies point one way: ``workflows`` → ``contracts`` ← ``activities``.
 This package imports neither ``workflows`` nor ``activities``; only ``context`` (for the
-security and trust vocabulary inside the specs).
+security and trust vocabulary inside the specs) and the store's pure identifier rule
+(``artifacts.ids``).
 
 Modules (import names from them; this package re-exports nothing, so every name has one
 home):
@@ -17,6 +18,8 @@ home):
 - ``errors`` — errors raised on one side of a boundary and named on the other.
 - ``failures`` — which activity errors no retry can fix, found anywhere in a failure's
   chain (the worker marks them non-retryable; the workflow's retry policy names them).
+- ``identifiers`` — ``StoreName``: a name the spec hands to the artifact store, checked
+  by the store's own rule (``artifacts.ids``) when the spec is parsed.
 - ``path_safety`` — the operator's roots for every path a job names, and reading and
   writing inside them (checked at submit and again on the worker).
 """
@@ -25,6 +28,7 @@ __all__ = [
     "activity_messages",
     "errors",
     "failures",
+    "identifiers",
     "job_spec",
     "path_safety",
     "source_specs",

@@ -8,14 +8,16 @@ the workflow's input and the first artifact a job writes; it is small by constru
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,10 +27,18 @@ from pydantic import (
     model_validator,
 )
 
-from context.file_errors import Position, file_problems, yaml_positions, yaml_problem
+from context.file_errors import (
+    Position,
+    file_problems,
+    load_yaml,
+    one_line,
+    yaml_positions,
+    yaml_problem,
+)
 from context.policy import is_policy_name
 from context.vocabulary import SecurityClass
 from contracts.errors import JobSpecError
+from contracts.identifiers import StoreName
 from contracts.signing import SignatureError, normalize_name, parse_public_key
 from contracts.source_specs import SourceSpec
 
@@ -36,6 +46,7 @@ _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _TIMEDELTA: TypeAdapter[timedelta] = TypeAdapter(timedelta)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+_MAX_SECONDS = timedelta.max.total_seconds()
 
 
 def parse_duration(value: object) -> timedelta:
@@ -43,7 +54,7 @@ def parse_duration(value: object) -> timedelta:
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
+        seconds = float(value) if abs(value) <= _MAX_SECONDS else math.inf
     elif isinstance(value, str) and (m := _DURATION.match(value)):
         seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
     elif isinstance(value, str) and value.strip().upper().startswith("P"):
@@ -56,6 +67,8 @@ def parse_duration(value: object) -> timedelta:
         raise ValueError(f"not a duration: {value!r} (use seconds or e.g. '30s', '10m', '7d')")
     if seconds <= 0:
         raise ValueError(f"duration must be positive, got {value!r}")
+    if not math.isfinite(seconds) or seconds > _MAX_SECONDS:
+        raise ValueError("duration is out of range (at most 999999999 days)")
     return timedelta(seconds=seconds)
 
 
@@ -63,25 +76,40 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TopicSpec(_Spec):
-    """A topic the article must cover; its terms drive relevance and ``missing_topics``."""
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
 
-    name: str = Field(min_length=1)
-    terms: list[str] = Field(min_length=1)
+
+#: text that must say something: not empty, not only whitespace
+_Text = Annotated[str, AfterValidator(_not_blank)]
+
+
+class TopicSpec(_Spec):
+    """A topic the article must cover; its terms drive relevance and ``missing_topics``.
+
+    The name and every term must say something: a blank term matches everything (or
+    nothing) and used to fail research on every retry."""
+
+    name: _Text = Field(min_length=1)
+    terms: list[_Text] = Field(min_length=1)
     blocking: bool = False
 
 
 class PrincipalSpec(_Spec):
     """The identity the job acts as. It may never approve its own draft."""
 
-    principal_id: str = Field(min_length=1)
+    principal_id: StoreName = Field(min_length=1)
     clearance: SecurityClass = SecurityClass.INTERNAL
 
 
 class ScopeSpec(_Spec):
-    tenant: str = Field(min_length=1)
-    project: str = Field(min_length=1)
-    task: str = Field(min_length=1)
+    """Where the job's records live; each part is a store identifier (``StoreName``)."""
+
+    tenant: StoreName = Field(min_length=1)
+    project: StoreName = Field(min_length=1)
+    task: StoreName = Field(min_length=1)
 
 
 class ReviewerSpec(_Spec):
@@ -90,10 +118,12 @@ class ReviewerSpec(_Spec):
     ``public_key`` is ``ed25519:<base64>`` as ``pressroom reviewer keygen`` prints it. A spec
     file may give the name alone; ``pressroom run`` then pins the key from the operator's
     reviewer registry (``$PRESSROOM_HOME/reviewers/NAME.pub``) into the spec it submits, and
-    a job is never started with a reviewer whose key is unknown (SECURITY.md).
+    a job is never started with a reviewer whose key is unknown (SECURITY.md). The name is
+    the principal of the decisions the reviewer records, so the store's rule applies
+    (``StoreName``: no ``/``, no surrounding whitespace, …).
     """
 
-    name: str = Field(min_length=1, max_length=200)
+    name: StoreName = Field(min_length=1, max_length=200)
     public_key: str | None = Field(default=None, max_length=100)
 
     @field_validator("name")
@@ -112,6 +142,16 @@ class ReviewerSpec(_Spec):
             except SignatureError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+
+def _repeated(names: list[str]) -> tuple[int, int] | None:
+    """The positions of the first name listed twice, or ``None``."""
+    first: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if name in first:
+            return first[name], index
+        first[name] = index
+    return None
 
 
 def _reviewer_shorthand(value: object) -> object:
@@ -147,10 +187,12 @@ class ReviewSpec(_Spec):
     def _distinct(self) -> ReviewSpec:
         for field, people in (("reviewers", self.reviewers), ("operators", self.operators)):
             names = [normalize_name(person.name) for person in people]
-            dupes = sorted({n for n in names if names.count(n) > 1})
-            if dupes:
-                raise ValueError(f"{field}: the same name listed twice {dupes} (names are "
-                                 "compared case-folded)")
+            twice = _repeated(names)
+            if twice:
+                # by position: the names may come from a file, and their normalized form
+                # is not what the file holds (the file error scrubber would miss it)
+                raise ValueError(f"{field}: the same name listed twice (entries {twice[0]} "
+                                 f"and {twice[1]}; names are compared case-folded)")
         return self
 
     def reviewer_names(self) -> list[str]:
@@ -227,8 +269,8 @@ class ResearchSpec(_Spec):
 class JobSpec(_Spec):
     """A research job. ``job_id`` is also the Temporal workflow id."""
 
-    job_id: str = Field(pattern=_ID)
-    question: str = Field(min_length=1)
+    job_id: StoreName = Field(pattern=_ID)
+    question: _Text = Field(min_length=1)
     topics: list[TopicSpec] = Field(min_length=1)
     principal: PrincipalSpec
     scope: ScopeSpec
@@ -258,15 +300,17 @@ class JobSpec(_Spec):
     @model_validator(mode="after")
     def _consistent(self) -> JobSpec:
         principal = normalize_name(self.principal.principal_id)
-        if principal in {normalize_name(name) for name in self.review.reviewer_names()}:
+        reviewers = [normalize_name(name) for name in self.review.reviewer_names()]
+        if principal in reviewers:
             raise ValueError(
-                f"review.reviewers: the job's own principal {self.principal.principal_id!r} "
-                "can never review its own draft"
+                f"review.reviewers: entry {reviewers.index(principal)} is the job's own "
+                "principal, which can never review its own draft (names are compared "
+                "case-folded)"
             )
-        names = [s.name for s in self.sources]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"sources: duplicate source names {dupes}")
+        twice = _repeated([s.name for s in self.sources])
+        if twice:
+            raise ValueError(f"sources: duplicate source names (entries {twice[0]} and "
+                             f"{twice[1]})")
         topics = [t.name for t in self.topics]
         if len(set(topics)) != len(topics):
             raise ValueError("topics: duplicate topic names")
@@ -297,7 +341,7 @@ def _format_error(exc: ValidationError, origin: str, *, data: object = None,
         field = ".".join(str(p) for p in err["loc"]) or "<root>"
         msg = err["msg"].removeprefix("Value error, ")
         parts.append(f"field '{field}': {msg}")
-    return f"invalid job spec {origin}: " + "; ".join(parts)
+    return one_line(f"invalid job spec {origin}: " + "; ".join(parts))
 
 
 def _absolutize(raw: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -351,6 +395,20 @@ def parse_job_spec(
                                          positions=positions)) from None
 
 
+def recheck_job_spec(spec: JobSpec) -> JobSpec:
+    """``spec`` validated again, field by field, as ``parse_job_spec`` would.
+
+    A ``JobSpec`` object may have skipped validation (``model_copy(update=...)`` and
+    ``model_construct`` do not validate), so whatever submits a job calls this first
+    (``workflows.client.start_job``): a name the store would refuse is one
+    ``JobSpecError`` at submit, never a retry loop on a worker.
+    """
+    try:
+        return JobSpec.model_validate(spec.model_dump())
+    except ValidationError as exc:
+        raise JobSpecError(_format_error(exc, f"of job {spec.job_id!r}")) from None
+
+
 def load_job_spec(path: str | Path) -> JobSpec:
     """Read and validate a job spec YAML file (relative paths are relative to the file)."""
     p = Path(path)
@@ -362,7 +420,7 @@ def load_job_spec(path: str | Path) -> JobSpec:
         raise JobSpecError(f"cannot read job spec {p}: not UTF-8 text (byte {exc.start})"
                            ) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise JobSpecError(f"job spec {p} is not valid YAML: {yaml_error_line(exc)}") from None
     return parse_job_spec(data, origin=str(p), base_dir=p.resolve().parent,

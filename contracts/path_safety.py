@@ -54,7 +54,13 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from context.errors import PolicyError
-from context.policy import ContextPolicy, is_policy_name, load_policy, policy_from_text
+from context.policy import (
+    POLICY_DIR,
+    ContextPolicy,
+    is_policy_name,
+    load_policy,
+    policy_from_text,
+)
 from contracts.errors import PathOutsideRoots, PathRefused
 from contracts.job_spec import JobSpec
 from contracts.source_specs import (
@@ -476,6 +482,11 @@ def read_policy(name: str, roots: PathRoots) -> tuple[ContextPolicy, os.stat_res
     (``context.policy.policy_from_text``). The file's ``stat`` comes along (``None`` for a
     shipped policy) for callers that cache by it."""
     if is_policy_name(name):
+        if not (POLICY_DIR / f"{name}.yaml").is_file():
+            # the name came from the job's file: say what is wrong, never quote it
+            shipped = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.yaml")))
+            raise PolicyError(f"field 'policy': unknown policy name (shipped: {shipped}); a "
+                              "policy file is named by its path, e.g. ./policy.yaml")
         return load_policy(name), None
     located = locate(name, roots, "source", what="policy")
     try:

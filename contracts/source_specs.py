@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from context.vocabulary import SecurityClass, Trust
 from contracts.errors import SourceSpecError
+from contracts.identifiers import StoreName
 from settings import fixtures_from_env, home_from_env
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
@@ -81,7 +82,7 @@ DOCUMENT_TRUSTS: frozenset[Trust] = frozenset(
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(pattern=_NAME, description="short stable id; used in citations")
+    name: StoreName = Field(pattern=_NAME, description="short stable id; used in citations")
     security_class: SecurityClass = SecurityClass.INTERNAL
 
 

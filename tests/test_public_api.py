@@ -30,8 +30,8 @@ PINNED: dict[str, list[str]] = {
     ],
     # the contracts and workflows fronts name modules, not classes: importing one message
     # module must not load the others (the workflow sandbox imports them one by one)
-    "contracts": ["activity_messages", "errors", "failures", "job_spec", "path_safety",
-                  "source_specs", "workflow_messages"],
+    "contracts": ["activity_messages", "errors", "failures", "identifiers", "job_spec",
+                  "path_safety", "source_specs", "workflow_messages"],
     "workflows": [],
     "activities": ["ACTIVITY_NAMES", "ActivityRuntime", "build_activities"],
     "settings": [

@@ -215,7 +215,7 @@ def test_readme_table_lists_every_setting() -> None:
         assert rows[v.name] == f"| `{v.name}` | {v.default} | {v.meaning} |"
     hooks = {"PRESSROOM_TEST_PAUSE_AT", "PRESSROOM_TEST_PAUSE_DIR", "PRESSROOM_TEST_FAIL_AT",
              "PRESSROOM_TEST_POSTGRES_URL", "PRESSROOM_BENCH_POSTGRES_URL", "PRESSROOM_CI",
-             "PRESSROOM_UPDATE_GOLDEN", "PRESSROOM_FAULTS"}
+             "PRESSROOM_UPDATE_GOLDEN", "PRESSROOM_FUZZ", "PRESSROOM_FAULTS"}
     assert hooks <= set(rows)
     assert STORE_URL in section
 

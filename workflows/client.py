@@ -30,7 +30,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.errors import JobSpecError
-from contracts.job_spec import JobSpec
+from contracts.job_spec import JobSpec, recheck_job_spec
 from contracts.signing import sign
 from contracts.workflow_messages import (
     CancelInput,
@@ -95,8 +95,12 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
 
     Every reviewer and operator must carry a public key by now (``pressroom run`` pins
     name-only ones from the registry: ``workflows.reviewer_keys.pin_reviewers``); a job whose
-    decisions no one could sign is refused here, before it starts.
+    decisions no one could sign is refused here, before it starts. The spec is validated
+    again first (``recheck_job_spec``), so a spec changed in code since it was parsed —
+    a reviewer name the store refuses, a blank topic term — is a ``JobSpecError`` here,
+    not a job that retries on a worker.
     """
+    spec = recheck_job_spec(spec)
     unpinned = spec.review.unpinned()
     if unpinned:
         raise JobSpecError(f"job spec {spec.job_id}: field 'review.reviewers': no public key "

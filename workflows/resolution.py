@@ -8,6 +8,7 @@ from __future__ import annotations
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from context.file_errors import load_yaml, one_line
 from contracts.errors import JobError
 from contracts.job_spec import yaml_error_line
 from contracts.source_specs import SourceSpec
@@ -31,14 +32,15 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
         raise JobError(f"give one resolution at a time, not {' and '.join(given)}")
     if add_source is not None:
         try:
-            source = _SOURCE.validate_python(yaml.safe_load(add_source))
+            source = _SOURCE.validate_python(load_yaml(add_source))
         except yaml.YAMLError as exc:
             raise JobError(f"--add-source is not YAML: {yaml_error_line(exc)}") from None
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'source'}: {e['msg']}"
                 for e in exc.errors())
-            raise JobError(f"--add-source is not a valid source spec: {problems}") from None
+            raise JobError(one_line(f"--add-source is not a valid source spec: {problems}")
+                           ) from None
         return ResolveInput(action="add_source", source=source, note=note)
     if refresh is not None:
         return ResolveInput(action="refresh_source", source_name=refresh, note=note)

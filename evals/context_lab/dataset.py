@@ -29,6 +29,7 @@ expected to be reported missing).
 from __future__ import annotations
 
 import json
+import reprlib
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +48,10 @@ from context.vocabulary import (
 from evals.context_lab.errors import DatasetError
 
 LAB_TRUST = ("trusted", "untrusted")
+#: how a wrong value is quoted in an error: bounded, however long or deep the value is
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
+_SHOWN.maxlist = _SHOWN.maxdict = 6
 MAX_LEVEL = 4  # SecurityClass.SECRET; sensitivity and clearance are levels 0..4
 
 
@@ -57,7 +62,7 @@ def parse_when(value: object) -> datetime:
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     if not isinstance(value, str):
-        raise ValueError(f"expected an ISO date string, got {value!r}")
+        raise ValueError("expected an ISO date string")  # the error quotes the value
     text = value.strip()
     try:
         if len(text) == 10:
@@ -65,7 +70,7 @@ def parse_when(value: object) -> datetime:
             return datetime(d.year, d.month, d.day, tzinfo=UTC)
         dt = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"not an ISO date or datetime: {value!r}") from None
+        raise ValueError("not an ISO date or datetime") from None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
@@ -73,8 +78,11 @@ def _scope(value: object) -> ScopeRef | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"scope must be 'tenant/project[/task]', got {value!r}")
-    return ScopeRef.parse(value)
+        raise ValueError("scope must be 'tenant/project[/task]'")
+    try:
+        return ScopeRef.parse(value)
+    except ValueError:  # its message repeats the value; the error quotes it once, bounded
+        raise ValueError("scope must be 'tenant/project' or 'tenant/project/task'") from None
 
 
 class _Record(BaseModel):
@@ -120,7 +128,7 @@ class LabSource(_Record):
         if value not in LAB_TRUST and value not in {t.value for t in Trust}:
             raise ValueError(
                 f"trust must be 'trusted', 'untrusted' or an engine trust label "
-                f"({', '.join(t.value for t in Trust)}), got {value!r}"
+                f"({', '.join(t.value for t in Trust)})"
             )
         return value
 
@@ -216,9 +224,14 @@ class LabCase(_Record):
             extra = set(value) - {"calls", "results"}
             if extra:
                 raise ValueError(f"tool_history has unknown keys {sorted(extra)}")
-            calls = [{**c, "type": "call"} for c in value.get("calls", [])]
-            results = [{**r, "type": "result"} for r in value.get("results", [])]
-            return calls + results
+            events = []
+            for part, kind in (("calls", "call"), ("results", "result")):
+                listed = value.get(part, [])
+                if not isinstance(listed, list) or not all(isinstance(e, dict)
+                                                           for e in listed):
+                    raise ValueError(f"tool_history.{part} must be a list of objects")
+                events += [{**event, "type": kind} for event in listed]
+            return events
         return value
 
 
@@ -250,6 +263,12 @@ def _read_records(path: Path, kind: str) -> list[tuple[int, dict[str, Any]]]:
         except json.JSONDecodeError as exc:
             raise DatasetError(path, f"not valid JSON ({exc.msg} at column {exc.colno})",
                                line=number) from None
+        except ValueError:  # an integer past Python's digit limit
+            raise DatasetError(path, "not usable JSON (a number too long to read)",
+                               line=number) from None
+        except RecursionError:
+            raise DatasetError(path, "not usable JSON (nested too deeply)",
+                               line=number) from None
         if not isinstance(data, dict):
             raise DatasetError(path, f"a {kind} record must be a JSON object", line=number)
         records.append((number, data))
@@ -269,7 +288,7 @@ def _validate(model: type[_Record], path: Path, number: int, data: dict[str, Any
         elif err["type"] == "extra_forbidden":
             message = "unknown field"
         else:
-            message = f"{err['msg']} (got {err.get('input')!r})"
+            message = f"{err['msg']} (got {_SHOWN.repr(err.get('input'))})"
         raise DatasetError(path, message, line=number, field=field) from None
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from context.file_errors import one_line
+
 
 class LabError(Exception):
     """Base class of the context lab's deliberate errors."""
@@ -39,7 +41,7 @@ class DatasetError(LabError):
             where += f" line {line}"
         if field is not None:
             where += f", field '{field}'"
-        super().__init__(f"{where}: {message}")
+        super().__init__(one_line(f"{where}: {message}"))  # a key may hold a line break
 
 
 class StrategyError(LabError):

@@ -6,11 +6,16 @@ Hypothesis builds random candidate pools mixing every failure docs/context-engin
 tampered hashes, competing versions, oversized items) with random tool histories (parallel
 turns, missing, duplicated and orphaned results), budgets and adapters. Example counts are
 kept modest so the suite stays fast on two cores.
+
+Each invariant is a ``check_*`` function of a request and its outcome; ``INVARIANTS`` lists
+those that hold for *any* request, so the fuzzing of ``tests/fuzz`` runs the very same
+checks on the requests it makes.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -158,7 +163,22 @@ def _runner(req: AssemblyRequest) -> GateRunner:
                       required_revisions=req.required_revisions)
 
 
+Outcome = Ready | ContextAssemblyBlocked
+
+
 # 1. acquisition outcomes are never disguised as exclusions
+def check_acquisition_outcomes_never_become_exclusions(req: AssemblyRequest,
+                                                       out: Outcome) -> None:
+    m = out.manifest
+    assert sorted(a.outcome for a in m.source_acquisition) == sorted(
+        a.outcome for a in req.acquisitions)
+    candidates = {c.item_id for c in req.candidates}
+    excluded = {e.item_id for e in m.excluded}
+    for acquisition in req.acquisitions:
+        assert acquisition.source_id in candidates or acquisition.source_id not in excluded
+    assert {e.reason.value for e in m.excluded}.isdisjoint({"not_retrieved", "retrieval_failed"})
+
+
 @PROFILE
 @given(requests())
 def test_acquisition_outcomes_never_become_exclusions(req: AssemblyRequest) -> None:
@@ -168,17 +188,17 @@ def test_acquisition_outcomes_never_become_exclusions(req: AssemblyRequest) -> N
     acq = (SourceAcquisition(source_request_id="r-missing", source_type="official_document",
                              source_id="doc-missing", outcome=AcquisitionOutcome.NOT_RETRIEVED,
                              reason="not found"),)
-    m = assemble(req.model_copy(update={"acquisitions": acq})).manifest
+    req = req.model_copy(update={"acquisitions": acq})
+    out = assemble(req)
+    m = out.manifest
     assert [a.outcome for a in m.source_acquisition] == [AcquisitionOutcome.NOT_RETRIEVED]
     assert "doc-missing" not in {e.item_id for e in m.excluded}
-    assert {e.reason.value for e in m.excluded}.isdisjoint({"not_retrieved", "retrieval_failed"})
+    check_acquisition_outcomes_never_become_exclusions(req, out)
 
 
 # 2. hard gates run before ranking; nothing later rescues a failure
-@PROFILE
-@given(requests())
-def test_gate_failures_are_never_included(req: AssemblyRequest) -> None:
-    m = assemble(req).manifest
+def check_gate_failures_are_never_included(req: AssemblyRequest, out: Outcome) -> None:
+    m = out.manifest
     runner = _runner(req)
     included = {i.item_id for i in m.included}
     excluded = {e.item_id: e for e in m.excluded}
@@ -191,11 +211,16 @@ def test_gate_failures_are_never_included(req: AssemblyRequest) -> None:
             assert excluded[cand.item_id].stage == "hard_gates"
 
 
-# 3. structure before transform
 @PROFILE
 @given(requests())
-def test_structure_is_built_before_any_transform(req: AssemblyRequest) -> None:
-    m = assemble(req).manifest
+def test_gate_failures_are_never_included(req: AssemblyRequest) -> None:
+    check_gate_failures_are_never_included(req, assemble(req))
+
+
+# 3. structure before transform
+def check_structure_is_built_before_any_transform(req: AssemblyRequest,
+                                                   out: Outcome) -> None:
+    m = out.manifest
     names = [s.stage for s in m.stages]
     if "structure" in names:
         assert names.index("structure") < names.index(next(
@@ -211,11 +236,15 @@ def test_structure_is_built_before_any_transform(req: AssemblyRequest) -> None:
                 and f"tool-result:{p.call_id}" not in closed)
 
 
-# 4. free budget never admits an ineligible item
 @PROFILE
-@given(requests(roomy=True))
-def test_free_budget_never_admits_ineligible(req: AssemblyRequest) -> None:
-    m = assemble(req).manifest
+@given(requests())
+def test_structure_is_built_before_any_transform(req: AssemblyRequest) -> None:
+    check_structure_is_built_before_any_transform(req, assemble(req))
+
+
+# 4. free budget never admits an ineligible item
+def check_free_budget_never_admits_ineligible(req: AssemblyRequest, out: Outcome) -> None:
+    m = out.manifest
     runner = _runner(req)
     passed = {c.item_id for c in req.candidates if runner.run(c).passed}
     not_required = {e.item_id for e in m.excluded if e.reason == "not_required"}
@@ -224,11 +253,15 @@ def test_free_budget_never_admits_ineligible(req: AssemblyRequest) -> None:
             assert inc.item_id in passed and inc.item_id not in not_required
 
 
-# 5. re-injected checkpoints and summaries are re-admitted, inheriting no pass
 @PROFILE
-@given(requests())
-def test_reinjected_items_are_readmitted(req: AssemblyRequest) -> None:
-    m = assemble(req).manifest
+@given(requests(roomy=True))
+def test_free_budget_never_admits_ineligible(req: AssemblyRequest) -> None:
+    check_free_budget_never_admits_ineligible(req, assemble(req))
+
+
+# 5. re-injected checkpoints and summaries are re-admitted, inheriting no pass
+def check_reinjected_items_are_readmitted(req: AssemblyRequest, out: Outcome) -> None:
+    m = out.manifest
     cands = {c.item_id: c for c in req.candidates}
     for inc in m.included:
         cand = cands.get(inc.item_id)
@@ -241,11 +274,14 @@ def test_reinjected_items_are_readmitted(req: AssemblyRequest) -> None:
             assert cid not in {i.item_id for i in m.included}
 
 
-# 6. every attempt writes a manifest; blocked calls no model
 @PROFILE
 @given(requests())
-def test_every_attempt_has_a_sealed_manifest(req: AssemblyRequest) -> None:
-    out = assemble(req)
+def test_reinjected_items_are_readmitted(req: AssemblyRequest) -> None:
+    check_reinjected_items_are_readmitted(req, assemble(req))
+
+
+# 6. every attempt writes a manifest; blocked calls no model
+def check_every_attempt_has_a_sealed_manifest(req: AssemblyRequest, out: Outcome) -> None:
     m = out.manifest
     assert m.verify_seal()
     if isinstance(out, ContextAssemblyBlocked):
@@ -264,8 +300,11 @@ def test_every_attempt_has_a_sealed_manifest(req: AssemblyRequest) -> None:
 
 @PROFILE
 @given(requests())
-def test_budget_is_never_exceeded(req: AssemblyRequest) -> None:
-    out = assemble(req)
+def test_every_attempt_has_a_sealed_manifest(req: AssemblyRequest) -> None:
+    check_every_attempt_has_a_sealed_manifest(req, assemble(req))
+
+
+def check_budget_is_never_exceeded(req: AssemblyRequest, out: Outcome) -> None:
     if not isinstance(out, Ready):
         return
     b = out.manifest.budget
@@ -279,22 +318,33 @@ def test_budget_is_never_exceeded(req: AssemblyRequest) -> None:
 
 @PROFILE
 @given(requests())
-def test_no_untrusted_text_in_control_zone(req: AssemblyRequest) -> None:
-    out = assemble(req)
+def test_budget_is_never_exceeded(req: AssemblyRequest) -> None:
+    check_budget_is_never_exceeded(req, assemble(req))
+
+
+def check_no_untrusted_text_in_control_zone(req: AssemblyRequest, out: Outcome) -> None:
     if not isinstance(out, Ready):
         return
     ctrl = [i for i in out.manifest.included if i.zone == "control"]
     assert all(i.trust == "control_authority" for i in ctrl)
     cands = {c.item_id: c for c in req.candidates}
-    expected = "\n\n".join([*(cands[i.item_id].content for i in ctrl), DATA_INSTRUCTION])
+    # each control item as the gates admitted it: its own text, secrets redacted (a control
+    # item may hold one too), and nothing else — its hash is the one the manifest records
+    admitted = [_runner(req).run(cands[i.item_id]).item for i in ctrl]
+    assert [a.content_hash for a in admitted] == [i.content_hash for i in ctrl]
+    expected = "\n\n".join([*(a.content for a in admitted), DATA_INSTRUCTION])
     system = [m for m in out.assembly_input.messages if m.role == "system"]
     assert len(system) == 1 and system[0].content == expected
 
 
 @PROFILE
 @given(requests())
-def test_trust_never_rises_through_a_transform(req: AssemblyRequest) -> None:
-    m = assemble(req).manifest
+def test_no_untrusted_text_in_control_zone(req: AssemblyRequest) -> None:
+    check_no_untrusted_text_in_control_zone(req, assemble(req))
+
+
+def check_trust_never_rises_through_a_transform(req: AssemblyRequest, out: Outcome) -> None:
+    m = out.manifest
     trust_of = {c.item_id: c.trust for c in req.candidates}
     trust_of.update({f"tool-result:{p.call_id}": Trust.UNTRUSTED_EXTERNAL_DATA
                      for p in m.tool_pairs})
@@ -306,6 +356,26 @@ def test_trust_never_rises_through_a_transform(req: AssemblyRequest) -> None:
             assert after <= min(TRUST_RANK[x] for x in inputs)
         if t.trust_before in {x.value for x in Trust}:
             assert after <= TRUST_RANK[Trust(t.trust_before)]
+
+
+@PROFILE
+@given(requests())
+def test_trust_never_rises_through_a_transform(req: AssemblyRequest) -> None:
+    check_trust_never_rises_through_a_transform(req, assemble(req))
+
+
+#: every invariant above that holds for any request and its outcome (``tests/fuzz``)
+INVARIANTS: tuple[Callable[[AssemblyRequest, Outcome], None], ...] = (
+    check_acquisition_outcomes_never_become_exclusions,
+    check_gate_failures_are_never_included,
+    check_structure_is_built_before_any_transform,
+    check_free_budget_never_admits_ineligible,
+    check_reinjected_items_are_readmitted,
+    check_every_attempt_has_a_sealed_manifest,
+    check_budget_is_never_exceeded,
+    check_no_untrusted_text_in_control_zone,
+    check_trust_never_rises_through_a_transform,
+)
 
 
 @PROFILE

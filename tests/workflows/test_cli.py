@@ -148,3 +148,75 @@ async def test_cli_run_review_status_explain(
     rc, _out, err = await pressroom(home, "127.0.0.1:1", "status", spec.job_id)
     _one_line_error(rc, err, "cannot reach Temporal")
     assert len(published_files(spec)) == 1
+
+
+async def test_pressroom_run_checks_at_the_door_what_a_worker_would_retry_on(
+        temporal_env: Any, tmp_path: Path, docs: Path, task_queue: str) -> None:
+    """Issue 15: names the store refuses, blank topic terms and a policy that cannot load
+    are one line at ``pressroom run`` — naming the field, never quoting the value — and
+    no job starts (before: a reviewer ``ops/alice`` made ``record_review`` retry forever on
+    the worker; a blank term failed research on every attempt). Paths outside the roots:
+    ``test_path_roots.py``."""
+    from workflows import client as jobs
+    from workflows.errors import JobNotFound
+
+    address = temporal_env.client.service_client.config.target_host
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "broken-policy.yaml").write_text("budget: [unclosed\n", encoding="utf-8")
+    cases: list[tuple[dict[str, Any], str, str]] = [
+        ({"review": {"reviewers": ["ops/alice"]}}, "field 'review.reviewers.0.name' (line",
+         "path separator"),
+        ({"review": {"reviewers": ["alice"], "operators": ["night shift "]}},
+         "field 'review.operators.0.name' (line", "leading or trailing whitespace"),
+        ({"principal": "team/agent"}, "field 'principal.principal_id' (line", "path separator"),
+        ({"scope": {"tenant": "acme", "project": "..", "task": "t1"}},
+         "field 'scope.project' (line", "relative path component"),
+        ({"topics": [{"name": "retries", "terms": ["retry", "  "]}]},
+         "field 'topics.0.terms.1' (line", "must not be blank"),
+        ({"policy": "strictest"}, "field 'policy': unknown policy name",
+         "shipped: default, strict"),
+        ({"policy": "no-such-policy.yaml"}, "policy", "does not exist"),
+        ({"policy": "broken-policy.yaml"}, "policy", "not valid YAML"),
+    ]
+
+    async def attempt(i: int, change: dict[str, Any], needle: str, reason: str) -> None:
+        data = {**job_dict(tmp_path, docs, **change), "job_id": f"door-{i}-{task_queue[-6:]}"}
+        job_file = tmp_path / f"door-{i}.yaml"
+        job_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        rc, out, err = await pressroom(home, address, "run", str(job_file),
+                                       "--task-queue", task_queue)
+        _one_line_error(rc, err, needle)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert len(lines) == 1 and reason in lines[0], err
+        for value in ("ops/alice", "night shift", "team/agent", "strictest"):
+            assert value not in out + err
+        with pytest.raises(JobNotFound):
+            await jobs.view_job(temporal_env.client, data["job_id"], worker_grace=0)
+
+    await asyncio.gather(*(attempt(i, *case) for i, case in enumerate(cases)))
+
+
+async def test_the_python_client_checks_the_spec_too(
+        temporal_env: Any, make_spec: Callable[..., JobSpec], task_queue: str) -> None:
+    """``start_job`` validates the spec again: one changed in code after parsing (which
+    ``model_copy`` does not validate) is a ``JobSpecError`` naming the field, not a job."""
+    from contracts.errors import JobSpecError
+    from contracts.job_spec import ReviewerSpec, TopicSpec
+    from workflows import client as jobs
+    from workflows.errors import JobNotFound
+
+    spec = make_spec()
+    reviewer = spec.review.reviewers[0]
+    bad_reviewer = spec.model_copy(update={"review": spec.review.model_copy(update={
+        "reviewers": [ReviewerSpec.model_construct(name="ops/alice",
+                                                   public_key=reviewer.public_key)]})})
+    blank_term = spec.model_copy(update={"topics": [
+        TopicSpec.model_construct(name="retries", terms=["retry", " "], blocking=False)]})
+    for bad, field in ((bad_reviewer, "review.reviewers.0.name"),
+                       (blank_term, "topics.0.terms.1")):
+        with pytest.raises(JobSpecError, match=f"field '{field}'") as err:
+            await jobs.start_job(temporal_env.client, bad, task_queue=task_queue)
+        assert "ops/alice" not in str(err.value) and "\n" not in str(err.value)
+        with pytest.raises(JobNotFound):
+            await jobs.view_job(temporal_env.client, spec.job_id, worker_grace=0)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contracts.errors import JobSpecError
 from contracts.job_spec import load_job_spec, parse_duration, parse_job_spec
@@ -214,3 +217,118 @@ def test_a_repository_url_with_credentials_is_refused_without_echoing_them(
         parse_job_spec(data)
     assert "s3cr3t" not in str(err.value) and "ghp_" not in str(err.value)
     assert "sources.0.git.repo" in str(err.value)
+
+
+# --- names the store will be handed, checked by the store's own rule at submit (issue 15) ---
+
+#: before: each of these passed the spec and then failed on the worker on every retry
+#: (``record_review`` for a reviewer named ``ops/alice``, the research for a blank term)
+STORE_REFUSES = [
+    ({"review": {"reviewers": ["ops/alice"]}}, "review.reviewers.0.name", "path separator"),
+    ({"review": {"reviewers": ["alice"], "operators": ["ops\\bob"]}},
+     "review.operators.0.name", "path separator"),
+    ({"review": {"reviewers": ["alice", " bob"]}}, "review.reviewers.1.name",
+     "leading or trailing whitespace"),
+    ({"review": {"reviewers": [".."]}}, "review.reviewers.0.name", "relative path component"),
+    ({"review": {"reviewers": ["ali\u200bce"]}}, "review.reviewers.0.name",
+     "control character U+200B"),
+    ({"principal": "ops/agent"}, "principal.principal_id", "path separator"),
+    ({"principal": {"principal_id": "agent\t"}}, "principal.principal_id",
+     "control character U+0009"),
+    ({"scope": {"tenant": "acme/eu", "project": "docs", "task": "t1"}}, "scope.tenant",
+     "path separator"),
+    ({"scope": {"tenant": "acme", "project": "..", "task": "t1"}}, "scope.project",
+     "relative path component"),
+    ({"scope": {"tenant": "acme", "project": "docs", "task": "t" * 256}}, "scope.task",
+     "256 characters long (max 255)"),
+    ({"topics": [{"name": "retries", "terms": ["retry", " "]}]}, "topics.0.terms.1",
+     "must not be blank"),
+    ({"topics": [{"name": "retries", "terms": [""]}]}, "topics.0.terms.0", "must not be blank"),
+    ({"topics": [{"name": "\t", "terms": ["retry"]}]}, "topics.0.name", "must not be blank"),
+    ({"question": " \n "}, "question", "must not be blank"),
+]
+
+
+@pytest.mark.parametrize(("change", "field", "reason"), STORE_REFUSES)
+def test_a_name_the_store_refuses_is_refused_by_the_spec(
+        tmp_path: Path, change: dict[str, object], field: str, reason: str) -> None:
+    """One line naming the field and the reason, from a mapping and from a file; the value
+    itself is never quoted (``contracts.identifiers``)."""
+    data = {**job_dict(tmp_path, tmp_path), **change}
+    if "review" in change:
+        data = job_dict(tmp_path, tmp_path, **change)  # pinned keys: only the name is wrong
+    with pytest.raises(JobSpecError) as err:
+        parse_job_spec(data, origin="job.yaml")
+    text = str(err.value)
+    assert f"field '{field}'" in text and reason in text and "\n" not in text, text
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with pytest.raises(JobSpecError) as err:
+        load_job_spec(job)
+    text = str(err.value)
+    assert f"field '{field}' (line" in text and reason in text and "\n" not in text, text
+    for bad in ("ops/alice", "ops\\bob", "acme/eu", "ops/agent"):
+        assert bad not in text
+
+
+def test_the_rule_is_the_store_s_own() -> None:
+    """``contracts.identifiers`` asks ``artifacts.ids``: one definition, the same verdict."""
+    from artifacts.ids import identifier_problem
+    from contracts.identifiers import store_name
+
+    for value in ("alice", "ops/alice", "", " x", "..", "a\nb", "x" * 256, "Überblick"):
+        problem = identifier_problem(value)
+        if problem is None:
+            assert store_name(value) == value
+        else:
+            with pytest.raises(ValueError, match=re.escape(problem)):
+                store_name(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(min_size=1, max_size=260))
+def test_every_name_the_spec_accepts_the_store_accepts(name: str) -> None:
+    """Property: a principal, reviewer, operator or scope name that passes the spec builds
+    the store's ``Principal`` and ``Scope`` — nothing the spec lets through fails later."""
+    import artifacts
+    from contracts.job_spec import PrincipalSpec, ReviewerSpec, ScopeSpec
+
+    accepted: list[str] = []
+    for build in (lambda: PrincipalSpec(principal_id=name),
+                  lambda: ReviewerSpec(name=name),
+                  lambda: ScopeSpec(tenant=name, project=name, task=name)):
+        try:
+            build()
+        except ValueError:
+            continue
+        accepted.append(name)
+    for value in accepted:
+        artifacts.Principal(principal_id=value, tenant=value, project=value)
+        artifacts.Scope(tenant=value, project=value, task=value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(job_id=st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z"),
+       source=st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z"))
+def test_job_ids_and_source_names_are_store_identifiers(job_id: str, source: str) -> None:
+    """Their own patterns are narrower than the store's rule (and the rule runs too)."""
+    from artifacts.ids import identifier_problem
+
+    if job_id in (".", "..") or source in (".", ".."):
+        return  # the patterns cannot produce these (first character is alphanumeric)
+    assert identifier_problem(job_id) is None and identifier_problem(source) is None
+
+
+def test_a_spec_changed_in_code_is_checked_again_before_it_starts(tmp_path: Path) -> None:
+    """``model_copy(update=...)`` skips validation; ``recheck_job_spec`` (run by
+    ``workflows.client.start_job``) does not."""
+    from contracts.job_spec import ReviewerSpec, recheck_job_spec
+
+    spec = parse_job_spec(job_dict(tmp_path, tmp_path))
+    assert recheck_job_spec(spec) == spec
+    bad = spec.model_copy(update={"review": spec.review.model_copy(update={
+        "reviewers": [ReviewerSpec.model_construct(name="ops/alice", public_key=None)]})})
+    with pytest.raises(JobSpecError, match=r"field 'review\.reviewers\.0\.name': .*path "
+                                           "separator") as err:
+        recheck_job_spec(bad)
+    assert "ops/alice" not in str(err.value)

@@ -136,10 +136,14 @@ async def test_forged_unsigned_tampered_stale_and_self_decisions_are_refused(
 
 
 async def test_case_variant_principal_cannot_be_listed_as_reviewer(tmp_path: Any) -> None:
-    for alias in ("Agent-Writer", "AGENT-WRITER ", FULLWIDTH_PRINCIPAL.lower()):
+    for alias in ("Agent-Writer", "AGENT-WRITER", FULLWIDTH_PRINCIPAL.lower()):
         data = job_dict(tmp_path, tmp_path, review={"reviewers": [alias, "alice"]})
         with pytest.raises(JobSpecError, match="can never review its own draft"):
             parse_job_spec(data)
+    # a name with surrounding whitespace is no store name at all: refused before that check
+    with pytest.raises(JobSpecError, match="leading or trailing whitespace"):
+        parse_job_spec(job_dict(tmp_path, tmp_path,
+                                review={"reviewers": ["AGENT-WRITER ", "alice"]}))
     with pytest.raises(JobSpecError, match="the same name listed twice"):
         parse_job_spec(job_dict(tmp_path, tmp_path, review={"reviewers": ["alice", "Alice"]}))
     with pytest.raises(JobSpecError, match="public key must start with"):
