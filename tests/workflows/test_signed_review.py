@@ -9,6 +9,7 @@ decision in the SQLite store, no article). Keys are deterministic test keys
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +24,7 @@ from contracts.errors import JobSpecError, PublishRefused
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.signing import SignatureError, public_key_text, sign, verify
 from contracts.workflow_messages import CancelInput, ResolveInput, ReviewInput
+from settings import Settings
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import (
     job_dict,
@@ -40,6 +42,7 @@ from workflows import client as jobs
 from workflows.client import Decision
 from workflows.errors import CommandRefused, ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
+from workflows.reviewer_keys import ReviewerKeyError, signing_key
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -259,3 +262,14 @@ async def test_worker_refuses_a_registered_reviewer_signing_with_another_key(
         await runtime.close()
     assert "other than the one registered" in str(err.value.cause)
     assert published_files(spec) == []
+
+
+async def test_a_key_path_that_is_a_folder_or_a_fifo_is_refused_without_hanging(
+        tmp_path: Path) -> None:
+    """A folder or a FIFO put where a key is expected: one clear error, no hang."""
+    settings = Settings(home=tmp_path)
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    for path in (tmp_path / "folder", tmp_path / "fifo"):
+        with pytest.raises(ReviewerKeyError, match="not a regular file"):
+            signing_key(settings, "alice", path)
