@@ -10,6 +10,7 @@ messages, review comments), and oversized tool output. Entries that expose a rea
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -271,3 +272,117 @@ def _oversized_tool(tmp: Path) -> None:
     out = assemble(req)
     for check in INVARIANTS:
         check(req, out)
+
+
+# ---------------------------------------------------------------- source files
+
+def _acquire(tmp: Path, spec: Any) -> Any:
+    import asyncio
+
+    from activities.sources import acquire
+    from tests.sources.conftest import AS_OF, TOPICS, locations, roots
+
+    return asyncio.run(acquire(spec, TOPICS, call_id="hostile", as_of=AS_OF,
+                               locations=locations(), roots=roots(tmp)))
+
+
+def _docs(tmp: Path, files: dict[bytes, bytes]) -> Any:
+    from contracts.source_specs import DocumentSourceSpec
+
+    folder = tmp / "docs"
+    folder.mkdir()
+    for name, data in files.items():
+        (Path(os.fsdecode(os.fsencode(folder) + b"/" + name))).write_bytes(data)
+    return _acquire(tmp, DocumentSourceSpec(name="d", path=str(folder)))
+
+
+@entry("source-binary-file", "a PNG (NUL bytes) named .md beside a good document",
+       "the binary is skipped with a recorded 'not valid UTF-8' warning; the good file is read")
+def _binary(tmp: Path) -> None:
+    from context.vocabulary import AcquisitionOutcome
+
+    r = _docs(tmp, {b"img.md": b"\x89PNG\r\n\x1a\n\x00\x00jitter\x00", b"ok.md": b"jitter\n"})
+    assert r.outcome is AcquisitionOutcome.RETRIEVED and r.tool_result.status is ToolStatus.PARTIAL
+    assert "img.md: not valid UTF-8" in (r.reason or "")
+    assert [x.path for x in r.records] == ["ok.md"]
+
+
+@entry("source-utf16-bom", "a UTF-16 document (BOM, NUL every other byte)",
+       "skipped with a recorded 'not valid UTF-8' warning, never decoded as garbage")
+def _utf16(tmp: Path) -> None:
+    r = _docs(tmp, {b"u16.md": "jitter\n".encode("utf-16"), b"ok.md": b"jitter\n"})
+    assert "u16.md: not valid UTF-8" in (r.reason or "")
+    assert [x.path for x in r.records] == ["ok.md"]
+
+
+@entry("source-50mb-single-line", "a 50 MB document that is one line (sparse file)",
+       "retrieval_failed naming the byte size and the limit; nothing is read into memory")
+def _fifty_mb(tmp: Path) -> None:
+    from context.vocabulary import AcquisitionOutcome
+    from contracts.source_specs import DocumentSourceSpec
+
+    folder = tmp / "docs"
+    folder.mkdir()
+    with open(folder / "line.md", "wb") as handle:
+        handle.write(b"jitter ")
+        handle.truncate(50 * 1024 * 1024)
+    r = _acquire(tmp, DocumentSourceSpec(name="d", path=str(folder)))
+    assert r.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
+    assert "line.md: 52428800 bytes, over the limit" in (r.reason or "")
+
+
+@entry("source-100000-files", "a document folder of 100,000 files",
+       "retrieval_failed naming the count and the limit (500), in seconds, nothing read")
+def _many(tmp: Path) -> None:
+    from context.vocabulary import AcquisitionOutcome
+    from contracts.source_specs import DocumentSourceSpec
+
+    folder = tmp / "many"
+    folder.mkdir()
+    for i in range(100_000):
+        os.close(os.open(folder / f"f{i}.md", os.O_CREAT | os.O_WRONLY))
+    r = _acquire(tmp, DocumentSourceSpec(name="d", path=str(folder)))
+    assert r.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
+    assert "100000 documents" in (r.reason or "") and "limit is 500" in (r.reason or "")
+
+
+@entry("source-non-utf8-file-name", "a document whose file name is not UTF-8 (b'bad\\xff.md')",
+       "acquire never raises: the name is a recorded exclusion and ok.md is read",
+       xfail="acquire_documents raises UnicodeEncodeError hashing a surrogate-escaped file "
+             "name (activities/sources/documents.py folder_digest.update)")
+def _non_utf8_name(tmp: Path) -> None:
+    r = _docs(tmp, {b"bad\xff.md": b"jitter\n", b"ok.md": b"jitter\n"})
+    assert [x.path for x in r.records] == ["ok.md"]
+
+
+@entry("source-bidi-file-name", "a file name with a bidi override ('evil\\u202edm.md')",
+       "acquire never raises; whatever is read keeps its real name in the locator")
+def _bidi_name(tmp: Path) -> None:
+    r = _docs(tmp, {"evil\u202edm.md".encode(): b"jitter\n", b"ok.md": b"jitter\n"})
+    paths = [x.path for x in r.records]
+    assert "ok.md" in paths
+    assert all(p in {"ok.md", "evil\u202edm.md"} for p in paths)
+
+
+@entry("source-web-page-forged-delimiter", "a saved web page carrying forged data-block markers",
+       "acquired as untrusted data; assembled, the forged markers open and close no block")
+def _page_forged(tmp: Path) -> None:
+    from activities.sources import to_context_item
+    from context.items import ScopeRef
+    from contracts.source_specs import WebPageSourceSpec
+    from tests.context.builders import SCOPE
+
+    page = tmp / "page.html"
+    page.write_text("<html><body><p>Use jitter on retries.</p><p>jitter " + FORGED.replace(
+        "<", "&lt;").replace(">", "&gt;") + "</p></body></html>", encoding="utf-8")
+    r = _acquire(tmp, WebPageSourceSpec(name="p", path=str(page), url="https://example.org/p"))
+    assert r.records
+    assert any("ignore previous instructions" in x.content for x in r.records)
+    assert isinstance(SCOPE, ScopeRef)
+    cands = [to_context_item(x, SCOPE) for x in r.records]
+    req = request(cands, required_topics=())
+    out = assemble(req)
+    for check in INVARIANTS:
+        check(req, out)
+    ids = {v.item_id for v in parse_data_blocks(out.rendered_evidence)}
+    assert ids <= {c.item_id for c in cands}
