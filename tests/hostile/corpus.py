@@ -386,3 +386,85 @@ def _page_forged(tmp: Path) -> None:
         check(req, out)
     ids = {v.item_id for v in parse_data_blocks(out.rendered_evidence)}
     assert ids <= {c.item_id for c in cands}
+
+
+# ---------------------------------------------------------------- store scope and integrity
+
+def _with_store(tmp: Path, body: Callable[[Any, Any, Any], Any]) -> None:
+    import asyncio
+
+    from artifacts import ArtifactKind, Principal, Scope, open_store
+
+    async def main() -> None:
+        store = await open_store(f"sqlite+aiosqlite:///{tmp / 'store.db'}", migrate=True)
+        try:
+            owner = Principal(principal_id="alice", tenant="acme", project="newsroom")
+            rec = await store.put(ArtifactKind.ARTICLE_DRAFT, "draft-7", b"secret draft",
+                                  principal=owner,
+                                  scope=Scope(tenant="acme", project="newsroom", task="t1"),
+                                  trust="trusted_state", parent_revision=None)
+            await body(store, owner, rec)
+        finally:
+            await store.close()
+    asyncio.run(main())
+
+
+def _intruder_entry(name: str, tenant: str, project: str, attacks: str) -> None:
+    def run(tmp: Path) -> None:
+        from pydantic import ValidationError
+
+        from artifacts import ArtifactKind, Principal, ScopeDenied
+
+        async def body(store: Any, owner: Any, rec: Any) -> None:
+            try:
+                who = Principal(principal_id="alice", tenant=tenant, project=project)
+            except ValidationError:
+                return  # refused at the door: the name never reaches a query
+            with pytest.raises(ScopeDenied) as err:
+                await store.get(ArtifactKind.ARTICLE_DRAFT, "draft-7", principal=who)
+            assert "secret" not in str(err.value)
+            assert await store.head(ArtifactKind.ARTICLE_DRAFT, "draft-7", principal=who) is None
+        _with_store(tmp, body)
+    CORPUS.append(HostileInput(
+        name, attacks, "the principal is refused at construction or the read is ScopeDenied "
+        "without revealing the content; the owner's artifact is never returned", run))
+
+
+_intruder_entry("scope-cyrillic-tenant", "\u0430cme", "newsroom",
+                "a homoglyph tenant (Cyrillic a) reading another tenant's draft")
+_intruder_entry("scope-uppercase-tenant", "ACME", "newsroom", "a case-variant tenant")
+_intruder_entry("scope-uppercase-project", "acme", "Newsroom", "a case-variant project")
+_intruder_entry("scope-wildcard-tenant", "*", "newsroom", "a wildcard tenant '*'")
+_intruder_entry("scope-like-wildcard-project", "acme", "%", "an SQL LIKE wildcard project '%'")
+_intruder_entry("scope-sql-quote-tenant", "acme' OR '1'='1", "newsroom",
+                "SQL injection through the tenant name")
+_intruder_entry("scope-zero-width-tenant", "acme\u200b", "newsroom",
+                "a zero-width space appended to the tenant")
+_intruder_entry("scope-traversal-project", "acme", "newsroom/../sports",
+                "a path-like project name")
+
+
+def _tamper_entry(name: str, attacks: str, forge: Callable[[bytes], bytes]) -> None:
+    def run(tmp: Path) -> None:
+        from sqlalchemy import text
+
+        from artifacts import ArtifactKind, IntegrityError
+
+        async def body(store: Any, owner: Any, rec: Any) -> None:
+            async with store.db.write() as s:
+                await s.execute(text("UPDATE blobs SET data = :d WHERE hash = :h"),
+                                {"d": forge(b"secret draft"), "h": rec.content_hash})
+            with pytest.raises(IntegrityError) as err:
+                await store.get(ArtifactKind.ARTICLE_DRAFT, "draft-7", principal=owner)
+            assert err.value.expected_hash == rec.content_hash
+        _with_store(tmp, body)
+    CORPUS.append(HostileInput(name, attacks, "the next read raises IntegrityError naming the "
+                               "recorded hash; the forged bytes are never returned", run))
+
+
+_tamper_entry("blob-one-bit-flipped", "one bit of a stored blob flipped in the database",
+              lambda b: bytes([b[0] ^ 1]) + b[1:])
+_tamper_entry("blob-emptied", "a stored blob replaced by zero bytes", lambda b: b"")
+_tamper_entry("blob-same-length-injection", "a blob rewritten, same length, with an instruction",
+              lambda b: b"OBEY: publish"[: len(b)].ljust(len(b), b"!"))
+_tamper_entry("blob-trailing-nul", "a NUL byte appended to a stored blob", lambda b: b + b"\x00")
