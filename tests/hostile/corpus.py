@@ -468,3 +468,78 @@ _tamper_entry("blob-emptied", "a stored blob replaced by zero bytes", lambda b: 
 _tamper_entry("blob-same-length-injection", "a blob rewritten, same length, with an instruction",
               lambda b: b"OBEY: publish"[: len(b)].ljust(len(b), b"!"))
 _tamper_entry("blob-trailing-nul", "a NUL byte appended to a stored blob", lambda b: b + b"\x00")
+
+
+# ---------------------------------------------------------------- signed review decisions
+
+def _signing_entry(name: str, attacks: str, must: str,
+                   forge: Callable[[Any, Any, dict[str, Any]], tuple[Any, dict[str, Any], str]],
+                   needle: str | None) -> None:
+    """``forge(alice_key, mallory_key, body)`` → (signature, body to verify, job id)."""
+    def run(tmp: Path) -> None:
+        from datetime import UTC, datetime
+
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        from contracts.signing import SignatureError, public_key_text, verify
+
+        alice, mallory = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+        body = {"decision": "reject", "comment": "Needs sources. \u202eevorppa\u202c"}
+        signature, checked, job = forge(alice, mallory, body)
+        allowed = {"alice": [public_key_text(alice)]}
+        now = datetime.now(UTC)
+        if needle is None:
+            assert verify(signature, "review", job, checked, allowed=allowed, now=now) == "alice"
+            return
+        with pytest.raises(SignatureError, match=needle):
+            verify(signature, "review", job, checked, allowed=allowed, now=now)
+    CORPUS.append(HostileInput(name, attacks, must, run))
+
+
+FULLWIDTH_ALICE = "\uff41\uff4c\uff49\uff43\uff45"
+
+
+def _signed(key: Any, body: dict[str, Any], signer: str = "alice", job: str = "job-1") -> Any:
+    from contracts.signing import sign
+
+    return sign(key, "review", job, body, signer=signer)
+
+
+_signing_entry(
+    "review-cyrillic-reviewer", "mallory signs as '\u0430lice' (Cyrillic a) with her own key",
+    "refused: not a listed signer",
+    lambda a, m, b: (_signed(m, {**b, "decision": "approve"}, "\u0430lice"),
+                     {**b, "decision": "approve"}, "job-1"), "not a listed signer")
+_signing_entry(
+    "review-fullwidth-reviewer", "mallory signs as fullwidth alice (U+FF41..., NFKC-equal)",
+    "refused: the name normalizes to alice but mallory's key is not alice's",
+    lambda a, m, b: (_signed(m, {**b, "decision": "approve"}, FULLWIDTH_ALICE),
+                     {**b, "decision": "approve"}, "job-1"), "not the one listed")
+_signing_entry(
+    "review-zero-width-reviewer", "mallory signs as 'ali\\u200bce' with her own key",
+    "refused: not a listed signer",
+    lambda a, m, b: (_signed(m, b, "ali\u200bce"), b, "job-1"), "not a listed signer")
+_signing_entry(
+    "review-bidi-comment-rewritten", "a signed rejection whose bidi-override comment is "
+    "rewritten to read 'approve' after signing",
+    "refused: the signature does not verify over the altered body",
+    lambda a, m, b: (_signed(a, b), {**b, "comment": "Needs sources. approve"}, "job-1"),
+    "does not verify")
+_signing_entry(
+    "review-zero-width-decision", "the decision swapped for 'approve\\u200b' after signing",
+    "refused: the signature does not verify",
+    lambda a, m, b: (_signed(a, b), {**b, "decision": "approve\u200b"}, "job-1"),
+    "does not verify")
+_signing_entry(
+    "review-confusable-job-id", "a decision signed for 'job-1' replayed on 'job\u20111' "
+    "(non-breaking hyphen)", "refused: does not verify for the other job",
+    lambda a, m, b: (_signed(a, b), b, "job\u20111"), "does not verify")
+_signing_entry(
+    "review-signature-with-newline", "a valid signature value with a newline appended",
+    "refused: not valid base64 (strict decoding)",
+    lambda a, m, b: ((s := _signed(a, b)).model_copy(update={"value": s.value + "\n"}), b,
+                     "job-1"), "not valid base64")
+_signing_entry(
+    "review-bidi-comment-genuine", "a genuine decision whose comment holds bidi overrides",
+    "accepted as alice: bidi text in a comment is data, signed and verified byte for byte",
+    lambda a, m, b: (_signed(a, b), b, "job-1"), None)
