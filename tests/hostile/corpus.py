@@ -2,10 +2,12 @@
 happen, and ``run(tmp_path)`` feeds it to the real component it targets and asserts that
 outcome. ``tests/hostile/test_corpus.py`` runs every entry.
 
-Groups: job-spec files (``contracts.job_spec.load_job_spec``), injected instructions in data
+Groups: job-spec files (``contracts.job_spec.load_job_spec``); injected instructions in data
 reaching ``context.assemble`` (web pages, repository code, tool results, plan text, commit
-messages, review comments), and oversized tool output. Entries that expose a real bug carry
-``xfail`` naming it. The security tests elsewhere are not repeated here.
+messages, review comments) and oversized tool output; document, web-page and git sources
+(``activities.sources.acquire``); store scope and blob tampering (``artifacts``); signed
+review decisions (``contracts.signing.verify``). Entries that expose a real bug carry a
+strict ``xfail`` naming it. The security tests elsewhere are not repeated here.
 """
 
 from __future__ import annotations
@@ -142,8 +144,8 @@ _spec("spec-json-wrong-types", "a JSON document (YAML subset) with sources as an
 _spec("spec-duplicate-job-id", "a repeated key: a second job_id later in the file silently wins",
       "refused naming the duplicated key", BASE_YAML + "job_id: someone-elses-job\n",
       "job_id", xfail="duplicate mapping keys are accepted (last one wins) by load_job_spec")
-_spec("spec-huge-scalar", "a 2 MB question scalar (the loader's time)",
-      "refused, or loaded, within 2 s", lambda: BASE_YAML.replace(
+_spec("spec-huge-scalar", "a 2 MB scalar under an unknown key (the loader's time)",
+      "refused (unknown key) within 2 s", lambda: BASE_YAML.replace(
           "question:", "extra: '" + "x" * 2_000_000 + "'\nquestion:", 1),
       "unknown key", seconds=2,
       xfail="a large spec is parsed slowly with no size cap (20 MB took ~60 s)")
