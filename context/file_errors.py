@@ -14,6 +14,10 @@ and the field — never a value, a key or a line the file holds:
   the data, this module's included, would take exponential time), and a scalar PyYAML's
   constructors cannot build (a date like ``2026-13-45``, an integer of 5,000 digits), which
   PyYAML raises as a bare ``ValueError``, or an integer longer than ``MAX_YAML_INT_BITS``.
+  A key repeated in one mapping is refused too (PyYAML keeps the last silently, so a second
+  ``job_id`` or ``tenant`` further down a long file would win unseen); the error names the
+  key only when it is a word of the caller's ``vocabulary`` (a schema's own key names), and
+  both lines.
 * ``yaml_problem``: PyYAML's problem and context phrases with the line and column, never
   its snippet of the offending line; a quoted token that is not PyYAML's own vocabulary
   (``'<scalar>'``, ``','``…) becomes ``…``.
@@ -76,6 +80,32 @@ class _Loader(yaml.SafeLoader):
             None, None, f"cannot read this {kind} (malformed, out of range or too long)",
             node.start_mark) from None
 
+    #: key names a duplicate-key error may show (the caller's schema words); others are
+    #: "a key" — a key a user wrote may be a secret
+    vocabulary: frozenset[str] = frozenset()
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                    continue  # a merge key (``<<``) may legitimately be overridden
+                key = self.construct_object(key_node)
+                try:
+                    earlier = first.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the constructor reports it
+                    continue
+                if earlier is not key_node:
+                    shown = f"key {key}" if isinstance(key, str) and key in self.vocabulary \
+                        else "a key"
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{shown} appears twice in one mapping (first at line "
+                        f"{earlier.start_mark.line + 1}); remove one", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
 
 def _shape_error(problem: str, mark: Any) -> yaml.YAMLError:
     return yaml.composer.ComposerError(None, None, problem, mark)
@@ -127,11 +157,17 @@ def check_yaml_shape(text: str) -> None:
             add(sizes.get(str(event.anchor), 1), event.start_mark)
 
 
-def load_yaml(text: str) -> Any:
-    """``yaml.safe_load(text)`` after ``check_yaml_shape``; every failure is a
-    ``yaml.YAMLError`` (report it with ``yaml_problem``)."""
+def load_yaml(text: str, *, vocabulary: frozenset[str] = frozenset()) -> Any:
+    """``yaml.safe_load(text)`` after ``check_yaml_shape``, refusing a repeated key (named
+    when it is in ``vocabulary``); every failure is a ``yaml.YAMLError`` (report it with
+    ``yaml_problem``)."""
     check_yaml_shape(text)
-    return yaml.load(text, Loader=_Loader)
+    loader = _Loader(text)
+    loader.vocabulary = vocabulary
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 #: what ``str.splitlines`` breaks a line at

@@ -74,6 +74,7 @@ from context.file_errors import (
     file_problems,
     load_yaml,
     one_line,
+    schema_words,
     yaml_positions,
     yaml_problem,
 )
@@ -422,7 +423,7 @@ def policy_from_text(text: str, *, origin: str) -> ContextPolicy:
     """Parse a policy file's text (YAML or JSON); ``PolicyError`` names ``origin``, the
     line and the key, never what the text holds."""
     try:
-        data = load_yaml(text)
+        data = load_yaml(text, vocabulary=schema_words(ContextPolicy)[0])
     except yaml.YAMLError as exc:
         raise PolicyError(f"policy {origin} is not valid YAML: {yaml_problem(exc)}") from None
     return policy_from_mapping(data, origin=origin, positions=yaml_positions(text))

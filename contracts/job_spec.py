@@ -9,6 +9,7 @@ the workflow's input and the first artifact a job writes; it is small by constru
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -32,6 +33,7 @@ from context.file_errors import (
     file_problems,
     load_yaml,
     one_line,
+    schema_words,
     yaml_positions,
     yaml_problem,
 )
@@ -409,18 +411,31 @@ def recheck_job_spec(spec: JobSpec) -> JobSpec:
         raise JobSpecError(_format_error(exc, f"of job {spec.job_id!r}")) from None
 
 
+#: the largest job spec file read (the example is under 2 KB; a long question and fifty
+#: sources fit in a few dozen)
+MAX_JOB_SPEC_BYTES = 256 * 1024
+
+
 def load_job_spec(path: str | Path) -> JobSpec:
     """Read and validate a job spec YAML file (relative paths are relative to the file)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as handle:
+            # The size first: PyYAML's pure-Python scanner takes ~3 s per MB, three passes
+            # (shape, load, positions) — a huge file must be refused, not parsed.
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(MAX_JOB_SPEC_BYTES + 1)
+        if max(size, len(data)) > MAX_JOB_SPEC_BYTES:
+            raise JobSpecError(f"job spec {p} is over {MAX_JOB_SPEC_BYTES} bytes; a job spec "
+                               "names its sources, it does not hold them")
+        text = data.decode("utf-8")
     except OSError as exc:
         raise JobSpecError(f"cannot read job spec {p}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise JobSpecError(f"cannot read job spec {p}: not UTF-8 text (byte {exc.start})"
                            ) from None
     try:
-        data = load_yaml(text)
+        data = load_yaml(text, vocabulary=schema_words(JobSpec)[0])
     except yaml.YAMLError as exc:
         raise JobSpecError(f"job spec {p} is not valid YAML: {yaml_error_line(exc)}") from None
     return parse_job_spec(data, origin=str(p), base_dir=p.resolve().parent,

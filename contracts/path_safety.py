@@ -32,7 +32,9 @@ a published article is never written through a symbolic link.
 
 Inside a folder (``list_folder``), a symbolic link is followed only to a file inside the
 source roots; a link out of them, a link to a folder, a special file and a file over the
-size limit are *excluded with a reason* the caller records (a tool result's warnings, a
+size limit, and a name that is not valid UTF-8 (the kernel allows any bytes; Python hands
+them over surrogate-escaped, which no hash, JSON or database can take) are *excluded with a
+reason* the caller records (a tool result's warnings, a
 listing's ``excluded``, the manifest's acquisition outcomes) — never dropped silently.
 Hidden entries (a name starting with ``.``) are skipped, as they always were.
 
@@ -83,6 +85,18 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_
 _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
 
 Kind = Literal["source", "publish"]
+
+
+def undecodable_name(name: str) -> str | None:
+    """``None`` when ``name`` is valid UTF-8; otherwise the name with each undecodable byte
+    written as ``\\xNN`` — printable, so an exclusion can name the file. A name read from
+    the file system or ``git`` arrives surrogate-escaped (PEP 383) and would raise
+    ``UnicodeEncodeError`` wherever it is hashed or stored."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
 
 
 def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -349,6 +363,10 @@ def list_folder(folder: Located, roots: PathRoots, *, suffixes: Iterable[str],
             if entry.name.startswith("."):
                 continue
             name = f"{rel}/{entry.name}" if rel else entry.name
+            shown = undecodable_name(name)
+            if shown is not None:
+                listing.excluded.append((shown, "name is not valid UTF-8; not read"))
+                continue
             matches = entry.name.lower().endswith(wanted)
             here = Path(entry.path)
             if _on_special_filesystem(here) or roots.is_private(here):
@@ -534,4 +552,5 @@ __all__ = [
     "read_file",
     "read_policy",
     "source_path",
+    "undecodable_name",
 ]

@@ -36,6 +36,10 @@ Record identity: ``item_id = <name>@<sha12>:<path>#L<a>-L<b>``; ``canonical_key 
 git:<name>:<path>#L<a>-L<b>`` (the same excerpt at another commit shares the key, so the
 engine's required-revision gate and supersession compare like with like); ``revision`` is
 the full commit sha.
+
+A committed file whose name is not valid UTF-8 (git stores names as bytes) is a warning
+naming it with ``\\xNN`` escapes and is not read: no record, hash or manifest could carry
+the name as it is.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from activities.sources.excerpts import (
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
 from contracts.errors import UnpinnedSource
-from contracts.path_safety import PathRoots, locate_repository
+from contracts.path_safety import PathRoots, locate_repository, undecodable_name
 from contracts.source_specs import (
     REMOTE_LOCATION,
     GitSourceSpec,
@@ -383,7 +387,10 @@ async def acquire_git(
     total = 0
     for path in sorted({*(p for p in hits if not is_log_path(p)), *logs}):
         size = blobs[path][1]
-        if size > MAX_BLOB_BYTES:
+        shown = undecodable_name(path)
+        if shown is not None:
+            warnings.append(f"{shown}: name is not valid UTF-8; not read")
+        elif size > MAX_BLOB_BYTES:
             warnings.append(f"{path}: {size} bytes exceeds {MAX_BLOB_BYTES}; not read")
         elif total + size > MAX_TOTAL_BYTES:
             warnings.append(f"{path}: read budget of {MAX_TOTAL_BYTES} bytes spent; not read")

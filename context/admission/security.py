@@ -438,6 +438,15 @@ _INSTRUCTION_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[str, 
     (r"(?:忽略|无视).{0,10}(?:指令|规则|批准|审批|提示)", (("忽略", "无视"),), ("忽略", "无视")),
     (r"跳过.{0,6}(?:批准|审批|评审|审核)", (("跳过",),), ("跳过",)),
     (r"直接发布", (("直接发布",),), ("直接发布",)),
+    # Arabic: "ignore/neglect ... instructions/orders/rules/directions", "skip/bypass ...
+    # review/approval", "publish ... now/immediately/directly" and "... without review". No
+    # ``\b``: a conjunction or article attaches to the word ("وانشر", "التعليمات").
+    (r"(?:تجاهل|أهمل).{0,30}(?:تعليمات|أوامر|قواعد|توجيهات)",
+     (("تجاهل", "أهمل"), ("تعليمات", "أوامر", "قواعد", "توجيهات")), ("تجاهل", "أهمل")),
+    (r"(?:تخط|تجاوز).{0,12}(?:مراجعة|موافقة)", (("تخط", "تجاوز"), ("مراجعة", "موافقة")),
+     ("تخط", "تجاوز")),
+    (r"انشر.{0,30}(?:الآن|فورا|فوراً|مباشرة|دون مراجعة|بدون مراجعة|دون موافقة|بدون موافقة)",
+     (("انشر",),), ("انشر",)),
 )
 def _first_match(pattern: re.Pattern[str], lead: tuple[str, ...], text: str,
                  lowered: str | None) -> re.Match[str] | None:

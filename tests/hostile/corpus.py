@@ -61,7 +61,8 @@ def entry(name: str, attacks: str, must: str, xfail: str | None = None
 BASE_YAML = yaml.safe_dump(BASE, allow_unicode=True, sort_keys=False)
 
 
-def _refused(tmp: Path, text: str | bytes, *needles: str, seconds: float = 5.0) -> str:
+def _refused(tmp: Path, text: str | bytes, *needles: str, seconds: float = 5.0,
+             forbidden: str | None = None) -> str:
     path = tmp / "job.yaml"
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -75,6 +76,7 @@ def _refused(tmp: Path, text: str | bytes, *needles: str, seconds: float = 5.0) 
     assert "\n" not in message, message
     for needle in needles:
         assert needle in message, message
+    assert forbidden is None or forbidden not in message, message
     return message
 
 
@@ -83,9 +85,11 @@ def _with(**changes: Any) -> str:
 
 
 def _spec(name: str, attacks: str, must: str, text: str | bytes | Callable[[], str | bytes],
-          *needles: str, xfail: str | None = None, seconds: float = 5.0) -> None:
+          *needles: str, xfail: str | None = None, seconds: float = 5.0,
+          forbidden: str | None = None) -> None:
     def run(tmp: Path) -> None:
-        _refused(tmp, text() if callable(text) else text, *needles, seconds=seconds)
+        _refused(tmp, text() if callable(text) else text, *needles, seconds=seconds,
+                 forbidden=forbidden)
     CORPUS.append(HostileInput(name, attacks, must, run, xfail))
 
 
@@ -143,12 +147,18 @@ _spec("spec-json-wrong-types", "a JSON document (YAML subset) with sources as an
       lambda: __import__("json").dumps({**BASE, "sources": {"kind": "git"}}), "sources")
 _spec("spec-duplicate-job-id", "a repeated key: a second job_id later in the file silently wins",
       "refused naming the duplicated key", BASE_YAML + "job_id: someone-elses-job\n",
-      "job_id", xfail="duplicate mapping keys are accepted (last one wins) by load_job_spec")
+      "key job_id appears twice", "line 1")
 _spec("spec-huge-scalar", "a 2 MB scalar under an unknown key (the loader's time)",
-      "refused (unknown key) within 2 s", lambda: BASE_YAML.replace(
+      "refused by size before it is parsed, within 2 s", lambda: BASE_YAML.replace(
           "question:", "extra: '" + "x" * 2_000_000 + "'\nquestion:", 1),
-      "unknown key", seconds=2,
-      xfail="a large spec is parsed slowly with no size cap (20 MB took ~60 s)")
+      "over 262144 bytes", seconds=2)
+_spec("spec-duplicate-secret-key", "a repeated key that is not a schema word (it could be a "
+      "secret someone pasted)", "refused with both lines, never naming the key",
+      BASE_YAML + "sk-live-0123456789: 1\nsk-live-0123456789: 2\n", "a key appears twice",
+      forbidden="sk-live")
+_spec("spec-duplicate-nested-key", "a repeated tenant inside scope",
+      "refused naming scope's key and both lines", lambda: _with().replace(
+          "  tenant:", "  tenant: other\n  tenant:", 1), "key tenant appears twice")
 
 
 # ---------------------------------------------------------------- injected instructions
@@ -201,14 +211,12 @@ def _carrier_entry(carrier: str, lang: str, text: str) -> None:
         inc = _assert_kept_as_data(request([cand]), cand.item_id, text)
         if lang in {"english", "chinese", "arabic", "bidi", "zero-width"}:
             assert inc.security_assessment["external_instruction_isolation"] == "flagged"
-    xfail = ("Arabic instruction-like text is not flagged by the detector (kept as data, but "
-             "absent from the audit flags)") if lang == "arabic" else None
     must = ("rendered only inside its own data block (hash-verified), never in the system "
             "message, all engine invariants hold"
             + ("; flagged as instruction-like" if lang != "forged-delimiter"
                and not lang.startswith("forged") else "; no early close, no forged block"))
     CORPUS.append(HostileInput(f"inject-{carrier}-{lang}", f"instructions in a {carrier} ({lang})",
-                               must, run, xfail))
+                               must, run))
 
 
 for _carrier in CARRIERS:
@@ -349,12 +357,11 @@ def _many(tmp: Path) -> None:
 
 
 @entry("source-non-utf8-file-name", "a document whose file name is not UTF-8 (b'bad\\xff.md')",
-       "acquire never raises: the name is a recorded exclusion and ok.md is read",
-       xfail="acquire_documents raises UnicodeEncodeError hashing a surrogate-escaped file "
-             "name (activities/sources/documents.py folder_digest.update)")
+       "acquire never raises: the name is a recorded exclusion (escaped) and ok.md is read")
 def _non_utf8_name(tmp: Path) -> None:
     r = _docs(tmp, {b"bad\xff.md": b"jitter\n", b"ok.md": b"jitter\n"})
     assert [x.path for x in r.records] == ["ok.md"]
+    assert "bad\\xff.md: name is not valid UTF-8; not read" in (r.reason or "")
 
 
 @entry("source-bidi-file-name", "a file name with a bidi override ('evil\\u202edm.md')",
@@ -602,9 +609,8 @@ def _git_commit_message(tmp: Path) -> None:
 
 
 @entry("git-non-utf8-file-name", "a committed file whose name is not UTF-8 (b'n\\xff.py')",
-       "acquire never raises: the file is a recorded exclusion and ok.py is read",
-       xfail="acquire raises UnicodeEncodeError hashing the tool result that holds the "
-             "surrogate-escaped name (activities/sources/toolrecord.py result_hash)")
+       "acquire never raises: the file is a recorded exclusion (escaped) and ok.py is read")
 def _git_non_utf8_name(tmp: Path) -> None:
     r = _git_acquire(tmp, {b"n\xff.py": b"jitter = 1\n"})
-    assert "src/ok.py" in [x.path for x in r.records]
+    assert [x.path for x in r.records] == ["src/ok.py"]
+    assert "src/n\\xff.py: name is not valid UTF-8; not read" in (r.reason or "")
