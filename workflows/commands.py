@@ -267,10 +267,10 @@ async def trace(console: Console, settings: Settings, job_id: str,
                 f"{result['status']}{' ' + result['rejection'] if result['rejection'] else ''}"
                 f" {len(result['content'])} chars")
             console.print(f"  {call['call_id']:<9} {call['tool_name']:<11} "
-                          f"{_argument_line(call['arguments'])[:80]:<80} → {shown}")
+                          f"{argument_line(call['arguments'])[:80]:<80} → {shown}")
 
 
-def _argument_line(arguments: dict[str, Any]) -> str:
+def argument_line(arguments: dict[str, Any]) -> str:
     """A call's arguments in one short line (a note shows its topic, a plan its size)."""
     if "text" in arguments:
         return f"text: {len(str(arguments['text']))} chars"
