@@ -58,12 +58,14 @@ from settings import (
     load,
     parse_helper_count,
 )
+from workflows.errors import SearchAttributesMissing
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOW_RUNNER,
 )
+from workflows.visibility_admin import ensure_search_attributes
 
 
 async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
@@ -154,6 +156,20 @@ def attestation_keyring(settings: Settings) -> Keyring | None:
         raise JobError(f"{ATTESTATION_KEYS}: {exc}") from None
 
 
+async def register_search_attributes(client: Client) -> None:
+    """Register the job's search attributes on the client's namespace (idempotent:
+    ``workflows.visibility_admin``). When this worker may not, one warning line names the
+    command an operator must run; the worker runs on (jobs start only once they exist)."""
+    try:
+        added = await ensure_search_attributes(client)
+    except SearchAttributesMissing as exc:
+        print(f"pressroom worker: warning: {exc}", file=sys.stderr, flush=True)
+        return
+    if added:
+        print(f"pressroom worker: registered search attributes {', '.join(added)} on "
+              f"namespace {client.namespace!r}", flush=True)
+
+
 async def run_worker(settings: Settings, *, address: str | None = None,
                      namespace: str | None = None, task_queue: str | None = None,
                      store_url: str | None = None, tls_cert: str | None = None,
@@ -170,6 +186,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     client = await connect(address or settings.temporal_address,
                            namespace or settings.temporal_namespace,
                            tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
+    await register_search_attributes(client)
     runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
                             roots=PathRoots.of(settings),
                             helper_processes=helpers, attestation=attestation)

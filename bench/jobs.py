@@ -71,6 +71,7 @@ from workflows.temporal_config import (
     WORKFLOW_RUNNER,
     temporal_binary,
 )
+from workflows.visibility import SEARCH_ATTRIBUTES
 
 _CLOSED = frozenset(getattr(EventType, f"EVENT_TYPE_WORKFLOW_EXECUTION_{end}") for end in (
     "COMPLETED", "FAILED", "TIMED_OUT", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW"))
@@ -301,7 +302,7 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         try:
             env = await WorkflowEnvironment.start_local(
                 dev_server_existing_path=str(temporal_binary()), data_converter=DATA_CONVERTER,
-                dev_server_log_level="error")
+                dev_server_log_level="error", search_attributes=SEARCH_ATTRIBUTES)
         finally:
             os.dup2(saved, 1)
             os.close(saved)

@@ -64,6 +64,7 @@ from workflows import client as jobs
 from workflows.embedded import _build_fixtures
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+from workflows.visibility import SEARCH_ATTRIBUTES
 
 #: identifiers of the corpus, one survey topic each (more than 100 turns can cover)
 SURVEY = [
@@ -229,7 +230,7 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
         try:
             env = await WorkflowEnvironment.start_local(
                 dev_server_existing_path=str(temporal_binary()), data_converter=DATA_CONVERTER,
-                dev_server_log_level="error")
+                dev_server_log_level="error", search_attributes=SEARCH_ATTRIBUTES)
         finally:
             os.dup2(saved, 1)
         runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}",

@@ -7,6 +7,9 @@ sent as the ``review`` Update so the workflow's validator decides — a refused 
 comes back as ``ReviewRejected`` with the validator's reason and nothing recorded.
 Reviews, resolutions and cancels are signed with the caller's Ed25519 key here
 (contracts/signing.py); a refused resolution or cancel is ``CommandRefused``.
+A job starts with its typed search attributes (workflows/visibility.py), and
+``list_visible_jobs`` lists jobs by them from the visibility store: one list call per page,
+no query to any job.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel, ConfigDict
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -35,6 +39,7 @@ from contracts.signing import sign
 from contracts.workflow_messages import (
     CancelInput,
     JobResult,
+    JobState,
     JobStatus,
     ResearchJobInput,
     ResolveInput,
@@ -48,9 +53,23 @@ from workflows.errors import (
     JobNotFound,
     JobNotWaiting,
     ReviewRejected,
+    SearchAttributesMissing,
 )
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
+from workflows.visibility import (
+    PRESSROOM_PROJECT,
+    PRESSROOM_REVIEWERS,
+    PRESSROOM_STAGE,
+    PRESSROOM_STATUS,
+    PRESSROOM_TENANT,
+    PRESSROOM_TOKENS,
+    PRESSROOM_TURN,
+    SEARCH_ATTRIBUTE_TYPES,
+    create_command,
+    job_search_attributes,
+    jobs_query,
+)
 
 Decision = Literal["approve", "request_changes", "reject"]
 QUERY_TIMEOUT = timedelta(seconds=10)
@@ -99,6 +118,9 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
     again first (``recheck_job_spec``), so a spec changed in code since it was parsed —
     a reviewer name the store refuses, a blank topic term — is a ``JobSpecError`` here,
     not a job that retries on a worker.
+
+    The job starts with its search attributes (``workflows.visibility``); a namespace that
+    lacks them is a ``SearchAttributesMissing`` naming them and the command that adds them.
     """
     spec = recheck_job_spec(spec)
     unpinned = spec.review.unpinned()
@@ -111,10 +133,20 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            search_attributes=job_search_attributes(spec, JobState()),
         )
     except WorkflowAlreadyStartedError:
         raise JobExists(f"job {spec.job_id!r} already exists; a job id is never reused — "
                         f"see `pressroom status {spec.job_id}` or pick a new job_id") from None
+    except RPCError as exc:
+        missing = [name for name in SEARCH_ATTRIBUTE_TYPES if name in exc.message]
+        if exc.status != RPCStatusCode.INVALID_ARGUMENT or not missing:
+            raise
+        raise SearchAttributesMissing(
+            f"job {spec.job_id!r} not started: namespace {client.namespace!r} has no search "
+            f"attribute {', '.join(missing)} (Pressroom's job list needs them); start a worker "
+            "on it, which registers them, or have an operator run: "
+            f"{create_command(None, client.namespace)}") from None
 
 
 def _failure_text(exc: BaseException) -> str:
@@ -263,6 +295,47 @@ async def has_pollers(client: Client, task_queue: str) -> bool:
         namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
     return len(resp.pollers) > 0
+
+
+class VisibleJob(BaseModel):
+    """One job as the visibility store lists it (``list_visible_jobs``): its search
+    attributes (workflows/visibility.py) and its execution's start and close times. A field
+    is ``None`` (or empty) for a job started before the attributes existed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    stage: str | None = None
+    status: str | None = None
+    tenant: str | None = None
+    project: str | None = None
+    reviewers: list[str] = []
+    turn: int | None = None
+    tokens: int | None = None
+    started_at: datetime | None = None
+    closed_at: datetime | None = None
+
+
+async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str | None = None,
+                            tenant: str | None = None, limit: int = 100) -> list[VisibleJob]:
+    """Up to ``limit`` jobs, newest first, from the visibility store: those listing
+    ``reviewer`` (any, when ``None``), in ``status`` and of ``tenant`` when given
+    (``workflows.visibility.jobs_query``). One ``ListWorkflowExecutions`` call per page of
+    ``limit``; no job is described or queried. Visibility is eventually consistent: a
+    change shows here shortly after it happened. A value a query cannot carry (a quote) is
+    a ``ValueError``."""
+    query = jobs_query(reviewer=reviewer, status=status, tenant=tenant,
+                       workflow_type=WORKFLOW_TYPE)
+    jobs: list[VisibleJob] = []
+    async for wf in client.list_workflows(query, limit=limit, page_size=max(1, min(limit, 1000))):
+        attrs = wf.typed_search_attributes
+        jobs.append(VisibleJob(
+            job_id=wf.id, stage=attrs.get(PRESSROOM_STAGE), status=attrs.get(PRESSROOM_STATUS),
+            tenant=attrs.get(PRESSROOM_TENANT), project=attrs.get(PRESSROOM_PROJECT),
+            reviewers=list(attrs.get(PRESSROOM_REVIEWERS) or []),
+            turn=attrs.get(PRESSROOM_TURN), tokens=attrs.get(PRESSROOM_TOKENS),
+            started_at=wf.start_time, closed_at=wf.close_time))
+    return jobs
 
 
 async def list_jobs(client: Client, limit: int = 50) -> list[JobView]:

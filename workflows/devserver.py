@@ -2,7 +2,8 @@
 
 ``pressroom dev`` and ``pressroom demo`` run it with ``--db-filename`` under
 ``$PRESSROOM_HOME`` so jobs survive a server restart, and the Web UI on its default port
-(gRPC port + 1000, i.e. 8233 for 7233). The server-restart test uses the same class to
+(gRPC port + 1000, i.e. 8233 for 7233), with the job's search attributes registered
+(``workflows.visibility``). The server-restart test uses the same class to
 stop and start a server over one database file. Nothing is downloaded.
 """
 
@@ -21,6 +22,7 @@ from temporalio.client import Client
 
 from workflows.errors import TemporalUnavailable
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+from workflows.visibility import dev_server_args
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -64,7 +66,7 @@ class DevServer:
     def command(self) -> list[str]:
         cmd = [str(temporal_binary()), "server", "start-dev",
                "--db-filename", str(self.db_filename), "--ip", self.ip,
-               "--port", str(self.port), "--log-level", "error"]
+               "--port", str(self.port), "--log-level", "error", *dev_server_args()]
         cmd += ["--headless"] if self.headless else ["--ui-port", str(self.ui_port)]
         return cmd
 

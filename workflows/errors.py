@@ -16,7 +16,10 @@ Hierarchy::
     │                         found or used; names the file, never its content
     ├── UnresolvedRef         a git source's ``ref`` did not resolve to a commit at submit
     │                         (``workflows.pins``); nothing was started
-    └── TemporalUnavailable   the Temporal server cannot be reached at the given address
+    ├── TemporalUnavailable   the Temporal server cannot be reached at the given address
+    └── SearchAttributesMissing  the namespace lacks (or cannot be given) the job's search
+                              attributes (``workflows.visibility``); names them and the
+                              ``temporal operator search-attribute create`` command
 
 ``JobError`` and ``JobSpecError`` live in ``contracts.errors`` because the job spec, which
 raises ``JobSpecError``, is a contract that activities load too; the rest are the client's.
@@ -54,5 +57,10 @@ class CommandRefused(JobError):
 class UnresolvedRef(JobError):
     pass
 
+
+class SearchAttributesMissing(JobError):
+    pass
+
+
 __all__ = ["CommandRefused", "JobExists", "JobNotFound", "JobNotWaiting", "ReviewRejected",
-           "TemporalUnavailable", "UnresolvedRef"]
+           "SearchAttributesMissing", "TemporalUnavailable", "UnresolvedRef"]

@@ -85,6 +85,7 @@ with workflow.unsafe.imports_passed_through():
         activity_retry_policy,
         activity_schedule_to_close,
     )
+    from workflows.visibility import PRESSROOM_STATUS, search_attribute_updates
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -108,6 +109,10 @@ NEEDS_OPERATOR_PATCH = "needs-operator"
 #: the patch id under which continue-as-new is also checked after each resolution of a
 #: block (a step blocked and resolved many times used to grow one history without bound)
 ROLLOVER_AFTER_RESOLVE_PATCH = "continue-as-new-after-resolve"
+#: the patch id under which the job upserts its typed search attributes (stage, status,
+#: research turn and tokens; workflows/visibility.py) whenever they change; histories
+#: recorded before it replay without the upserts
+SEARCH_ATTRIBUTES_PATCH = "search-attributes"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 #: a ``needs_operator`` reason is cut to this many characters
@@ -147,6 +152,7 @@ class ResearchJobWorkflow:
             return stages.result()
         await self._stop(stages)
         self._state.status = "cancelled"
+        self._sync_visibility()
         return self._result(reason=f"cancelled by {self._state.cancelled_by}")
 
     @staticmethod
@@ -163,6 +169,7 @@ class ResearchJobWorkflow:
     async def _run_stages(self) -> JobResult:
         state = self._state
         while True:
+            self._sync_visibility()  # the last stage, turn or token count, before any wait
             self._maybe_continue_as_new()
             if state.stage == "start":
                 ref = await self._act("store_job_spec", StoreJobSpecInput(spec=self._spec),
@@ -326,6 +333,7 @@ class ResearchJobWorkflow:
         state = self._state
         state.status = "awaiting_review"
         state.review_decision = None
+        self._sync_visibility()
         timeout = self._spec.review.timeout
         try:
             await workflow.wait_condition(lambda: state.review_decision is not None,
@@ -335,6 +343,7 @@ class ResearchJobWorkflow:
             await workflow.wait_condition(lambda: not self._review_busy)
             if state.review_decision is None:
                 state.status = "expired"
+                self._sync_visibility()
                 await self._checkpoint("review", [], note="review timed out; not published")
                 return self._result(reason=f"no review within {timeout}")
         decision = state.review_decision
@@ -352,6 +361,7 @@ class ResearchJobWorkflow:
                 state.stage = "revise"
         else:
             state.status = "rejected"
+            self._sync_visibility()
             await self._checkpoint("review", [], note="rejected by reviewer")
             return self._result(reason="rejected by reviewer")
         return None
@@ -368,6 +378,7 @@ class ResearchJobWorkflow:
         ), PublishResult)
         state.status = "published"
         state.stage = "done"
+        self._sync_visibility()
         await self._checkpoint("publish", [], note=f"published to {state.receipt.location}")
         return self._result()
 
@@ -399,11 +410,13 @@ class ResearchJobWorkflow:
         """Wait, blocked, for a ``resolve`` (the caller applies it) or fail at ``timeout``."""
         state = self._state
         state.status, state.blocked_reason = "blocked", reason
+        self._sync_visibility()
         await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
         try:
             await workflow.wait_condition(lambda: bool(self._resolutions), timeout=timeout)
         except TimeoutError:
             state.status = "failed"
+            self._sync_visibility()
             await self._checkpoint(stage, [], note=f"failed: {reason}")
             raise ApplicationError(f"failed: {reason}", type="JobBlocked",
                                    non_retryable=True) from None
@@ -412,6 +425,7 @@ class ResearchJobWorkflow:
             self._resolutions.clear()
             await self._end_abandoned(stage, reason, abandon)
         state.status, state.blocked_reason = "running", None
+        self._sync_visibility()
 
     async def _apply_resolutions(self) -> None:
         to_acquire: list[Any] = []
@@ -696,6 +710,7 @@ class ResearchJobWorkflow:
         if state.status != "needs_operator":
             self._resume = (state.status, state.blocked_reason)
         state.status, state.blocked_reason = "needs_operator", reason
+        self._sync_visibility()
         workflow.set_current_details(reason)
         seen = self._operator_round
         timeout = self._spec.block_timeout or _DEFAULT_BLOCK_TIMEOUT
@@ -712,6 +727,7 @@ class ResearchJobWorkflow:
             await self._end_abandoned(state.stage, reason, action)
         if self._operator_waiting == 0:
             state.status, state.blocked_reason = self._resume
+            self._sync_visibility()
             workflow.set_current_details("")
 
     async def _end_abandoned(self, stage: str, reason: str, action: ResolveInput) -> NoReturn:
@@ -725,6 +741,7 @@ class ResearchJobWorkflow:
         it (this is the way out of a failure, so a failed checkpoint does not stop it)."""
         state = self._state
         state.status = "failed"
+        self._sync_visibility()
         if state.refs is not None:
             try:
                 await self._checkpoint(stage, [], note=f"failed: {reason}",
@@ -756,6 +773,26 @@ class ResearchJobWorkflow:
         return JobResult(job_id=self._spec.job_id, tenant=self._spec.scope.tenant,
                          project=self._spec.scope.project, status=state.status, reason=reason,
                          receipt=state.receipt, manifest_ids=list(state.manifest_ids))
+
+    def _sync_visibility(self) -> None:
+        """Upsert the job's search attributes (workflows/visibility.py) when they differ
+        from the ones the run has now; deterministic (it compares with
+        ``workflow.info().typed_search_attributes``, which the start event and this run's
+        own upserts define).
+
+        Only under the ``search-attributes`` patch, and only when the run started with them
+        (``start_job`` sets them; continue-as-new carries them): upserting an attribute the
+        namespace does not know would fail the workflow task, so a job started on a
+        namespace without them runs on without visibility.
+        """
+        if not workflow.patched(SEARCH_ATTRIBUTES_PATCH):
+            return
+        current = workflow.info().typed_search_attributes
+        if current.get(PRESSROOM_STATUS) is None:
+            return
+        updates = search_attribute_updates(self._spec, self._state, current)
+        if updates:
+            workflow.upsert_search_attributes(updates)
 
     def _maybe_continue_as_new(self) -> None:
         info, state = workflow.info(), self._state

@@ -13,9 +13,11 @@ bounded retries' (``needs-operator`` and ``continue-as-new-after-resolve`` patch
 publish that fails permanently → needs_operator → a signed retry → published, a draft that
 fails → needs_operator → abandoned, a decision that cannot be recorded → refused → another
 reviewer approves, and a block resolved again and again until the job continues as new
-(the first run is recorded). Each runs for real (dev server, worker, SQLite store,
-document sources, extractive provider) in a temporary directory; the failures come from
-the test hook ``PRESSROOM_TEST_FAIL_AT`` (activities/fail_hook.py).
+(the first run is recorded); and the ``search-attributes`` patch's: a job that blocks, is
+resolved (signed) and approved, upserting its search attributes at every change. Each runs
+for real (dev server, worker, SQLite store, document sources, extractive provider) in a
+temporary directory; the failures come from the test hook ``PRESSROOM_TEST_FAIL_AT``
+(activities/fail_hook.py).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from workflows import client as jobs
 from workflows.errors import ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+from workflows.visibility import SEARCH_ATTRIBUTES
 
 #: what source-location placeholders stand for here (as a worker started now is told)
 LOCAL = Settings.from_env(os.environ).locations
@@ -181,6 +184,14 @@ async def _rollover_after_resolve(client: Client, handle: WorkflowHandle[Any, An
     await review(client, spec.job_id, "approve", reviewer="alice")
 
 
+async def _visible_blocked_then_approve(client: Client, handle: WorkflowHandle[Any, Any],
+                                        spec: JobSpec) -> None:
+    await wait_status(handle, {"blocked"})
+    await resolve(client, spec.job_id, ResolveInput(action="raise_budget", context_limit=32000),
+                  signer="ops")
+    await _approve(client, handle, spec)
+
+
 _OPS = {"reviewers": ["alice", "bob"], "operators": ["ops"], "timeout": "10m"}
 #: scenarios whose first run is recorded (it continued as new where the patch says)
 FIRST_RUN = {"loop_rollover_after_resolve"}
@@ -210,6 +221,8 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
                                                  "activity_timeout": "2m",
                                                  "continue_as_new_events": 50}},
                                     _rollover_after_resolve),
+    "loop_search_attributes": ({"review": _OPS, "model": {"context_limit": 5000}},
+                               _visible_blocked_then_approve),
 }
 
 
@@ -226,7 +239,8 @@ def _docs(root: Path) -> Path:
 async def record(out_dir: Path = HERE, only: set[str] | None = None) -> list[Path]:
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(temporal_binary()),
                                                 data_converter=DATA_CONVERTER,
-                                                dev_server_log_level="error")
+                                                dev_server_log_level="error",
+                                                search_attributes=SEARCH_ATTRIBUTES)
     written = []
     try:
         with tempfile.TemporaryDirectory() as tmp:

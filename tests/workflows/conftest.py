@@ -23,6 +23,7 @@ from contracts.job_spec import JobSpec, parse_job_spec
 from settings import Settings
 from tests.workflows.jobkit import job_dict, roots_for
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
+from workflows.visibility import SEARCH_ATTRIBUTES
 
 #: what source-location placeholders stand for here (as a worker started now is told)
 LOCAL = Settings.from_env(os.environ).locations
@@ -36,6 +37,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=str(temporal_binary()),
         data_converter=DATA_CONVERTER,
         dev_server_log_level="error",
+        search_attributes=SEARCH_ATTRIBUTES,  # the job's, as a worker would register them
     )
     try:
         yield env

@@ -1,0 +1,164 @@
+"""The job's typed search attributes: what a page can list jobs by from Temporal's
+visibility store, with one ``ListWorkflowExecutions`` query per page.
+
+The workflow upserts them (``ResearchJobWorkflow._sync_visibility``, under the
+``search-attributes`` patch) whenever its stage, status, research turn or token count
+changes; ``workflows.client.start_job`` sets the first values at start; the dev server
+registers them (``--search-attribute``) and a worker registers them on its namespace at
+startup (``workflows.visibility_admin.ensure_search_attributes``). A blocked or failed
+job's reason is kept out: it can be long and quote untrusted text.
+
+Pure: imported inside the workflow sandbox (passed through), so it imports only
+``temporalio.common``, the API enum and ``contracts.signing.normalize_name``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import TYPE_CHECKING, Any
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    SearchAttributeUpdate,
+    TypedSearchAttributes,
+)
+
+from contracts.signing import normalize_name
+
+if TYPE_CHECKING:
+    from contracts.job_spec import JobSpec
+    from contracts.workflow_messages import JobState
+
+__all__ = [
+    "PRESSROOM_PROJECT",
+    "PRESSROOM_REVIEWERS",
+    "PRESSROOM_STAGE",
+    "PRESSROOM_STATUS",
+    "PRESSROOM_TENANT",
+    "PRESSROOM_TOKENS",
+    "PRESSROOM_TURN",
+    "SEARCH_ATTRIBUTES",
+    "SEARCH_ATTRIBUTE_TYPES",
+    "cli_type_name",
+    "create_command",
+    "dev_server_args",
+    "job_search_attributes",
+    "jobs_query",
+    "search_attribute_updates",
+]
+
+PRESSROOM_STAGE = SearchAttributeKey.for_keyword("PressroomStage")
+PRESSROOM_STATUS = SearchAttributeKey.for_keyword("PressroomStatus")
+PRESSROOM_TENANT = SearchAttributeKey.for_keyword("PressroomTenant")
+PRESSROOM_PROJECT = SearchAttributeKey.for_keyword("PressroomProject")
+#: the job's reviewers, each ``normalize_name``d (``PressroomReviewers = 'alice'`` matches
+#: every job listing alice)
+PRESSROOM_REVIEWERS = SearchAttributeKey.for_keyword_list("PressroomReviewers")
+#: the research loop's turn
+PRESSROOM_TURN = SearchAttributeKey.for_int("PressroomTurn")
+#: research tokens used (input + output), as the loop counts them against its budget
+PRESSROOM_TOKENS = SearchAttributeKey.for_int("PressroomTokens")
+
+SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
+    PRESSROOM_STAGE, PRESSROOM_STATUS, PRESSROOM_TENANT, PRESSROOM_PROJECT,
+    PRESSROOM_REVIEWERS, PRESSROOM_TURN, PRESSROOM_TOKENS,
+)
+
+#: name → type, as ``OperatorService.AddSearchAttributes`` takes them
+SEARCH_ATTRIBUTE_TYPES: dict[str, IndexedValueType.ValueType] = {
+    key.name: IndexedValueType.ValueType(int(key.indexed_value_type))
+    for key in SEARCH_ATTRIBUTES
+}
+
+_CLI_TYPES = {
+    IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD: "Keyword",
+    IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST: "KeywordList",
+    IndexedValueType.INDEXED_VALUE_TYPE_INT: "Int",
+}
+
+
+def cli_type_name(name: str) -> str:
+    """The ``temporal`` CLI's name of attribute ``name``'s type (``Keyword``, ``Int``…)."""
+    return _CLI_TYPES[SEARCH_ATTRIBUTE_TYPES[name]]
+
+
+def dev_server_args() -> list[str]:
+    """``--search-attribute Name=Type`` for each attribute (``temporal server start-dev``)."""
+    args: list[str] = []
+    for name in SEARCH_ATTRIBUTE_TYPES:
+        args += ["--search-attribute", f"{name}={cli_type_name(name)}"]
+    return args
+
+
+def create_command(names: list[str] | None = None, namespace: str = "default") -> str:
+    """The command an operator runs to register ``names`` (default: all) on a cluster."""
+    chosen = names if names is not None else list(SEARCH_ATTRIBUTE_TYPES)
+    flags = " ".join(f"--name {n} --type {cli_type_name(n)}" for n in chosen)
+    return f"temporal operator search-attribute create --namespace {namespace} {flags}"
+
+
+def _values(spec: JobSpec, state: JobState) -> list[SearchAttributePair[Any]]:
+    reviewers = sorted({normalize_name(n) for n in spec.review.reviewer_names()})
+    return [
+        SearchAttributePair(PRESSROOM_STAGE, state.stage),
+        SearchAttributePair(PRESSROOM_STATUS, state.status),
+        SearchAttributePair(PRESSROOM_TENANT, spec.scope.tenant),
+        SearchAttributePair(PRESSROOM_PROJECT, spec.scope.project),
+        SearchAttributePair(PRESSROOM_REVIEWERS, reviewers),
+        SearchAttributePair(PRESSROOM_TURN, state.research.turn),
+        SearchAttributePair(PRESSROOM_TOKENS, state.research.tokens_used),
+    ]
+
+
+def job_search_attributes(spec: JobSpec, state: JobState) -> TypedSearchAttributes:
+    """Every attribute's value for a job with ``spec`` in ``state`` (also the start values)."""
+    return TypedSearchAttributes(_values(spec, state))
+
+
+def search_attribute_updates(spec: JobSpec, state: JobState,
+                             current: TypedSearchAttributes) -> list[SearchAttributeUpdate[Any]]:
+    """The updates that bring ``current`` to the values of ``spec`` and ``state``; empty when
+    they already agree (the workflow then upserts nothing)."""
+    updates: list[SearchAttributeUpdate[Any]] = []
+    for pair in _values(spec, state):
+        if current.get(pair.key) != pair.value:
+            updates.append(pair.key.value_set(pair.value))
+    return updates
+
+
+_REFUSED = frozenset("'\"\\`")
+
+
+def _literal(value: str, what: str) -> str:
+    """``value`` as a single-quoted literal of the visibility query language.
+
+    The language has no escape every server agrees on, so a value that could end or bend
+    the literal (a quote, a backslash, a backtick, a control or format character) is refused
+    — job ids, tenants, reviewer names and statuses never hold one (contracts.identifiers).
+    """
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    for ch in value:
+        if ch in _REFUSED or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            raise ValueError(f"{what} holds a character a visibility query cannot carry "
+                             f"(U+{ord(ch):04X})")
+    return f"'{value}'"
+
+
+def jobs_query(*, reviewer: str | None, status: str | None = None, tenant: str | None = None,
+               workflow_type: str = "ResearchJobWorkflow") -> str:
+    """A visibility query for Pressroom jobs: of ``workflow_type`` (``WORKFLOW_TYPE``), and,
+    when given, listing ``reviewer`` (compared ``normalize_name``d), in ``status``
+    (``PressroomStatus``, e.g. ``awaiting_review``) and of ``tenant``. A value that cannot
+    be quoted safely is a ``ValueError``."""
+    terms = [f"WorkflowType = {_literal(workflow_type, 'workflow type')}"]
+    if reviewer is not None:
+        terms.append(f"{PRESSROOM_REVIEWERS.name} = "
+                     f"{_literal(normalize_name(reviewer), 'reviewer')}")
+    if status is not None:
+        terms.append(f"{PRESSROOM_STATUS.name} = {_literal(status, 'status')}")
+    if tenant is not None:
+        terms.append(f"{PRESSROOM_TENANT.name} = {_literal(tenant, 'tenant')}")
+    return " AND ".join(terms)
