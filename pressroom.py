@@ -391,6 +391,60 @@ def reviewer_keygen(
     print(made.public_key)
 
 
+@reviewer_app.command("add")
+def reviewer_add(
+    ctx: typer.Context,
+    name: str,
+    password_stdin: bool = typer.Option(
+        False, "--password-stdin", help="Read the password as one line on stdin instead of "
+                                        "asking twice."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace an existing account and its registry entry (a new "
+                                 "signing key: jobs pinned to the old one must be resubmitted)."),
+) -> None:
+    """Create a review-console account: a password (at least 12 characters) and a new signing
+    key stored encrypted under it ($PRESSROOM_HOME/console/accounts); the public key is
+    registered ($PRESSROOM_HOME/reviewers) so `pressroom run` pins it, and printed."""
+    import getpass
+
+    from contracts.signing import key_file_name
+    from webconsole.accounts import AccountError, ReviewerAccounts, register_public_key
+
+    settings = _settings(ctx)
+    accounts = ReviewerAccounts(settings.console_accounts_dir)
+
+    def fail(message: str) -> typer.Exit:
+        err_console.print(f"[red]error:[/red] {message}", soft_wrap=True, highlight=False)
+        return typer.Exit(1)
+
+    registry = settings.reviewers_dir
+    try:
+        if not replace and accounts.exists(name):
+            raise fail(f"reviewer account {name!r} already exists (pass --replace for a new "
+                       "password and key)")
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    if password_stdin:
+        password = sys.stdin.readline().removesuffix("\n").removesuffix("\r")
+    else:
+        password = getpass.getpass(f"password for {name}: ")
+        if getpass.getpass("again: ") != password:
+            raise fail("the two passwords differ")
+    try:
+        entry = registry / f"{key_file_name(name)}.pub"
+        if not replace and (entry.exists() or entry.is_symlink()):
+            raise fail(f"{entry} already registers a key for {name!r} (from `reviewer keygen "
+                       "--register`?); pass --replace to register the account's key instead")
+        public = accounts.add(name, password, replace=replace)
+        registered = register_public_key(registry, name, public, replace=replace)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    console.print(f"account {name} in {settings.console_accounts_dir} (signing key encrypted "
+                  "under the password)", highlight=False, soft_wrap=True)
+    console.print(f"registered {registered}", highlight=False, soft_wrap=True)
+    print(public)
+
+
 # --- artifact store: `pressroom selfcheck`, `pressroom db …` (migrations, attestation keys) ---
 
 db_app = typer.Typer(help="Manage the artifact store's database schema (Alembic migrations).",

@@ -316,11 +316,13 @@ class Settings(BaseModel):
     @property
     def private_paths(self) -> tuple[Path, ...]:
         """Pressroom's own state, never read or written for a job even inside a root: the
-        git cache, reviewer keys and registry, the self-check's scratch folder, the
+        git cache, reviewer keys and registry, the review console's state (its reviewer
+        accounts hold encrypted signing keys), the self-check's scratch folder, the
         attestation key file wherever ``attestation_keys`` puts it, and the SQLite store
         with its journal files wherever ``database_url`` puts it. (Files directly in
         ``home`` — databases, logs — are refused too: ``contracts.path_safety``.)"""
-        private = [self.home / name for name in ("git-cache", "keys", "reviewers", "selfcheck")]
+        private = [self.home / name
+                   for name in ("git-cache", "keys", "reviewers", "selfcheck", "console")]
         if self.attestation_keys is not None:
             private.append(self.attestation_keys)
         url = self.store_url
@@ -358,6 +360,13 @@ class Settings(BaseModel):
         """The operator's reviewer registry: ``<name>.pub`` files holding ``ed25519:…``
         public keys; ``pressroom run`` pins a name-only reviewer's key from it."""
         return self.home / "reviewers"
+
+    @property
+    def console_accounts_dir(self) -> Path:
+        """The review console's reviewer accounts (``webconsole.accounts``): one file per
+        reviewer with its argon2 password hash and its password-encrypted signing key
+        (folder 0700, files 0600; private: ``private_paths`` holds ``home / "console"``)."""
+        return self.home / "console" / "accounts"
 
     def helper_count(self, cpu_count: int | None) -> int:
         """``helper_processes``, else 1 with two or more cores, else 0."""

@@ -34,6 +34,8 @@ class ArtifactKind(StrEnum):
     DOCUMENT = "document"
     MODEL_DECISION = "model_decision"
     AGENT_PLAN = "agent_plan"
+    #: the review console's audit log: one event per revision (``webconsole.audit``)
+    AUDIT_LOG = "audit_log"
 
 
 class _Frozen(BaseModel):

@@ -16,7 +16,8 @@ What "inside" means, for every path:
    directory is);
 2. resolved — every symbolic link followed (``os.path.realpath``) — it lies inside a root,
    and not inside Pressroom's own state (``PathRoots.private``: the git cache, reviewer
-   keys, the SQLite store; and any file directly in ``$PRESSROOM_HOME`` — databases, logs);
+   keys, the review console's accounts, the SQLite store; and any file directly in
+   ``$PRESSROOM_HOME`` — databases, logs);
 3. it is not on ``/proc``, ``/sys`` or ``/dev`` — by path, and by device number, so a bind
    mount of them elsewhere is refused too (their "files" are regular files of size 0 that
    read the worker's environment, memory or devices);

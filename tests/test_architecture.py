@@ -4,7 +4,8 @@
   functions, which is how cycles used to hide; only ``if TYPE_CHECKING:`` blocks are left
   out (they never run).
 * Layers point one way: ``pressroom.py`` / ``worker.py`` → ``workflows`` → ``activities``
-  → (``contracts``, ``context``, ``artifacts``). ``context`` and ``artifacts`` import
+  → (``contracts``, ``context``, ``artifacts``); the review console (``webconsole``) is an
+  entry point too, but imports no activity code. ``context`` and ``artifacts`` import
   nothing above them; ``contracts`` imports neither ``workflows`` nor ``activities``;
   ``activities`` nothing from ``workflows``; and ``workflows`` imports no activity code
   either — the workflow calls activities by name and shares only ``contracts`` with them,
@@ -28,19 +29,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("context", "artifacts", "contracts", "activities", "workflows", "evals")
+PACKAGES = ("context", "artifacts", "contracts", "activities", "workflows", "evals",
+            "webconsole")
 SCRIPTS = ("pressroom", "worker", "settings")
 #: what each layer must never import (by top-level name)
 FORBIDDEN: dict[str, frozenset[str]] = {
     "context": frozenset({"artifacts", "contracts", "activities", "workflows", "evals",
-                          "pressroom", "worker", "settings"}),
+                          "pressroom", "worker", "settings", "webconsole"}),
     "artifacts": frozenset({"context", "contracts", "activities", "workflows", "evals",
-                            "pressroom", "worker"}),
-    "contracts": frozenset({"activities", "workflows", "evals", "pressroom", "worker"}),
-    "activities": frozenset({"workflows", "evals", "pressroom", "worker"}),
-    "workflows": frozenset({"activities", "evals", "pressroom", "worker"}),
+                            "pressroom", "worker", "webconsole"}),
+    "contracts": frozenset({"activities", "workflows", "evals", "pressroom", "worker",
+                            "webconsole"}),
+    "activities": frozenset({"workflows", "evals", "pressroom", "worker", "webconsole"}),
+    "workflows": frozenset({"activities", "evals", "pressroom", "worker", "webconsole"}),
     "settings": frozenset({"context", "activities", "workflows", "evals", "pressroom",
-                           "worker"}),
+                           "worker", "webconsole"}),
+    # the review console is an entry point beside pressroom.py: it drives jobs through
+    # workflows' client side and reads the store, and never runs activity code itself
+    "webconsole": frozenset({"activities", "evals", "pressroom", "worker"}),
 }
 CONTEXT_STAGES = ("admission", "ranking", "tools", "limits", "budget", "seal", "assembly")
 
@@ -229,6 +235,8 @@ def test_the_checker_finds_what_it_must() -> None:
     assert layer_violations({"context.items": {"activities.runtime"}}) == [
         "context.items imports activities.runtime"]
     assert layer_violations({"activities.draft": {"workflows.research_job"}})
+    assert layer_violations({"webconsole.app": {"activities.runtime"}})
+    assert layer_violations({"workflows.commands": {"webconsole.accounts"}})
     assert engine_violations({
         "context.items": {"context.ranking.relevance"},
         "context.assembly.state": {"context.admission.gates"},

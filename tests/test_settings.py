@@ -241,6 +241,8 @@ def test_roots_always_hold_pressrooms_own_folders_and_flags_replace_the_variable
     # Pressroom's own state is never a job's path, even inside a root
     assert Path("/srv/p/keys") in s.private_paths
     assert Path("/srv/p/pressroom.db-wal") in s.private_paths
+    assert s.console_accounts_dir == Path("/srv/p/console/accounts")
+    assert Path("/srv/p/console") in s.private_paths  # the console's accounts and keys
     elsewhere = Settings.from_env({"PRESSROOM_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db"})
     assert tmp_path / "s.db" in elsewhere.private_paths
     keyed = Settings.from_env({"PRESSROOM_ATTESTATION_KEYS": "/etc/pressroom/att.keys"})
