@@ -47,6 +47,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -68,6 +69,8 @@ CONSOLE_PROJECT = "console"
 _TASK = "console"
 _TRUST = "trusted_state"
 _MAX_RETRIES = 20
+#: the longest actor and detail kept (longer text is cut, ending in "…")
+_LIMITS = {"actor": 200, "detail": 500}
 #: the actions the console records (an action outside this list is still accepted if it is
 #: a lowercase token, so a new page can record a new action)
 KNOWN_ACTIONS = ("sign_in", "sign_in_failed", "sign_out", "token_sign_in",
@@ -76,7 +79,7 @@ KNOWN_ACTIONS = ("sign_in", "sign_in_failed", "sign_out", "token_sign_in",
 
 
 class AuditEvent(BaseModel):
-    """One console action. ``detail`` is short, fixed text: never a secret.
+    """One console action. ``detail`` is short text for humans: never a secret.
 
     ``job_id`` needs ``tenant`` and ``project`` (the job's own); an event with neither is
     console-wide. ``outcome``: ``ok``, ``refused``, ``failed``, or a decision's name.
@@ -86,13 +89,13 @@ class AuditEvent(BaseModel):
 
     at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     #: the normalized reviewer name, or ``anonymous``
-    actor: str = Field(min_length=1, max_length=200)
+    actor: str = Field(min_length=1, max_length=_LIMITS["actor"])
     action: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
     job_id: str | None = None
     tenant: str | None = None
     project: str | None = None
     outcome: str = Field(default="ok", pattern=r"^[a-z][a-z0-9_]{0,63}$")
-    detail: str = Field(default="", max_length=500)
+    detail: str = Field(default="", max_length=_LIMITS["detail"])
 
     @classmethod
     def now(cls, **fields: Any) -> AuditEvent:
@@ -117,12 +120,17 @@ class AuditEvent(BaseModel):
     def _job(cls, value: str | None) -> str | None:
         return None if value is None else check_identifier(value, "audit job id")
 
-    @field_validator("actor", "detail")
+    @field_validator("actor", "detail", mode="before")
     @classmethod
-    def _printable(cls, value: str) -> str:
-        if any(not c.isprintable() for c in value):
-            raise ValueError("must be printable text on one line")
-        return value
+    def _one_line(cls, value: object, info: ValidationInfo) -> object:
+        """Text a request supplied (a typed name, an error message) is kept, not refused —
+        an audit write must not fail on it: every non-printable character (a newline, a
+        bidi control) is written as ``\\uXXXX`` and the result cut to the field's limit."""
+        if not isinstance(value, str):
+            return value
+        text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in value)
+        limit = _LIMITS[info.field_name or ""]
+        return text if len(text) <= limit else text[:limit - 1] + "…"
 
     @field_validator("at")
     @classmethod
