@@ -93,7 +93,11 @@ def dev_server_args() -> list[str]:
 
 
 def create_command(names: list[str] | None = None, namespace: str = "default") -> str:
-    """The command an operator runs to register ``names`` (default: all) on a cluster."""
+    """The command an operator runs to register ``names`` (default: all) on a cluster.
+
+    Each ``--name`` is paired with the ``--type`` at the same position (a ``--type`` given
+    once for several names registers only the first: temporal CLI 1.x).
+    """
     chosen = names if names is not None else list(SEARCH_ATTRIBUTE_TYPES)
     flags = " ".join(f"--name {n} --type {cli_type_name(n)}" for n in chosen)
     return f"temporal operator search-attribute create --namespace {namespace} {flags}"

@@ -232,6 +232,7 @@ async def test_ensure_without_permission_names_the_command() -> None:
     assert "PERMISSION_DENIED" in message
     assert create_command(None, "prod") in message
     assert "--name PressroomReviewers --type KeywordList" in message
+    assert "--name PressroomTurn --type Int --name PressroomTokens --type Int" in message
 
 
 # ------------------------------------------------------------------------------- helpers
