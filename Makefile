@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict context artifacts contracts activities workflows evals pressroom.py worker.py settings.py
+	$(BIN)/mypy --strict context artifacts contracts activities workflows evals webconsole pressroom.py worker.py settings.py
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest

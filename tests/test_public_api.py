@@ -34,6 +34,8 @@ PINNED: dict[str, list[str]] = {
                   "path_safety", "source_specs", "workflow_messages"],
     "workflows": [],
     "activities": ["ACTIVITY_NAMES", "ActivityRuntime", "build_activities"],
+    "webconsole": ["ConsoleBackend", "ConsoleConfig", "DraftUnavailable", "NotVisible",
+                   "create_app"],
     "settings": [
         "DB_FILENAME", "DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE",
         "DEFAULT_WORKER_GRACE_SECONDS", "DEPRECATED_NAMES", "VARIABLES", "Settings",

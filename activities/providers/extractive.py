@@ -27,6 +27,7 @@ from typing import Any
 from activities.providers.base import ProviderResult
 from activities.providers.payload import RequestView, read_request
 from context.admission.security import Detector
+from context.limits.blocks import LINE_RANGE, block_citation
 from context.seal.adapters import get_adapter
 from context.seal.render import MISSING_EVIDENCE_HEADING, DataBlockView
 from context.tokens import default_counter
@@ -40,7 +41,7 @@ PREAMBLE = (
     "its source verbatim, with a citation. Nothing here is inferred or paraphrased._"
 )
 UNTRUSTED_NOTE = " (untrusted external source)"
-_RANGE = re.compile(r"^(?P<base>.+)#L(?P<a>\d+)-L(?P<b>\d+)$")
+_RANGE = LINE_RANGE
 _TOPIC = re.compile(r"^- (?P<name>\S+) \(search terms: (?P<terms>.*)\)$")
 _QUESTION = re.compile(r"^Research question: (?P<q>.+)$")
 _EVIDENCE_TRUST = frozenset({"repository_evidence", "external_evidence", "untrusted_external_data"})
@@ -111,16 +112,6 @@ def _addressed(comment: str, topics: list[tuple[str, list[str]]],
         if topic in covered and any(w.casefold() in lowered for w in (topic, *terms)):
             return topic
     return None
-
-
-def block_citation(block: DataBlockView) -> str:
-    """The block's citation with its line range; a page cites ``url#La-Lb`` from its id."""
-    if _RANGE.match(block.citation):
-        return block.citation
-    m = _RANGE.match(block.item_id)
-    if m and block.citation.startswith(("http://", "https://")):
-        return f"{block.citation}#L{m.group('a')}-L{m.group('b')}"
-    return block.citation
 
 
 def is_evidence(block: DataBlockView) -> bool:

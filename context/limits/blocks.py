@@ -47,6 +47,22 @@ class DataBlockView(_Frozen):
     evidence_use: str | None = None
 
 
+#: a citation with a line range: ``<base>#L<a>-L<b>`` (``repo@commit:path``, ``name:path``
+#: or a page's URL as the base)
+LINE_RANGE = re.compile(r"^(?P<base>.+)#L(?P<a>\d+)-L(?P<b>\d+)$")
+
+
+def block_citation(block: DataBlockView) -> str:
+    """The block's citation with its line range; a page cites ``url#La-Lb`` from its id.
+    The extractive provider cites with it and the review console resolves with it."""
+    if LINE_RANGE.match(block.citation):
+        return block.citation
+    m = LINE_RANGE.match(block.item_id)
+    if m and block.citation.startswith(("http://", "https://")):
+        return f"{block.citation}#L{m.group('a')}-L{m.group('b')}"
+    return block.citation
+
+
 def escape_content(text: str) -> str:
     """Make ``text`` free of ``<<<`` reversibly (see the module docstring)."""
     if "<<<" not in text and _WJ not in text:

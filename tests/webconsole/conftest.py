@@ -12,6 +12,18 @@ from selenium import webdriver
 
 from tests.webconsole.browser import chrome_session, served
 
+# The durable-job fixtures (one real dev server per session, a fresh SQLite store, task
+# queue and document source per test), shared with tests/workflows by import.
+from tests.workflows.conftest import (  # noqa: F401
+    client,
+    docs,
+    make_spec,
+    runtime,
+    store_url,
+    task_queue,
+    temporal_env,
+)
+
 # --- browser harness (helpers in tests/webconsole/browser.py) -----------------------------
 # `chrome`: a fresh headless Chromium per test. `serve_asgi(app) -> base_url`: the ASGI app
 # served on a free loopback port until the test ends. Without chromium/chromedriver these

@@ -1,0 +1,81 @@
+"""Building the review console against real components for a test: reviewer accounts on
+disk, the real store, a real Temporal client, and an HTTP client that signs in through the
+sign-in form like a browser (cookies, the form's token)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+
+import artifacts
+from webconsole.accounts import ReviewerAccounts
+from webconsole.app import create_app
+from webconsole.audit import AuditLog
+from webconsole.backend import ConsoleBackend
+from webconsole.config import ConsoleConfig
+
+PASSWORD = {"alice": "alice-correct-horse", "bob": "bob-battery-staple",
+            "agent-writer": "writer-password-1"}
+_TOKEN = re.compile(r'name="(?:signin_token|csrf_token)" value="([^"]+)"')
+
+
+def make_accounts(folder: Path, *names: str) -> ReviewerAccounts:
+    accounts = ReviewerAccounts(folder)
+    for name in names:
+        accounts.add(name, PASSWORD[name])
+    return accounts
+
+
+def review_for(accounts: ReviewerAccounts, *names: str) -> dict[str, Any]:
+    """A spec's ``review`` listing ``names`` pinned to their console keys."""
+    return {"reviewers": [{"name": n, "public_key": accounts.public_key(n)} for n in names],
+            "timeout": "10m", "max_revisions": 2}
+
+
+class Console:
+    """The app with its live dependencies; ``close`` closes the store it opened."""
+
+    def __init__(self, app: Any, store: Any, accounts: ReviewerAccounts) -> None:
+        self.app, self.store, self.accounts = app, store, accounts
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def audit_events(self, spec: Any) -> list[Any]:
+        """The audit log of ``spec``'s job, read back from the store."""
+        events: list[Any] = await AuditLog(self.store).events(
+            spec.job_id, spec.scope.tenant, spec.scope.project)
+        return events
+
+
+async def open_console(client: Client, store_url: str, accounts: ReviewerAccounts,
+                       **config: Any) -> Console:
+    store = await artifacts.open_store(store_url)
+    cfg = ConsoleConfig(secret=secrets.token_bytes(32), refresh_seconds=1, **config)
+    app = create_app(cfg, ConsoleBackend(client, store, worker_grace=10.0), accounts,
+                     AuditLog(store))
+    return Console(app, store, accounts)
+
+
+def http(console: Console) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=console.app),
+                             base_url="http://console.test", follow_redirects=False)
+
+
+def form_token(html: str) -> str:
+    m = _TOKEN.search(html)
+    assert m is not None, "no form token on the page"
+    return m.group(1)
+
+
+async def sign_in(web: httpx.AsyncClient, name: str, password: str | None = None) -> None:
+    page = await web.get("/signin")
+    assert page.status_code == 200
+    done = await web.post("/signin", data={"name": name, "password": password or PASSWORD[name],
+                                           "signin_token": form_token(page.text), "next": "/"})
+    assert done.status_code == 303, done.text

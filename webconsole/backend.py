@@ -1,0 +1,343 @@
+"""The console's one narrow interface to the outside: Temporal and the artifact store.
+
+Pages never touch a client or a store; they call a ``ConsoleBackend`` method and render
+the value object it returns. Every method takes the signed-in reviewer (``viewer``, a
+normalized name) and enforces the console's one visibility rule before reading anything
+else: **a reviewer sees only jobs that list them** (as reviewer or operator). A job that
+does not list the viewer is ``NotVisible`` — the same answer as a job that does not exist,
+so the console never confirms another tenant's job id.
+
+What is read from where:
+
+* the job list: Temporal's visibility store, one ``list_workflows`` query per page over
+  the typed search attributes the workflow sets (``workflows.visibility``);
+* a job: its spec (first history event), live status (the workflow's ``status`` query, or
+  its result), the stage timeline (the history, ``webconsole.timeline``), the research
+  turns (stored ``model_decision`` and ``tool_record`` artifacts) and the publish receipt;
+* a draft: the pending revision from the store, checked against the content hash the
+  workflow holds, the previous revision for the diff, and the excerpts its citations point
+  at — the data blocks of the sealed request it was drafted from, re-hashed against the
+  manifest first;
+* a manifest: the sealed record, with its serialized request re-hashed.
+
+Decisions go through ``workflows.client.review_job``: the real Update, validated by the
+workflow. The backend signs with a key the caller decrypted for this one call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from temporalio.client import Client
+
+import artifacts
+from artifacts.errors import InvalidArtifact, ScopeDenied
+from context.limits.blocks import DataBlockView
+from contracts.errors import JobError
+from contracts.job_spec import JobSpec
+from contracts.signing import normalize_name
+from contracts.workflow_messages import PendingDraft, ReviewResult
+from webconsole.evidence import request_blocks
+from webconsole.timeline import Stage, Step, number_turns, stage_of, stages
+from workflows import client as jobs
+from workflows.commands import argument_line
+from workflows.errors import JobNotFound
+
+CONSOLE_PRINCIPAL = "pressroom-console"
+#: a manifest's request larger than this is summarized, not inlined in the page
+MAX_REQUEST_CHARS = 2_000_000
+
+
+class NotVisible(JobNotFound):
+    """The job does not exist, or does not list the signed-in reviewer."""
+
+
+class DraftUnavailable(JobError):
+    """The job has no draft waiting, or its stored text does not match the held hash."""
+
+
+@dataclass
+class Turn:
+    number: int
+    model: str
+    input_tokens: int
+    output_tokens: int
+    manifest_id: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class JobDetail:
+    job_id: str
+    spec: JobSpec
+    view: jobs.JobView
+    stages: list[Stage]
+    turns: list[Turn]
+    manifests: list[dict[str, Any]]
+    receipt: dict[str, Any] | None
+    viewer_is_reviewer: bool
+
+    @property
+    def status(self) -> str:
+        if self.view.live is not None:
+            return self.view.live.status
+        if self.view.result is not None:
+            return self.view.result.status
+        return "failed" if self.view.failure else self.view.execution.lower()
+
+    @property
+    def stage(self) -> str:
+        return self.view.live.stage if self.view.live is not None else "done"
+
+
+@dataclass
+class DraftReview:
+    job_id: str
+    spec: JobSpec
+    pending: PendingDraft
+    destination: str
+    text: str
+    previous_text: str | None
+    previous_revision: int | None
+    blocks: list[DataBlockView]
+    manifest_id: str | None
+    request_verified: bool
+
+
+def _principal(spec: JobSpec) -> artifacts.Principal:
+    return artifacts.Principal(principal_id=CONSOLE_PRINCIPAL, tenant=spec.scope.tenant,
+                               project=spec.scope.project)
+
+
+def listed(spec: JobSpec) -> set[str]:
+    """Everyone a job lists: its reviewers and operators, normalized."""
+    return {normalize_name(p.name) for p in (*spec.review.reviewers, *spec.review.operators)}
+
+
+def may_decide(spec: JobSpec, viewer: str) -> bool:
+    """Whether ``viewer`` may approve, request changes or reject (a listed reviewer who is
+    not the job's own principal; the workflow's validator checks again)."""
+    return (viewer in {normalize_name(p.name) for p in spec.review.reviewers}
+            and viewer != normalize_name(spec.principal.principal_id))
+
+
+class ConsoleBackend:
+    """Reads for the pages and the one write (a signed decision); see the module docstring."""
+
+    def __init__(self, client: Client, store: Any, *, worker_grace: float) -> None:
+        self.client, self.store, self.worker_grace = client, store, worker_grace
+
+    async def visible_jobs(self, viewer: str, *, status: str | None = None,
+                           tenant: str | None = None) -> list[Any]:
+        """The jobs listing ``viewer``: one visibility query."""
+        found: list[Any] = await jobs.list_visible_jobs(self.client, reviewer=viewer,
+                                                        status=status, tenant=tenant)
+        return found
+
+    async def spec(self, job_id: str, viewer: str) -> JobSpec:
+        """The job's spec, or ``NotVisible`` when it does not list ``viewer``."""
+        try:
+            spec = await jobs.job_spec_of(self.client, job_id)
+        except JobNotFound:
+            raise NotVisible(f"no job {job_id!r} that lists you") from None
+        if viewer not in listed(spec):
+            raise NotVisible(f"no job {job_id!r} that lists you")
+        return spec
+
+    async def job(self, job_id: str, viewer: str) -> JobDetail:
+        spec = await self.spec(job_id, viewer)
+        view = await jobs.view_job(self.client, job_id, worker_grace=self.worker_grace)
+        steps = await self._steps(job_id)
+        principal = _principal(spec)
+        turns = await self._turns(job_id, principal)
+        ids = (view.live.manifest_ids if view.live is not None
+               else view.result.manifest_ids if view.result is not None else [])
+        manifests = []
+        for manifest_id in ids:
+            body = await self.store.get_manifest(manifest_id, principal=principal)
+            manifests.append({"id": manifest_id, "step_id": body.get("step_id"),
+                              "stage": body.get("stage"), "status": body.get("status")})
+        receipt = None
+        result_receipt = (view.live.receipt if view.live is not None else
+                          view.result.receipt if view.result is not None else None)
+        if result_receipt is not None:
+            receipt = result_receipt.model_dump(mode="json")
+        return JobDetail(job_id=job_id, spec=spec, view=view, stages=stages(steps),
+                         turns=turns, manifests=manifests, receipt=receipt,
+                         viewer_is_reviewer=may_decide(spec, viewer))
+
+    async def _steps(self, job_id: str) -> list[Step]:
+        """Every activity, update and signal of the current run's history, in order."""
+        handle = self.client.get_workflow_handle(job_id)
+        by_id: dict[int, Step] = {}
+        steps: list[Step] = []
+        async for event in handle.fetch_history_events():
+            at = event.event_time.ToDatetime()
+            kind = event.WhichOneof("attributes")
+            if kind == "activity_task_scheduled_event_attributes":
+                attrs = event.activity_task_scheduled_event_attributes
+                name = attrs.activity_type.name
+                stage = stage_of(name, _input_field(attrs.input.payloads, "stage"))
+                step = Step(name=name, stage=stage, started_at=at)
+                by_id[event.event_id] = step
+                steps.append(step)
+            elif kind in ("activity_task_completed_event_attributes",
+                          "activity_task_failed_event_attributes",
+                          "activity_task_timed_out_event_attributes",
+                          "activity_task_canceled_event_attributes",
+                          "activity_task_started_event_attributes"):
+                attrs = getattr(event, kind)
+                step_or_none = by_id.get(attrs.scheduled_event_id)
+                if step_or_none is None:
+                    continue
+                if kind == "activity_task_started_event_attributes":
+                    step_or_none.attempt = attrs.attempt
+                    continue
+                step_or_none.finished_at = at
+                step_or_none.outcome = kind.removeprefix("activity_task_").removesuffix(
+                    "_event_attributes")
+            elif kind == "workflow_execution_update_accepted_event_attributes":
+                update = event.workflow_execution_update_accepted_event_attributes
+                steps.append(Step(name=f"update {update.accepted_request.input.name}",
+                                  stage="review", started_at=at, finished_at=at,
+                                  outcome="accepted"))
+            elif kind == "workflow_execution_signaled_event_attributes":
+                signal = event.workflow_execution_signaled_event_attributes
+                steps.append(Step(name=f"signal {signal.signal_name}", stage="review",
+                                  started_at=at, finished_at=at, outcome="received"))
+        number_turns(steps)
+        return steps
+
+    async def _turns(self, job_id: str, principal: artifacts.Principal) -> list[Turn]:
+        turns: list[Turn] = []
+        number = 1
+        while True:
+            head = await self.store.head("model_decision", f"{job_id}.turn.{number:04d}",
+                                         principal=principal)
+            if head is None:
+                return turns
+            _, raw = await self.store.get("model_decision", head.artifact_id,
+                                          principal=principal, revision=head.revision)
+            decision = json.loads(raw)
+            usage = decision.get("usage") or {}
+            turn = Turn(number=number, model=str(decision.get("model", "")),
+                        input_tokens=int(usage.get("input_tokens") or 0),
+                        output_tokens=int(usage.get("output_tokens") or 0),
+                        manifest_id=str(decision.get("manifest_id", "")))
+            for call in decision.get("planned") or []:
+                result = None
+                record = await self.store.head("tool_record", f"{job_id}:tool:{call['call_id']}",
+                                               principal=principal)
+                if record is not None:
+                    _, body = await self.store.get("tool_record", record.artifact_id,
+                                                   principal=principal,
+                                                   revision=record.revision)
+                    result = json.loads(body).get("result")
+                turn.calls.append({
+                    "call_id": call.get("call_id"), "tool": call.get("tool_name"),
+                    "arguments": argument_line(call.get("arguments") or {}),
+                    "status": (result or {}).get("status", "not run yet"),
+                    "rejection": (result or {}).get("rejection"),
+                    "chars": len(str((result or {}).get("content", ""))),
+                })
+            turns.append(turn)
+            number += 1
+
+    async def draft_review(self, job_id: str, viewer: str) -> DraftReview:
+        spec = await self.spec(job_id, viewer)
+        view = await jobs.view_job(self.client, job_id, worker_grace=self.worker_grace)
+        if view.live is None or view.live.pending_draft is None:
+            raise DraftUnavailable(f"job {job_id!r} has no draft waiting for review "
+                                   f"({view.summary})")
+        pending = view.live.pending_draft
+        principal = _principal(spec)
+        record, body = await self.store.get("article_draft", pending.artifact_id,
+                                            principal=principal, revision=pending.revision)
+        if "sha256:" + hashlib.sha256(body).hexdigest() != pending.content_hash:
+            raise DraftUnavailable(f"job {job_id!r}: the stored draft r{pending.revision} does "
+                                   "not match the hash the job holds; not shown")
+        previous_text = previous_revision = None
+        if record.parent_revision is not None:
+            _, old = await self.store.get("article_draft", pending.artifact_id,
+                                          principal=principal, revision=record.parent_revision)
+            previous_text, previous_revision = old.decode("utf-8"), record.parent_revision
+        manifest_id = record.metadata.get("manifest_id")
+        blocks: list[DataBlockView] = []
+        verified = False
+        if isinstance(manifest_id, str):
+            manifest = await self.store.get_manifest(manifest_id, principal=principal)
+            blocks, verified = _blocks_of(manifest)
+        return DraftReview(job_id=job_id, spec=spec, pending=pending,
+                           destination=view.live.destination, text=body.decode("utf-8"),
+                           previous_text=previous_text, previous_revision=previous_revision,
+                           blocks=blocks, manifest_id=manifest_id if isinstance(
+                               manifest_id, str) else None, request_verified=verified)
+
+    async def manifest(self, job_id: str, viewer: str, manifest_id: str) -> dict[str, Any]:
+        """A manifest of ``job_id`` (only one it names) with its request re-hashed."""
+        spec = await self.spec(job_id, viewer)
+        try:
+            manifest: dict[str, Any] = await self.store.get_manifest(
+                manifest_id, principal=_principal(spec))
+        except (ScopeDenied, InvalidArtifact):
+            manifest = {}
+        if manifest.get("run_id") != job_id:  # another job's, or none: the same answer
+            raise NotVisible(f"job {job_id!r} has no manifest {manifest_id!r}")
+        serialized = manifest.get("serialized_request") or {}
+        canonical = serialized.get("canonical_json")
+        manifest["_request_verified"] = isinstance(canonical, str) and (
+            "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            == serialized.get("hash"))
+        if isinstance(canonical, str):
+            manifest["_request_pretty"] = (
+                json.dumps(json.loads(canonical), indent=2, ensure_ascii=False)
+                if len(canonical) <= MAX_REQUEST_CHARS
+                else canonical[:MAX_REQUEST_CHARS] + "\n… (cut; see `pressroom explain`)")
+        return manifest
+
+    async def decide(self, job_id: str, viewer: str, decision: jobs.Decision, *,
+                     key: Ed25519PrivateKey, draft_revision: int, draft_hash: str,
+                     destination: str, comments: list[str]) -> ReviewResult:
+        """Sign and send ``decision`` through the real review Update."""
+        spec = await self.spec(job_id, viewer)
+        if not may_decide(spec, viewer):
+            raise NotVisible(f"you are not a reviewer of job {job_id!r}")
+        return await jobs.review_job(self.client, job_id, decision, reviewer=viewer, key=key,
+                                     draft_revision=draft_revision, draft_hash=draft_hash,
+                                     destination=destination, comments=comments,
+                                     worker_grace=self.worker_grace)
+
+
+def _blocks_of(manifest: dict[str, Any]) -> tuple[list[DataBlockView], bool]:
+    """The data blocks of a manifest's sealed request, if it still hashes to its seal."""
+    serialized = manifest.get("serialized_request") or {}
+    canonical = serialized.get("canonical_json")
+    if not isinstance(canonical, str):
+        return [], False
+    if "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest() != serialized.get(
+            "hash"):
+        return [], False
+    try:
+        payload = json.loads(canonical)
+    except ValueError:
+        return [], False
+    return request_blocks(payload if isinstance(payload, dict) else {}), True
+
+
+def _input_field(payloads: Any, name: str) -> str | None:
+    """``name`` from an activity's JSON input (the stage of a shared activity)."""
+    for payload in payloads:
+        try:
+            value = json.loads(payload.data).get(name)
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+__all__ = ["ConsoleBackend", "DraftReview", "DraftUnavailable", "JobDetail", "NotVisible",
+           "Turn", "listed", "may_decide"]

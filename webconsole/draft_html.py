@@ -1,0 +1,149 @@
+"""A draft's Markdown as HTML in which nothing from a source or the model is ever live.
+
+Only a small, fixed subset becomes markup — headings, paragraphs, bullet and numbered
+lists, block quotes, inline code, ``**strong**`` and ``_emphasis_`` — and every piece of
+text is escaped (``webconsole.shown``) before any tag is added, so ``<script>``, an
+``onerror=`` attribute or a ``javascript:`` link in a draft is shown as the characters it
+is. Links are never made: a URL stays text. Inline code that looks like a citation
+(``…#L<a>-L<b>``) becomes a link to its excerpt on the same page when it resolves
+(``webconsole.evidence``), and is flagged — and its list item or paragraph marked as a
+claim with an unresolved citation — when it does not.
+
+Pure: the caller gives the text and a resolver; the result is ``markupsafe.Markup`` plus
+the excerpts cited, in order of first use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from markupsafe import Markup
+
+from webconsole.evidence import Excerpt, looks_like_citation
+from webconsole.shown import shown
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+(.*)$")
+_QUOTE = re.compile(r"^\s*>\s?(.*)$")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_EMPHASIS = re.compile(r"(?<![\w*])[_*](?=\S)(.+?)(?<=\S)[_*](?![\w*])")
+
+
+@dataclass
+class RenderedDraft:
+    html: Markup
+    cited: list[Excerpt] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+
+
+class _Inline:
+    def __init__(self, resolve: Callable[[str], Excerpt | None], out: RenderedDraft) -> None:
+        self.resolve, self.out = resolve, out
+
+    def __call__(self, text: str) -> tuple[str, bool]:
+        """``text`` as safe inline HTML, and whether it holds an unresolved citation."""
+        parts: list[str] = []
+        unresolved = False
+        last = 0
+        for m in _CODE_SPAN.finditer(text):
+            parts.append(self._styled(text[last:m.start()]))
+            parts.append(self._code(m.group(1)))
+            unresolved |= looks_like_citation(m.group(1)) and self.resolve(m.group(1)) is None
+            last = m.end()
+        parts.append(self._styled(text[last:]))
+        return "".join(parts), unresolved
+
+    @staticmethod
+    def _styled(text: str) -> str:
+        safe = str(shown(text))  # escaped first: the patterns below only add our own tags
+        safe = _STRONG.sub(r"<strong>\1</strong>", safe)
+        return _EMPHASIS.sub(r"<em>\1</em>", safe)
+
+    def _code(self, code: str) -> str:
+        if not looks_like_citation(code):
+            return f"<code>{shown(code)}</code>"
+        excerpt = self.resolve(code)
+        if excerpt is None:
+            if code not in self.out.unresolved:
+                self.out.unresolved.append(code)
+            return (f'<code class="cite unresolved" title="this citation does not resolve to '
+                    f'any excerpt the model was shown">{shown(code)}</code>'
+                    '<span class="flag" aria-label="unresolved citation">⚠ unresolved</span>')
+        if all(c.anchor != excerpt.anchor for c in self.out.cited):
+            self.out.cited.append(excerpt)
+        return (f'<a class="cite" href="#{excerpt.anchor}" data-excerpt="{excerpt.anchor}">'
+                f"<code>{shown(code)}</code></a>")
+
+
+def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> RenderedDraft:
+    """``text`` (Markdown) as safe HTML with resolved citations linked."""
+    out = RenderedDraft(html=Markup(""))
+    inline = _Inline(resolve, out)
+    html: list[str] = []
+    open_list: str | None = None
+    paragraph: list[str] = []
+
+    def close_paragraph() -> None:
+        if paragraph:
+            body, bad = inline(" ".join(paragraph))
+            html.append(f'<p{_claim(bad)}>{body}</p>')
+            paragraph.clear()
+
+    def close_list() -> None:
+        nonlocal open_list
+        if open_list:
+            html.append(f"</{open_list}>")
+            open_list = None
+
+    for line in text.splitlines():
+        if not line.strip():
+            close_paragraph()
+            close_list()
+            continue
+        heading = _HEADING.match(line)
+        bullet = _BULLET.match(line)
+        numbered = None if bullet else _NUMBERED.match(line)
+        quote = _QUOTE.match(line)
+        if heading:
+            close_paragraph()
+            close_list()
+            level = len(heading.group(1))
+            body, bad = inline(heading.group(2))
+            html.append(f"<h{level + 1}{_claim(bad)}>{body}</h{level + 1}>")
+        elif bullet or numbered:
+            close_paragraph()
+            kind = "ul" if bullet else "ol"
+            if open_list != kind:
+                close_list()
+                html.append(f"<{kind}>")
+                open_list = kind
+            item = (bullet or numbered)
+            assert item is not None
+            body, bad = inline(item.group(1))
+            html.append(f"<li{_claim(bad)}>{body}</li>")
+        elif quote:
+            close_paragraph()
+            close_list()
+            body, bad = inline(quote.group(1))
+            html.append(f"<blockquote{_claim(bad)}>{body}</blockquote>")
+        elif line.lstrip().startswith("<!--"):
+            close_paragraph()  # an HTML comment (a draft's machine note) is shown as text
+            html.append(f'<p class="note">{shown(line.strip())}</p>')
+        else:
+            close_list()
+            paragraph.append(line.strip())
+    close_paragraph()
+    close_list()
+    out.html = Markup("\n".join(html))
+    return out
+
+
+def _claim(unresolved: bool) -> str:
+    return ' class="claim-unresolved"' if unresolved else ""
+
+
+__all__ = ["RenderedDraft", "render_draft"]

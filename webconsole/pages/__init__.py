@@ -1,0 +1,1 @@
+"""One module per page; each gets the ``Deps`` it needs, never the app."""

@@ -1,0 +1,52 @@
+"""What the model saw: one manifest as a page — included items by zone with tokens per
+partition, exclusions with gate, reason and detail, transforms and what their preservation
+assertions kept, tool-pair anomalies, cache status, both input hashes, and the exact
+serialized request (collapsed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from webconsole.pages.common import Deps, render, signed_in
+from workflows.explain import attestation_line
+
+
+def partitions(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each partition with its share of the usable input, for the bar chart."""
+    budget = manifest.get("budget") or {}
+    usable = max(int(budget.get("usable_input") or 0), 1)
+    rows = []
+    for name, part in (budget.get("partitions") or {}).items():
+        used = int(part.get("used") or 0)
+        rows.append({"name": name, "used": used, "minimum": part.get("minimum"),
+                     "maximum": part.get("maximum"), "demand": part.get("demand"),
+                     "eviction": part.get("eviction"),
+                     "percent": min(100.0, round(100.0 * used / usable, 1))})
+    return rows
+
+
+def by_zone(manifest: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    zones: dict[str, list[dict[str, Any]]] = {}
+    for entry in manifest.get("included") or []:
+        zones.setdefault(str(entry.get("zone", "?")), []).append(entry)
+    return zones
+
+
+async def manifest_page(request: Request, deps: Deps) -> Response:
+    session = signed_in(request, deps)
+    job_id, manifest_id = request.path_params["job_id"], request.path_params["manifest_id"]
+    manifest = await deps.backend.manifest(job_id, session.reviewer, manifest_id)
+    verified = manifest.pop("_request_verified", False)
+    pretty = manifest.pop("_request_pretty", None)
+    plain = attestation_line(manifest).replace("[red]", "").replace("[/red]", "")
+    return render(request, deps, "manifest.html", {
+        "job_id": job_id, "manifest_id": manifest_id, "m": manifest,
+        "zones": by_zone(manifest), "partitions": partitions(manifest),
+        "attestation": plain, "request_verified": verified, "request_pretty": pretty,
+    }, session=session)
+
+
+__all__ = ["by_zone", "manifest_page", "partitions"]

@@ -1,0 +1,113 @@
+"""The draft review page and the decision it sends.
+
+The page shows the pending draft (escaped, citations linked to the excerpts the model was
+shown), the diff against the previous revision, and a form bound to the displayed draft:
+its revision, content hash and destination travel as hidden fields and are what the
+reviewer signs. Signing needs the reviewer's password again — it decrypts their key for
+this one request (``webconsole.accounts``) — so a stolen session cookie cannot approve.
+The workflow's Update validator is the judge: a stale page gets its refusal shown plainly.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from contracts.errors import JobError
+from webconsole.accounts import AccountError
+from webconsole.backend import DraftReview, NotVisible, may_decide
+from webconsole.diff import diff_rows
+from webconsole.draft_html import render_draft
+from webconsole.evidence import resolve
+from webconsole.pages.common import Deps, audit, render, signed_in
+from webconsole.sessions import Session, csrf_ok
+
+_DECISIONS = {"approve", "request_changes", "reject"}
+_MAX_COMMENT_CHARS = 4000
+_MAX_FIELD = 1000
+
+
+def _page_context(draft: DraftReview, session: Session) -> dict[str, object]:
+    rendered = render_draft(draft.text, lambda c: resolve(c, draft.blocks))
+    diff = (diff_rows(draft.previous_text, draft.text)
+            if draft.previous_text is not None else None)
+    return {"draft": draft, "rendered": rendered, "diff": diff,
+            "may_decide": may_decide(draft.spec, session.reviewer)}
+
+
+async def review_page(request: Request, deps: Deps) -> Response:
+    session = signed_in(request, deps)
+    job_id = request.path_params["job_id"]
+    draft = await deps.backend.draft_review(job_id, session.reviewer)
+    await audit(deps, actor=session.reviewer, action="view_draft", outcome="ok", job_id=job_id,
+                tenant=draft.spec.scope.tenant, project=draft.spec.scope.project,
+                detail=f"r{draft.pending.revision} {draft.pending.content_hash}")
+    return render(request, deps, "review.html", _page_context(draft, session), session=session)
+
+
+def _comments(text: str) -> list[str]:
+    """One comment per paragraph (blank-line separated)."""
+    blocks = [" ".join(p.split()) for p in text.replace("\r\n", "\n").split("\n\n")]
+    return [b for b in blocks if b]
+
+
+async def review_submit(request: Request, deps: Deps) -> Response:
+    session = signed_in(request, deps)
+    job_id = request.path_params["job_id"]
+    form = await request.form()
+    try:
+        spec = await deps.backend.spec(job_id, session.reviewer)
+    except NotVisible:  # recorded in the console's own log: the job is not the viewer's
+        await audit(deps, actor=session.reviewer, action="decision_refused",
+                    outcome="refused", detail="a job that does not list the reviewer")
+        raise
+    scope = {"job_id": job_id, "tenant": spec.scope.tenant, "project": spec.scope.project}
+    if not csrf_ok(session, str(form.get("csrf_token", ""))):
+        await audit(deps, actor=session.reviewer, action="decision_refused",
+                    outcome="refused", detail="missing or wrong CSRF token", **scope)
+        return render(request, deps, "error.html", {"message": "Missing or wrong form token; "
+                      "reload the page and decide again."}, status_code=403, session=session)
+    decision = str(form.get("decision", ""))
+    comments = _comments(str(form.get("comments", ""))[:_MAX_COMMENT_CHARS])
+
+    async def refused(message: str, status_code: int) -> Response:
+        await audit(deps, actor=session.reviewer, action="decision_refused", outcome="refused",
+                    detail=f"{decision}: {message}"[:500], **scope)
+        try:
+            draft = await deps.backend.draft_review(job_id, session.reviewer)
+            context = {**_page_context(draft, session), "refusal": message}
+            return render(request, deps, "review.html", context, status_code=status_code,
+                          session=session)
+        except JobError:
+            return render(request, deps, "error.html", {"message": message},
+                          status_code=status_code, session=session)
+
+    if decision not in _DECISIONS:
+        return await refused("unknown decision", 400)
+    try:
+        revision = int(str(form.get("draft_revision", "")))
+    except ValueError:
+        return await refused("the form names no draft revision", 400)
+    try:
+        key = deps.accounts.signing_key(session.reviewer,
+                                        str(form.get("password", ""))[:_MAX_FIELD])
+    except AccountError:
+        return await refused("wrong password: the decision was not signed", 403)
+    try:
+        result = await deps.backend.decide(
+            job_id, session.reviewer, decision,  # type: ignore[arg-type]
+            key=key, draft_revision=revision,
+            draft_hash=str(form.get("draft_hash", ""))[:_MAX_FIELD],
+            destination=str(form.get("destination", ""))[:_MAX_FIELD], comments=comments)
+    except NotVisible as exc:
+        return await refused(str(exc), 403)
+    except JobError as exc:  # the validator's refusal (stale hash, wrong destination …)
+        return await refused(str(exc), 409)
+    finally:
+        del key
+    await audit(deps, actor=session.reviewer, action="decision", outcome=result.decision,
+                detail=f"{result.decision_id} r{revision}", **scope)
+    return RedirectResponse(f"/jobs/{job_id}?decided={result.decision}", status_code=303)
+
+
+__all__ = ["review_page", "review_submit"]

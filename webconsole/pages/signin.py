@@ -1,0 +1,94 @@
+"""Sign in (local account, or a one-time link from ``make demo``) and sign out."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from contracts.signing import normalize_name
+from webconsole.pages.common import Deps, audit, render, set_session_cookie, signed_in
+from webconsole.sessions import SESSION_COOKIE, SIGNIN_COOKIE, csrf_ok
+
+_MAX_FIELD = 1000
+
+
+def _next(target: str | None) -> str:
+    """Only a path on this console is followed after sign-in (never another site)."""
+    if not target:
+        return "/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    return target
+
+
+def _form(request: Request, deps: Deps, *, error: str | None = None,
+          status_code: int = 200) -> Response:
+    token, cookie = deps.sessions.signin_token()
+    response = render(request, deps, "signin.html",
+                      {"signin_token": token, "error": error,
+                       "next": _next(request.query_params.get("next"))},
+                      status_code=status_code)
+    response.set_cookie(SIGNIN_COOKIE, cookie, httponly=True, samesite="strict",
+                        secure=deps.config.secure_cookies, path="/signin")
+    return response
+
+
+async def signin_page(request: Request, deps: Deps) -> Response:
+    return _form(request, deps)
+
+
+async def signin_submit(request: Request, deps: Deps) -> Response:
+    form = await request.form()
+    name = str(form.get("name", ""))[:_MAX_FIELD]
+    password = str(form.get("password", ""))[:_MAX_FIELD]
+    if not deps.sessions.signin_token_ok(request.cookies.get(SIGNIN_COOKIE),
+                                         str(form.get("signin_token", ""))):
+        return _form(request, deps, error="The sign-in form expired or was not ours; "
+                                          "try again.", status_code=400)
+    reviewer = deps.accounts.authenticate(name, password) if name and password else None
+    if reviewer is None:
+        await audit(deps, actor=normalize_name(name) if name else "anonymous",
+                    action="sign_in_failed", outcome="refused")
+        return _form(request, deps, error="Unknown reviewer or wrong password.",
+                     status_code=401)
+    _, cookie = deps.sessions.start(reviewer)
+    await audit(deps, actor=reviewer, action="sign_in", outcome="ok")
+    response = RedirectResponse(_next(str(form.get("next", "/"))), status_code=303)
+    set_session_cookie(response, deps, cookie)
+    response.delete_cookie(SIGNIN_COOKIE, path="/signin")
+    return response
+
+
+async def signin_once(request: Request, deps: Deps) -> Response:
+    """A one-time sign-in link (``make demo``): the token is spent on first use."""
+    token = request.query_params.get("token", "")[:_MAX_FIELD]
+    reviewer = deps.accounts.redeem_token(token) if token else None
+    if reviewer is None:
+        await audit(deps, actor="anonymous", action="sign_in_failed", outcome="refused",
+                    detail="one-time link unknown, used or expired")
+        return _form(request, deps, error="That sign-in link was already used or has "
+                                          "expired.", status_code=401)
+    _, cookie = deps.sessions.start(reviewer)
+    await audit(deps, actor=reviewer, action="sign_in", outcome="ok", detail="one-time link")
+    response = RedirectResponse("/", status_code=303)
+    set_session_cookie(response, deps, cookie)
+    return response
+
+
+async def signout(request: Request, deps: Deps) -> Response:
+    session = signed_in(request, deps)
+    form = await request.form()
+    if not csrf_ok(session, str(form.get("csrf_token", ""))):
+        return render(request, deps, "error.html", {"message": "Missing or wrong form token."},
+                      status_code=403, session=session)
+    deps.sessions.end(session)
+    await audit(deps, actor=session.reviewer, action="sign_out", outcome="ok")
+    response = RedirectResponse("/signin", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+__all__ = ["signin_once", "signin_page", "signin_submit", "signout"]
