@@ -12,9 +12,10 @@ rows rewritten with SQL (streamed blob, deleted blob, rows moved to another tena
 duplicated / replayed / deleted revisions; ``postgres``-marked, skipped without
 ``PRESSROOM_TEST_POSTGRES_URL`` as the store tests are, each in a throw-away database); and
 approvals the ``publish`` activity must refuse (unlisted or self reviewer, another draft
-revision, another job's signature) leaving no article behind. 107 inputs. Entries that
-expose a real bug carry a strict ``xfail`` naming it. The security tests elsewhere are not
-repeated here.
+revision, another job's signature) leaving no article behind; a lone surrogate in a tool
+call's arguments through the real ``run_tool`` activity. 108 inputs. Entries that expose a
+real bug carry a strict ``xfail`` naming it (one: that surrogate). The security tests
+elsewhere are not repeated here.
 """
 
 from __future__ import annotations
@@ -1066,3 +1067,44 @@ def _publish_other(tmp: Path) -> None:
     (tmp / "b").mkdir()
     _publish_refused(tmp / "b", lambda spec, drafts: (
         _approval(spec, drafts[1], job_id="job-someone-else"), drafts[1]), "does not verify")
+
+
+@entry("tool-call-lone-surrogate-argument", "a read whose path holds a lone surrogate "
+       "('b\\udcff.md': the JSON escape \\udcff is legal in a model's reply) through the real "
+       "run_tool activity (activities.tool_call.run_tool_call), SQLite store",
+       "the call is stored as an error result (malformed_arguments), as the module promises "
+       "for every refused call; the activity never fails",
+       xfail="activities/tool_call.py::_run_and_store stores the raw arguments with "
+       "activities.runtime.dumps, whose .encode('utf-8') raises UnicodeEncodeError "
+       "(surrogates not allowed): the refused call fails the activity instead of becoming "
+       "an error result")
+def _tool_call_surrogate(tmp: Path) -> None:
+    import asyncio
+
+    from activities.runtime import ActivityRuntime
+    from activities.store_activities import store_job_spec
+    from activities.tool_call import run_tool_call
+    from contracts.activity_messages import JobRef, StoreJobSpecInput, ToolCallInput
+    from contracts.job_spec import parse_job_spec
+    from settings import Settings
+    from tests.workflows.jobkit import job_dict, roots_for
+
+    (tmp / "docs").mkdir()
+    (tmp / "docs" / "retries.md").write_text("Retry with backoff; resume.\n")
+    spec = parse_job_spec(job_dict(tmp, tmp / "docs"))
+
+    async def main() -> None:
+        runtime = ActivityRuntime(f"sqlite+aiosqlite:///{tmp / 'store.db'}",
+                                  locations=Settings.from_env(os.environ).locations,
+                                  roots=roots_for(tmp))
+        try:
+            ref = await store_job_spec(runtime, StoreJobSpecInput(spec=spec))
+            job = JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
+                         tenant=spec.scope.tenant, project=spec.scope.project, spec=ref)
+            result = await run_tool_call(runtime, ToolCallInput(
+                job=job, call_id="c-1", tool_name="read", turn=1,
+                arguments=_read("b\udcff.md") | {"source": "handbook"}))
+            assert result.status == "error" and result.rejection == "malformed_arguments"
+        finally:
+            await runtime.close()
+    asyncio.run(main())
