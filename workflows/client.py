@@ -300,11 +300,16 @@ async def has_pollers(client: Client, task_queue: str) -> bool:
 class VisibleJob(BaseModel):
     """One job as the visibility store lists it (``list_visible_jobs``): its search
     attributes (workflows/visibility.py) and its execution's start and close times. A field
-    is ``None`` (or empty) for a job started before the attributes existed."""
+    is ``None`` (or empty) for a job started before the attributes existed.
+
+    ``status`` is the workflow's own last status; a job stopped from outside Pressroom
+    (``temporal workflow terminate``) keeps the one it had, so ``execution`` (Temporal's:
+    ``RUNNING``, ``COMPLETED``, ``FAILED``, ``TERMINATED``, …) says whether it still runs."""
 
     model_config = ConfigDict(extra="forbid")
 
     job_id: str
+    execution: str = "RUNNING"
     stage: str | None = None
     status: str | None = None
     tenant: str | None = None
@@ -318,7 +323,8 @@ class VisibleJob(BaseModel):
 
 async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str | None = None,
                             tenant: str | None = None, limit: int = 100) -> list[VisibleJob]:
-    """Up to ``limit`` jobs, newest first, from the visibility store: those listing
+    """Up to ``limit`` jobs from the visibility store (in its order: running ones first,
+    newest first, then closed ones by close time), those listing
     ``reviewer`` (any, when ``None``), in ``status`` and of ``tenant`` when given
     (``workflows.visibility.jobs_query``). One ``ListWorkflowExecutions`` call per page of
     ``limit``; no job is described or queried. Visibility is eventually consistent: a
@@ -330,7 +336,8 @@ async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str
     async for wf in client.list_workflows(query, limit=limit, page_size=max(1, min(limit, 1000))):
         attrs = wf.typed_search_attributes
         jobs.append(VisibleJob(
-            job_id=wf.id, stage=attrs.get(PRESSROOM_STAGE), status=attrs.get(PRESSROOM_STATUS),
+            job_id=wf.id, execution=wf.status.name if wf.status else "RUNNING",
+            stage=attrs.get(PRESSROOM_STAGE), status=attrs.get(PRESSROOM_STATUS),
             tenant=attrs.get(PRESSROOM_TENANT), project=attrs.get(PRESSROOM_PROJECT),
             reviewers=list(attrs.get(PRESSROOM_REVIEWERS) or []),
             turn=attrs.get(PRESSROOM_TURN), tokens=attrs.get(PRESSROOM_TOKENS),

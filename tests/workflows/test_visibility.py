@@ -124,6 +124,7 @@ async def test_jobs_list_by_reviewer_status_and_tenant(
                           status="awaiting_review") == {spec_a.job_id}
         [b] = await jobs.list_visible_jobs(client, reviewer=dave)
         assert b.status == "rejected" and b.closed_at is not None
+        assert b.execution == "COMPLETED" and a.execution == "RUNNING"
         for spec in (spec_a, spec_c):
             await review(client, spec.job_id, "reject", reviewer="alice" if spec is spec_a
                          else carol)
