@@ -15,11 +15,14 @@ _MAX_FIELD = 1000
 
 
 def _next(target: str | None) -> str:
-    """Only a path on this console is followed after sign-in (never another site)."""
+    """Only a path on this console is followed after sign-in (never another site).
+    Browsers read ``\\`` as ``/`` and drop tabs and newlines, so ``/\\evil.example`` is
+    another site to them: a backslash or control character is refused too."""
     if not target:
         return "/"
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//"):
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") \
+            or "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7f for c in target):
         return "/"
     return target
 
