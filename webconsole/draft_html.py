@@ -60,8 +60,18 @@ class _Inline:
     @staticmethod
     def _styled(text: str) -> str:
         safe = str(shown(text))  # escaped first: the patterns below only add our own tags
-        safe = _STRONG.sub(r"<strong>\1</strong>", safe)
-        return _EMPHASIS.sub(r"<em>\1</em>", safe)
+        # emphasis inside and outside each strong span separately, so the tags always nest
+        # (``**a _b** c_`` must not become ``<strong>a <em>b</strong> c</em>``)
+        def emphasis(part: str) -> str:
+            return _EMPHASIS.sub(r"<em>\1</em>", part)
+
+        parts: list[str] = []
+        last = 0
+        for m in _STRONG.finditer(safe):
+            parts += [emphasis(safe[last:m.start()]), f"<strong>{emphasis(m.group(1))}</strong>"]
+            last = m.end()
+        parts.append(emphasis(safe[last:]))
+        return "".join(parts)
 
     def _code(self, code: str) -> str:
         if not looks_like_citation(code):

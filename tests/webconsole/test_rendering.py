@@ -1,0 +1,343 @@
+"""The console's pure rendering helpers on hostile and ordinary input: a draft's Markdown
+as HTML (``draft_html``), citations resolved to excerpts (``evidence``), the revision diff
+(``diff``), hidden characters made visible (``shown``) and the stage timeline
+(``timeline``). Outputs are parsed with ``html.parser``, not searched for strings, so
+"nothing live" means: no tag or attribute outside a small allowed set."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from context.limits.blocks import DataBlockView
+from webconsole.diff import DiffRow, diff_rows
+from webconsole.draft_html import render_draft
+from webconsole.evidence import Excerpt, looks_like_citation, resolve
+from webconsole.shown import HIDDEN, has_hidden, shown
+from webconsole.timeline import Step, number_turns, stage_of, stages
+
+ALLOWED_TAGS = {"h2", "h3", "h4", "h5", "h6", "h7", "p", "ul", "ol", "li", "blockquote",
+                "code", "strong", "em", "a", "span"}
+ALLOWED_ATTRS = {"class", "href", "data-excerpt", "title", "aria-label"}
+
+
+class Parsed(HTMLParser):
+    """Every tag, attribute, comment and text of an HTML fragment, and whether it nests."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.comments: list[str] = []
+        self.other: list[str] = []
+        self.text: list[str] = []
+        self.stack: list[str] = []
+        self.misnested: list[str] = []
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.misnested.append(tag)
+        else:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.comments.append(data)
+
+    def handle_decl(self, decl: str) -> None:
+        self.other.append(decl)
+
+    def handle_pi(self, data: str) -> None:
+        self.other.append(data)
+
+    def unknown_decl(self, data: str) -> None:
+        self.other.append(data)
+
+    @property
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+
+def block(citation: str, content: str, *, item_id: str | None = None,
+          flags: tuple[str, ...] = ()) -> DataBlockView:
+    return DataBlockView(
+        item_id=item_id or f"doc:{citation}", citation=citation, revision="sha256:" + "a" * 64,
+        trust="untrusted_source", role="evidence", flags=flags,
+        content_hash="sha256:" + hashlib.sha256(content.encode()).hexdigest(),
+        content=content)
+
+
+GUIDE = block("handbook:guide.md#L10-L14",
+              "line ten\nline eleven\nline twelve\nline thirteen\nline fourteen")
+
+
+def no_resolver(_: str) -> Excerpt | None:
+    return None
+
+
+def assert_inert(html: str) -> Parsed:
+    """``html`` holds only allowed tags and attributes, links only to excerpts."""
+    parsed = Parsed(html)
+    assert not parsed.comments and not parsed.other, (parsed.comments, parsed.other)
+    for tag, attrs in parsed.tags:
+        assert tag in ALLOWED_TAGS, (tag, html)
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name, html)
+            assert name in ALLOWED_ATTRS, (tag, name, html)
+            assert value is None or "javascript" not in value.lower(), (tag, name, value)
+        if tag == "a":
+            assert (attrs.get("href") or "").startswith("#ex-"), (attrs, html)
+        else:
+            assert "href" not in attrs, (tag, attrs)
+    assert not parsed.stack, ("unclosed", parsed.stack, html)
+    return parsed
+
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "Retry <img src=x onerror=alert(1)> with backoff.",
+    "[x](javascript:alert(1)) and <a href=\"javascript:alert(1)\">click</a>",
+    "<!-- a machine note --> and <!--inline--> comments",
+    "<!-- whole line comment -->",
+    "**bold _and <b>emph</b>_ nested**",
+    "*a* _b_ **c** __d__ ***e***",
+    "`<script>alert(1)</script>` in code, and `<img src=x onerror=y>`",
+    "`handbook:guide.md#L10-L11\" onmouseover=\"alert(1)` cite-looking code",
+    "`javascript:alert(1)#L1-L2` cite-looking code",
+    "# <svg onload=alert(1)>",
+    "###### deep <iframe src=//evil>",
+    "- <style>body{}</style> item\n- <form action=//evil><input></form>",
+    "1. <object data=x></object>\n2. &lt;already escaped&gt; &amp; &#x3c;script&#x3e;",
+    "> <base href=//evil/> quoted",
+    "Text with \u202egnp.exe and zero\u200bwidth",
+    "<![CDATA[ x ]]> <?php echo 1 ?> <!DOCTYPE html>",
+    "\"quotes\" 'single' <div title='x'>",
+    "`unclosed code <b>bold</b>",
+    "**unclosed <u>strong",
+    "text\x00with NUL <scr\x00ipt>",
+]
+
+
+@pytest.mark.parametrize("markdown", HOSTILE)
+def test_hostile_markdown_renders_inert(markdown: str) -> None:
+    rendered = render_draft(markdown, lambda c: resolve(c, [GUIDE]))
+    parsed = assert_inert(str(rendered.html))
+    # nothing was dropped: every "<" of the source is still there as text
+    assert parsed.all_text.count("<") == markdown.count("<"), (markdown, parsed.all_text)
+
+
+def test_hostile_text_survives_as_text() -> None:
+    text = "See <script>alert(1)</script> and [x](javascript:alert(1)) <!-- note -->"
+    parsed = assert_inert(str(render_draft(text, no_resolver).html))
+    assert "<script>alert(1)</script>" in parsed.all_text
+    assert "[x](javascript:alert(1))" in parsed.all_text
+    assert "<!-- note -->" in parsed.all_text
+
+
+def test_structure_of_ordinary_markdown() -> None:
+    text = ("# Title\n\nIntro **strong** and _em_ words.\n\n- one\n- two `code`\n\n"
+            "1. first\n2. second\n\n> quoted\n\n## Sub\nlast line")
+    parsed = assert_inert(str(render_draft(text, no_resolver).html))
+    assert [t for t, _ in parsed.tags] == ["h2", "p", "strong", "em", "ul", "li", "li", "code",
+                                           "ol", "li", "li", "blockquote", "h3", "p"]
+    assert not parsed.misnested
+
+
+def test_nested_emphasis_nests() -> None:
+    for text in ("**a _b_ c**", "_a **b** c_", "**a _b** c_", "*a **b* c**", "***e***"):
+        parsed = assert_inert(str(render_draft(text, no_resolver).html))
+        assert not parsed.misnested, (text, render_draft(text, no_resolver).html)
+
+
+def test_citations_link_to_excerpts_or_are_flagged() -> None:
+    text = ("- Retries back off `handbook:guide.md#L11-L12`.\n"
+            "- Made up `handbook:guide.md#L20-L21`.\n"
+            "- Other file `handbook:other.md#L11-L12`.\n"
+            "- Again `handbook:guide.md#L11-L12`.\n"
+            "- Plain `not a citation`.")
+    rendered = render_draft(text, lambda c: resolve(c, [GUIDE]))
+    parsed = assert_inert(str(rendered.html))
+    links = [a for t, a in parsed.tags if t == "a"]
+    assert len(links) == 2 and links[0] == links[1]
+    assert links[0]["href"] == "#" + rendered.cited[0].anchor
+    assert [e.citation for e in rendered.cited] == ["handbook:guide.md#L11-L12"]
+    assert rendered.unresolved == ["handbook:guide.md#L20-L21", "handbook:other.md#L11-L12"]
+    items = [a for t, a in parsed.tags if t == "li"]
+    assert [a.get("class") for a in items] == [None, "claim-unresolved", "claim-unresolved",
+                                               None, None]
+    flags = [a for t, a in parsed.tags if t == "span" and a.get("class") == "flag"]
+    assert len(flags) == 2
+
+
+def test_a_hostile_citation_makes_a_safe_anchor() -> None:
+    hostile = block('x" onmouseover="alert(1):a.md#L1-L2', "one\ntwo")
+    text = '`x" onmouseover="alert(1):a.md#L1-L1`'
+    rendered = render_draft(text, lambda c: resolve(c, [hostile]))
+    parsed = assert_inert(str(rendered.html))
+    assert rendered.cited and rendered.cited[0].lines == ("one",)
+    (href,) = [a["href"] for t, a in parsed.tags if t == "a"]
+    assert href is not None and all(c.isalnum() or c in "#-" for c in href), href
+
+
+# --- evidence ------------------------------------------------------------------------------
+
+def test_a_range_inside_a_block_resolves_narrowed_to_the_cited_lines() -> None:
+    excerpt = resolve("handbook:guide.md#L11-L12", [GUIDE])
+    assert excerpt is not None
+    assert excerpt.lines == ("line eleven", "line twelve")
+    assert (excerpt.line_start, excerpt.line_end) == (11, 12)
+    assert excerpt.source == "handbook:guide.md" and excerpt.item_id == GUIDE.item_id
+    assert excerpt.content_hash == GUIDE.content_hash
+    edge = resolve("handbook:guide.md#L10-L14", [GUIDE])
+    assert edge is not None and len(edge.lines) == 5
+    one = resolve("handbook:guide.md#L14-L14", [GUIDE])
+    assert one is not None and one.lines == ("line fourteen",)
+
+
+@pytest.mark.parametrize("citation", [
+    "handbook:guide.md#L9-L11",      # starts before the block
+    "handbook:guide.md#L13-L15",     # runs past it
+    "handbook:guide.md#L1-L100",
+    "handbook:guide.md#L12-L11",     # backwards
+    "handbook:other.md#L11-L12",     # another file
+    "other:guide.md#L11-L12",        # another source
+    "handbook:guide.md.bak#L11-L12",
+    "andbook:guide.md#L11-L12",
+    "handbook:guide.md",             # no range: not the block's full citation
+])
+def test_a_range_outside_or_on_another_base_does_not_resolve(citation: str) -> None:
+    assert resolve(citation, [GUIDE]) is None
+
+
+def test_a_block_whose_lines_do_not_map_shows_whole() -> None:
+    squeezed = block("handbook:guide.md#L1-L10", "summary line\nanother")
+    excerpt = resolve("handbook:guide.md#L3-L4", [squeezed])
+    assert excerpt is not None and excerpt.lines == ("summary line", "another")
+
+
+def test_a_page_block_resolves_by_its_item_ids_range() -> None:
+    page = block("https://example.com/doc", "a\nb\nc",
+                 item_id="page:https://example.com/doc#L5-L7")
+    excerpt = resolve("https://example.com/doc#L6-L6", [page])
+    assert excerpt is not None and excerpt.lines == ("b",)
+    assert resolve("https://example.com/doc#L8-L8", [page]) is None
+    assert resolve("https://example.com/doc2#L6-L6", [page]) is None
+
+
+def test_the_first_covering_block_wins_and_anchors_differ_per_citation() -> None:
+    other = block("handbook:guide.md#L20-L21", "twenty\ntwenty-one")
+    a = resolve("handbook:guide.md#L11-L11", [other, GUIDE])
+    b = resolve("handbook:guide.md#L20-L20", [other, GUIDE])
+    assert a is not None and b is not None
+    assert a.lines == ("line eleven",) and b.lines == ("twenty",)
+    assert a.anchor != b.anchor and a.anchor.startswith("ex-")
+    assert looks_like_citation("x:y#L1-L2") and not looks_like_citation("x:y#L1")
+
+
+# --- diff --------------------------------------------------------------------------------
+
+def test_diff_rows() -> None:
+    assert diff_rows("same\ntext", "same\ntext") == []
+    old = "\n".join(f"line {i}" for i in range(1, 11))
+    new = old.replace("line 5", "line five").replace("line 10", "line 10\nline 11")
+    rows = diff_rows(old, new)
+    assert rows[0].kind == "hunk"
+    assert DiffRow("del", 5, None, "line 5") in rows
+    assert DiffRow("add", None, 5, "line five") in rows
+    assert DiffRow("add", None, 11, "line 11") in rows
+    assert DiffRow("ctx", 4, 4, "line 4") in rows
+    assert all(r.kind in ("add", "del", "ctx", "hunk") for r in rows)
+    # context: three lines around each change, nothing further away
+    assert not any(r.kind == "ctx" and r.old_line == 1 for r in rows)
+    kept = [r for r in rows if r.kind == "ctx"]
+    assert all(r.old_line is not None and r.new_line is not None for r in kept)
+    # text stays text: a diff row holds the line as written
+    hostile = diff_rows("a", "<script>x</script>")
+    assert DiffRow("add", None, 1, "<script>x</script>") in hostile
+    assert DiffRow("del", 1, None, "a") in hostile
+
+
+def test_diff_hunk_header_counts() -> None:
+    rows = diff_rows("a\nb\nc", "a\nB\nc")
+    assert rows[0] == DiffRow("hunk", None, None, "@@ -1,3 +1,3 @@")
+    assert [r.kind for r in rows[1:]] == ["ctx", "del", "add", "ctx"]
+
+
+# --- shown --------------------------------------------------------------------------------
+
+def test_shown_escapes_and_makes_hidden_characters_visible() -> None:
+    assert str(shown("<b>&\"'</b>")) == "&lt;b&gt;&amp;&#34;&#39;&lt;/b&gt;"
+    out = str(shown("evil\u202edm.md<x>"))
+    assert "\u202e" not in out and "⟨U+202E⟩" in out and "&lt;x&gt;" in out
+    parsed = Parsed(out)
+    assert [t for t, _ in parsed.tags] == ["span"]
+    assert parsed.all_text == "evil⟨U+202E⟩dm.md<x>"
+    for code in sorted(HIDDEN):
+        rendered = str(shown(f"a{chr(code)}b"))
+        assert chr(code) not in rendered and f"⟨U+{code:04X}⟩" in rendered, hex(code)
+        assert has_hidden(chr(code))
+    assert not has_hidden("plain text ünïcödé")
+    assert str(shown("a\x00<b>")) == "a&lt;b&gt;"  # the placeholder is never passed through
+    assert str(shown(42)) == "42"
+
+
+# --- timeline -----------------------------------------------------------------------------
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def step(name: str, stage: str, at: int, took: int | None = 1, **kw: Any) -> Step:
+    return Step(name=name, stage=stage, started_at=T0 + timedelta(seconds=at),
+                finished_at=None if took is None else T0 + timedelta(seconds=at + took), **kw)
+
+
+def test_stage_of() -> None:
+    assert stage_of("write_plan", None) == "plan"
+    assert stage_of("decide", "draft") == "research"  # the name decides first
+    assert stage_of("assemble_context", "research") == "research"
+    assert stage_of("assemble_context", "revise") == "revise"
+    assert stage_of("write_checkpoint", "draft") == "draft"
+    assert stage_of("write_checkpoint", None) == "other"
+
+
+def test_turns_are_numbered_by_decide() -> None:
+    steps = [step("store_job_spec", "start", 0), step("write_plan", "plan", 1),
+             step("assemble_context", "research", 2),
+             step("decide", "research", 3), step("run_tool", "research", 4),
+             step("run_tool", "research", 4), step("record_turn", "research", 5),
+             step("decide", "research", 6), step("record_turn", "research", 7),
+             step("assemble_context", "draft", 8), step("draft", "draft", 9)]
+    number_turns(steps)
+    assert [s.turn for s in steps] == [None, None, None, 1, 1, 1, 1, 2, 2, None, None]
+
+
+def test_stages_group_consecutive_steps_and_reappear_per_round() -> None:
+    steps = [step("write_plan", "plan", 0, 2), step("decide", "research", 2),
+             step("run_tool", "research", 3, 5), step("record_turn", "research", 4, 1),
+             step("draft", "draft", 9), step("update review", "review", 20, 0),
+             step("assemble_context", "revise", 21), step("draft", "revise", 22),
+             step("update review", "review", 30, 0), step("publish", "publish", 31, None)]
+    grouped = stages(steps)
+    assert [s.name for s in grouped] == ["plan", "research", "draft", "review", "revise",
+                                         "review", "publish"]
+    research = grouped[1]
+    assert [s.name for s in research.steps] == ["decide", "run_tool", "record_turn"]
+    assert research.started_at == T0 + timedelta(seconds=2)
+    assert research.finished_at == T0 + timedelta(seconds=8)  # the latest end, not the last
+    assert grouped[-1].finished_at is None  # still running
+    assert sum(len(s.steps) for s in grouped) == len(steps)
+    assert stages([]) == []
