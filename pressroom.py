@@ -61,12 +61,13 @@ def demo(ctx: typer.Context,
                                           "over this Python's own asyncio source)")) -> None:
     """Run an example job end to end: server + worker, research turns, draft, approval,
     publish, receipt."""
+    from webconsole.server import demo_console
     from worker import run_worker
     from workflows.embedded import run_demo
 
     settings = _settings(ctx)
-    raise typer.Exit(_job_cmd(run_demo(console, settings, run_worker, example=example),
-                              settings) or 0)
+    raise typer.Exit(_job_cmd(run_demo(console, settings, run_worker, example=example,
+                                       console_runner=demo_console), settings) or 0)
 
 
 # --- durable jobs: dev, worker, run, status, list, approve/request-changes/reject, resolve,
@@ -145,6 +146,42 @@ def dev(
     settings = _with_roots(_settings(ctx), source_root, publish_root)
     _job_cmd(run_dev(console, settings, run_worker, port=port, headless=headless,
                      task_queue=_queue(task_queue, settings)), settings)
+
+
+_TrustedProxies = Annotated[list[str] | None, typer.Option(
+    "--trusted-proxy", help="Address of the reverse proxy whose --proxy-header is believed "
+    "(repeatable; default 127.0.0.1 and ::1).")]
+
+
+@app.command()
+def web(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", help="Address to listen on. Loopback by default: "
+                             "expose the console only behind a TLS-terminating proxy."),
+    port: int = typer.Option(8780, help="Port to listen on."),
+    proxy_header: str | None = typer.Option(
+        None, "--proxy-header", help="Trust this request header (e.g. X-Forwarded-User) as "
+        "the signed-in reviewer's name when the request comes from --trusted-proxy."),
+    trusted_proxy: _TrustedProxies = None,
+    secure_cookies: bool = typer.Option(
+        False, "--secure-cookies", help="Mark cookies Secure (the console is served over "
+        "HTTPS by the proxy)."),
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+) -> None:
+    """Serve the review console: jobs, drafts beside their evidence, what the model saw,
+    and signed decisions (reviewers sign in with accounts from `pressroom reviewer add`)."""
+    from webconsole.server import console_config, serve
+
+    settings = _settings(ctx)
+    if address:
+        settings = settings.model_copy(update={"temporal_address": address})
+    config = console_config(settings, host=host, port=port, proxy_header=proxy_header,
+                            secure_cookies=secure_cookies,
+                            trusted_proxies=tuple(trusted_proxy or ("127.0.0.1", "::1")))
+    console.print(f"review console on http://{host}:{port} (Temporal "
+                  f"{settings.temporal_address}, store {settings.store_url.split('://')[0]})",
+                  highlight=False)
+    _job_cmd(serve(settings, config), settings)
 
 
 @app.command()

@@ -167,8 +167,10 @@ class ReviewerAccounts:
 
     # --- public API ---------------------------------------------------------------------
 
-    def add(self, name: str, password: str, *, replace: bool = False) -> str:
-        """Create ``name``'s account with a new signing key; returns its public key text.
+    def add(self, name: str, password: str, *, replace: bool = False,
+            key: Ed25519PrivateKey | None = None) -> str:
+        """Create ``name``'s account with a new signing key (or ``key``: the demo gives its
+        reviewer's existing, registered key); returns its public key text.
 
         ``AccountExists`` unless ``replace`` (which makes a new key: the old one stops
         signing, and jobs pinned to it must be resubmitted). ``WeakPassword``,
@@ -185,7 +187,7 @@ class ReviewerAccounts:
                            else " (another account uses the same file name)")
                     raise AccountExists(f"reviewer account {name!r} already exists{who}; "
                                         "pass replace to make a new key")
-            key = generate_private_key()
+            key = key or generate_private_key()
             public = public_key_text(key)
             kdf = {"alg": "argon2id", "salt": base64.b64encode(os.urandom(16)).decode("ascii"),
                    "time_cost": self._hasher.time_cost,

@@ -8,10 +8,15 @@ the artifact store, the reviewer accounts, the audit log and the cookie secret
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import uvicorn
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
@@ -21,15 +26,14 @@ from webconsole.accounts import ReviewerAccounts
 from webconsole.app import create_app
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend
-from webconsole.config import ConsoleConfig, load_secret
+from webconsole.config import DEFAULT_PORT, ConsoleConfig, load_secret
 from workflows.commands import connect
+from workflows.devserver import free_port, port_free
 
 
 def console_config(settings: Settings, *, host: str = "127.0.0.1", port: int | None = None,
                    proxy_header: str | None = None, secure_cookies: bool = False,
                    trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")) -> ConsoleConfig:
-    from webconsole.config import DEFAULT_PORT
-
     return ConsoleConfig(host=host, port=DEFAULT_PORT if port is None else port,
                          secret=load_secret(settings.home / "console" / "secret"),
                          proxy_header=proxy_header, secure_cookies=secure_cookies,
@@ -82,6 +86,47 @@ class LiveConsole:
         await send({"type": "lifespan.shutdown.complete"})
 
 
+@dataclass(frozen=True)
+class DemoConsole:
+    """What ``make demo`` prints on a terminal: where the console is, a one-time sign-in
+    link for the demo reviewer, and the password that unlocks their key for a decision."""
+
+    url: str
+    signin_url: str
+    password: str
+
+
+@asynccontextmanager
+async def demo_console(settings: Settings, *, reviewer: str,
+                       key: Ed25519PrivateKey) -> AsyncIterator[DemoConsole]:
+    """The console served on loopback for the demo's one reviewer: their account is made
+    (again, each run) around the demo's registered signing ``key`` with a fresh random
+    password, so the console's decisions verify against the key the job pinned."""
+    accounts = ReviewerAccounts(settings.console_accounts_dir)
+    password = secrets.token_urlsafe(12)
+    accounts.add(reviewer, password, replace=True, key=key)
+    port = DEFAULT_PORT if port_free(DEFAULT_PORT) else free_port()
+    config = console_config(settings, port=port)
+    server = uvicorn.Server(uvicorn.Config(LiveConsole(settings, config), host=config.host,
+                                           port=port, log_level="warning", access_log=False,
+                                           server_header=False, lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # the console could not start: raise why
+            raise RuntimeError("the review console stopped while starting")
+        await asyncio.sleep(0.05)
+    url = f"http://{config.host}:{port}"
+    try:
+        yield DemoConsole(url=url, password=password,
+                          signin_url=f"{url}/signin/once?token="
+                                     f"{accounts.one_time_token(reviewer, ttl_s=3600)}")
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+
 async def serve(settings: Settings, config: ConsoleConfig) -> None:
     server = uvicorn.Server(uvicorn.Config(LiveConsole(settings, config), host=config.host,
                                            port=config.port, log_level="warning",
@@ -90,4 +135,5 @@ async def serve(settings: Settings, config: ConsoleConfig) -> None:
     await server.serve()
 
 
-__all__ = ["LiveConsole", "console_app", "console_config", "serve"]
+__all__ = ["DemoConsole", "LiveConsole", "console_app", "console_config", "demo_console",
+           "serve"]

@@ -6,7 +6,10 @@ repositories, starts its own server and worker, runs ``examples/job.yaml`` under
 job id, shows the draft, asks for approval on a TTY (approves as ``demo-reviewer``
 otherwise, signing with the demo reviewer's key, made and registered under
 ``$PRESSROOM_HOME`` on first use), publishes, prints the receipt and the article's path, and
-shuts down.
+shuts down. On a terminal it also serves the review console (the entry point passes its
+runner in: this layer does not import the console) and prints its address, a one-time
+sign-in link and the password for the demo reviewer; the draft may then be decided in the
+browser or at the prompt, whichever comes first.
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO_ROOT / "examples"
 EXAMPLE_JOB = EXAMPLES_DIR / "job.yaml"
 DEMO_REVIEWER = "demo-reviewer"
+
+
+class ConsoleRunner(Protocol):
+    """``webconsole.server.demo_console``'s shape: serves the console for ``reviewer``,
+    yielding something with ``url``, ``signin_url`` and ``password``."""
+
+    def __call__(self, settings: Settings, *, reviewer: str,
+                 key: Ed25519PrivateKey) -> contextlib.AbstractAsyncContextManager[Any]: ...
 
 
 class WorkerRunner(Protocol):
@@ -157,8 +168,55 @@ def demo_spec(home: Path, job_file: Path = EXAMPLE_JOB) -> JobSpec:
                                    "destination": str(home / "published")})
 
 
+async def _typed_line(prompt: str, default: str) -> str:
+    """A line typed on the terminal, read without blocking the event loop (the worker and
+    the console run on it while the reviewer thinks)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+    print(f"{prompt} [{default}]: ", end="", flush=True)
+
+    def ready() -> None:
+        if not answer.done():
+            answer.set_result(sys.stdin.readline())
+
+    loop.add_reader(sys.stdin.fileno(), ready)
+    try:
+        return (await answer).strip() or default
+    finally:
+        loop.remove_reader(sys.stdin.fileno())
+
+
+async def _decided_elsewhere(client: Any, job_id: str, revision: int, grace: float) -> None:
+    """Returns once the draft ``revision`` is no longer the one awaiting review (a reviewer
+    decided in the console)."""
+    while True:
+        view = await jobs.view_job(client, job_id, worker_grace=grace)
+        live = view.live
+        if (live is None or live.status != "awaiting_review" or live.pending_draft is None
+                or live.pending_draft.revision != revision):
+            return
+        await asyncio.sleep(1.0)
+
+
+async def _prompt_or_console(client: Any, job_id: str, revision: int, grace: float,
+                             with_console: bool) -> str | None:
+    """The decision typed at the prompt, or ``None`` when the console decided first."""
+    typed = asyncio.create_task(_typed_line("approve / changes / reject", "approve"))
+    if not with_console:
+        return await typed
+    elsewhere = asyncio.create_task(_decided_elsewhere(client, job_id, revision, grace))
+    done, _ = await asyncio.wait({typed, elsewhere}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (typed, elsewhere):
+        if task not in done:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return typed.result() if typed in done else None
+
+
 async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunner, *,
-                   interactive: bool | None = None, example: str = "retry") -> int:
+                   interactive: bool | None = None, example: str = "retry",
+                   console_runner: ConsoleRunner | None = None) -> int:
     home = settings.home
     home.mkdir(parents=True, exist_ok=True)
     job_file = example_job(example, settings.fixtures_dir)
@@ -171,12 +229,21 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
     tty = sys.stdin.isatty() if interactive is None else interactive
     # One job: a context-assembly helper process would only add its start-up (≈ 1.3 s of
     # imports before the first step) and run nothing concurrently.
-    async with embedded(console, settings, run_worker, db=home / "demo-temporal.db",
-                        port=port, headless=port != 7233, task_queue=task_queue,
-                        helper_processes=0) as (_server, client):
+    async with contextlib.AsyncExitStack() as stack:
+        _server, client = await stack.enter_async_context(embedded(
+            console, settings, run_worker, db=home / "demo-temporal.db", port=port,
+            headless=port != 7233, task_queue=task_queue, helper_processes=0))
         await jobs.start_job(client, spec, task_queue=task_queue)
         console.print(f"job [bold]{spec.job_id}[/bold]: {spec.question}")
         grace = settings.worker_grace_seconds
+        web = None
+        if tty and console_runner is not None:
+            web = await stack.enter_async_context(console_runner(
+                settings.model_copy(update={"temporal_address": _server.address}),
+                reviewer=DEMO_REVIEWER, key=key))
+            console.print(f"review console [bold]{web.url}[/bold]\n  one-time sign-in "
+                          f"{web.signin_url}\n  {DEMO_REVIEWER}'s password (signs a "
+                          f"decision) {web.password}", highlight=False, soft_wrap=True)
         view = await follow(console, client, spec.job_id, worker_grace=grace)
         while view.live is not None and view.live.status == "awaiting_review":
             live, shown_hash = await show_draft(console, client, spec.job_id, settings)
@@ -185,12 +252,16 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
             comments: list[str] = []
             reviewer = DEMO_REVIEWER
             if tty:
-                import typer
-
-                answer = typer.prompt("approve / changes / reject", default="approve")
+                answer = await _prompt_or_console(client, spec.job_id,
+                                                  live.pending_draft.revision, grace,
+                                                  web is not None)
+                if answer is None:
+                    console.print("decided in the review console")
+                    view = await follow(console, client, spec.job_id, worker_grace=grace)
+                    continue
                 if answer.startswith("c"):
                     decision = "request_changes"
-                    comments = [typer.prompt("what should change")]
+                    comments = [await _typed_line("what should change", "be more specific")]
                 elif answer.startswith("r"):
                     decision = "reject"
             else:
