@@ -189,9 +189,20 @@ def ref_of(rec: Any) -> ArtifactRef:
 
 
 def dumps(body: Any) -> bytes:
-    """Canonical JSON bytes: sorted keys, so equal content has an equal hash."""
-    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=str).encode("utf-8")
+    """Canonical JSON bytes: sorted keys, so equal content has an equal hash.
+
+    A lone surrogate (``"\\udcff"`` is legal JSON, so a model may send one in a tool
+    argument) cannot be UTF-8: such a body is written with every non-ASCII character
+    escaped instead, which still reads back as the same strings — never a crash that
+    leaves the record unwritten.
+    """
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"),
+                          default=str).encode("ascii")
 
 
 async def put_once(store: Any, kind: str, artifact_id: str, body: bytes, *, spec: JobSpec,

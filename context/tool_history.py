@@ -54,12 +54,13 @@ class _Frozen(BaseModel):
 def canonical_argument_hash(tool_name: str, arguments: dict[str, Any]) -> str:
     """Identity of a call's intent: tool name plus canonical JSON arguments."""
     try:
-        text = canonical_json([tool_name, arguments])
+        # hashing is inside: a lone surrogate (legal as a JSON escape) serializes but is
+        # no UTF-8 (UnicodeEncodeError is a ValueError)
+        return sha256_text(canonical_json([tool_name, arguments]))
     except (TypeError, ValueError) as exc:
         raise ToolHistoryError(
             f"arguments of tool {tool_name!r} are not canonical JSON ({exc})"
         ) from exc
-    return sha256_text(text)
 
 
 class ToolCall(_Frozen):

@@ -1073,11 +1073,8 @@ def _publish_other(tmp: Path) -> None:
        "('b\\udcff.md': the JSON escape \\udcff is legal in a model's reply) through the real "
        "run_tool activity (activities.tool_call.run_tool_call), SQLite store",
        "the call is stored as an error result (malformed_arguments), as the module promises "
-       "for every refused call; the activity never fails",
-       xfail="activities/tool_call.py::_run_and_store stores the raw arguments with "
-       "activities.runtime.dumps, whose .encode('utf-8') raises UnicodeEncodeError "
-       "(surrogates not allowed): the refused call fails the activity instead of becoming "
-       "an error result")
+       "for every refused call; the activity never fails (activities.runtime.dumps escapes "
+       "a body that cannot be UTF-8)")
 def _tool_call_surrogate(tmp: Path) -> None:
     import asyncio
 
