@@ -217,6 +217,7 @@ def test_readme_table_lists_every_setting() -> None:
              "PRESSROOM_TEST_POSTGRES_URL", "PRESSROOM_BENCH_POSTGRES_URL", "PRESSROOM_CI",
              "PRESSROOM_UPDATE_GOLDEN", "PRESSROOM_FUZZ", "PRESSROOM_FAULTS"}
     assert hooks <= set(rows)
+    assert "`PRESSROOM_CHROMIUM`, `PRESSROOM_CHROMEDRIVER`" in section
     assert STORE_URL in section
 
 
