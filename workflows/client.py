@@ -59,6 +59,7 @@ from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
 from workflows.visibility import (
     PRESSROOM_PROJECT,
+    PRESSROOM_REASON,
     PRESSROOM_REVIEWERS,
     PRESSROOM_STAGE,
     PRESSROOM_STATUS,
@@ -317,6 +318,10 @@ class VisibleJob(BaseModel):
     reviewers: list[str] = []
     turn: int | None = None
     tokens: int | None = None
+    #: a ``blocked`` or ``needs_operator`` job's reason code (``workflows.visibility.
+    #: reason_code``: e.g. ``budget_exhausted``, ``publish:PublishError``, ``other``);
+    #: ``None`` in every other status and for a job started before the attribute existed
+    reason: str | None = None
     started_at: datetime | None = None
     closed_at: datetime | None = None
 
@@ -341,6 +346,7 @@ async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str
             tenant=attrs.get(PRESSROOM_TENANT), project=attrs.get(PRESSROOM_PROJECT),
             reviewers=list(attrs.get(PRESSROOM_REVIEWERS) or []),
             turn=attrs.get(PRESSROOM_TURN), tokens=attrs.get(PRESSROOM_TOKENS),
+            reason=attrs.get(PRESSROOM_REASON) or None,
             started_at=wf.start_time, closed_at=wf.close_time))
     return jobs
 

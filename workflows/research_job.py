@@ -110,8 +110,9 @@ NEEDS_OPERATOR_PATCH = "needs-operator"
 #: block (a step blocked and resolved many times used to grow one history without bound)
 ROLLOVER_AFTER_RESOLVE_PATCH = "continue-as-new-after-resolve"
 #: the patch id under which the job upserts its typed search attributes (stage, status,
-#: research turn and tokens; workflows/visibility.py) whenever they change; histories
-#: recorded before it replay without the upserts
+#: research turn and tokens, a blocked or needs_operator job's reason code;
+#: workflows/visibility.py) whenever they change; histories recorded before it replay
+#: without the upserts
 SEARCH_ATTRIBUTES_PATCH = "search-attributes"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
@@ -783,7 +784,10 @@ class ResearchJobWorkflow:
         Only under the ``search-attributes`` patch, and only when the run started with them
         (``start_job`` sets them; continue-as-new carries them): upserting an attribute the
         namespace does not know would fail the workflow task, so a job started on a
-        namespace without them runs on without visibility.
+        namespace without them runs on without visibility. Likewise ``PressroomReason``,
+        added later, is upserted only when the run started with it (``start_job`` sets it
+        to ``""``; ``visibility.search_attribute_updates``): a job started on a namespace
+        registered before it existed runs on without it.
         """
         if not workflow.patched(SEARCH_ATTRIBUTES_PATCH):
             return

@@ -6,14 +6,16 @@ The workflow upserts them (``ResearchJobWorkflow._sync_visibility``, under the
 changes; ``workflows.client.start_job`` sets the first values at start; the dev server
 registers them (``--search-attribute``) and a worker registers them on its namespace at
 startup (``workflows.visibility_admin.ensure_search_attributes``). A blocked or failed
-job's reason is kept out: it can be long and quote untrusted text.
+job's reason text is kept out: it can be long and quote untrusted text. Only a short code
+from a fixed vocabulary goes in (``PressroomReason``, ``reason_code``).
 
-Pure: imported inside the workflow sandbox (passed through), so it imports only
+Pure: imported inside the workflow sandbox (passed through), so it imports only ``re``,
 ``temporalio.common``, the API enum and ``contracts.signing.normalize_name``.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,10 @@ if TYPE_CHECKING:
     from contracts.workflow_messages import JobState
 
 __all__ = [
+    "BLOCKED_REASON_CODES",
+    "OTHER_REASON",
     "PRESSROOM_PROJECT",
+    "PRESSROOM_REASON",
     "PRESSROOM_REVIEWERS",
     "PRESSROOM_STAGE",
     "PRESSROOM_STATUS",
@@ -46,6 +51,7 @@ __all__ = [
     "dev_server_args",
     "job_search_attributes",
     "jobs_query",
+    "reason_code",
     "search_attribute_updates",
 ]
 
@@ -60,11 +66,53 @@ PRESSROOM_REVIEWERS = SearchAttributeKey.for_keyword_list("PressroomReviewers")
 PRESSROOM_TURN = SearchAttributeKey.for_int("PressroomTurn")
 #: research tokens used (input + output), as the loop counts them against its budget
 PRESSROOM_TOKENS = SearchAttributeKey.for_int("PressroomTokens")
+#: why a ``blocked`` or ``needs_operator`` job stopped, as a short code (``reason_code``);
+#: ``""`` in every other status. Never the reason's text.
+PRESSROOM_REASON = SearchAttributeKey.for_keyword("PressroomReason")
 
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     PRESSROOM_STAGE, PRESSROOM_STATUS, PRESSROOM_TENANT, PRESSROOM_PROJECT,
-    PRESSROOM_REVIEWERS, PRESSROOM_TURN, PRESSROOM_TOKENS,
+    PRESSROOM_REVIEWERS, PRESSROOM_TURN, PRESSROOM_TOKENS, PRESSROOM_REASON,
 )
+#: attributes added after the others: a run that started without one (on a namespace
+#: registered before it existed) never upserts it (``search_attribute_updates``)
+_LATER_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (PRESSROOM_REASON,)
+
+#: the codes a ``blocked`` job's ``PressroomReason`` can hold: the assembly engine's
+#: (``context.vocabulary.BlockedReason``'s values; a test keeps the two equal) and the
+#: research loop's own (``workflows/research_job.py``: ``budget_exhausted``,
+#: ``model_call_failed``; ``required_evidence_missing`` is also the engine's)
+BLOCKED_REASON_CODES: frozenset[str] = frozenset({
+    "required_partition_missing", "required_evidence_missing", "minimums_exceed_budget",
+    "transform_blocked", "unsafe_tool_repair", "serialization_invalid",
+    "budget_exhausted", "model_call_failed",
+})
+#: the code of a reason that is none of the known ones
+OTHER_REASON = "other"
+
+_BLOCKED_CODE = re.compile(r"([a-z_]+)(?: |$)")
+#: ``needs_operator: <activity> failed (<how>): <ErrorType>: <message>``
+#: (``research_job._failure_reason``)
+_OPERATOR_CODE = re.compile(r"needs_operator: ([a-z_]+) failed \([^()]*\): ([A-Za-z]+):")
+
+
+def reason_code(status: str, reason: str | None) -> str:
+    """The ``PressroomReason`` of a job in ``status`` stopped for ``reason`` (the job's
+    ``blocked_reason`` text, which never goes into visibility itself).
+
+    ``blocked``: the reason's leading code when it is one of ``BLOCKED_REASON_CODES``;
+    ``needs_operator``: ``<activity>:<ErrorType>`` (the failed activity and its last
+    error's type) when both are plain words; otherwise ``other``. Every other status:
+    ``""``."""
+    if status == "blocked":
+        match = _BLOCKED_CODE.match(reason or "")
+        if match and match.group(1) in BLOCKED_REASON_CODES:
+            return match.group(1)
+        return OTHER_REASON
+    if status == "needs_operator":
+        match = _OPERATOR_CODE.match(reason or "")
+        return f"{match.group(1)}:{match.group(2)}" if match else OTHER_REASON
+    return ""
 
 #: name → type, as ``OperatorService.AddSearchAttributes`` takes them
 SEARCH_ATTRIBUTE_TYPES: dict[str, IndexedValueType.ValueType] = {
@@ -113,6 +161,7 @@ def _values(spec: JobSpec, state: JobState) -> list[SearchAttributePair[Any]]:
         SearchAttributePair(PRESSROOM_REVIEWERS, reviewers),
         SearchAttributePair(PRESSROOM_TURN, state.research.turn),
         SearchAttributePair(PRESSROOM_TOKENS, state.research.tokens_used),
+        SearchAttributePair(PRESSROOM_REASON, reason_code(state.status, state.blocked_reason)),
     ]
 
 
@@ -124,9 +173,15 @@ def job_search_attributes(spec: JobSpec, state: JobState) -> TypedSearchAttribut
 def search_attribute_updates(spec: JobSpec, state: JobState,
                              current: TypedSearchAttributes) -> list[SearchAttributeUpdate[Any]]:
     """The updates that bring ``current`` to the values of ``spec`` and ``state``; empty when
-    they already agree (the workflow then upserts nothing)."""
+    they already agree (the workflow then upserts nothing).
+
+    An attribute added later (``PressroomReason``) is updated only when ``current`` has it
+    (the run started with it, so its namespace knows it: the start sets it, ``""`` at
+    first): upserting one the namespace lacks would fail the workflow task."""
     updates: list[SearchAttributeUpdate[Any]] = []
     for pair in _values(spec, state):
+        if pair.key in _LATER_ATTRIBUTES and current.get(pair.key) is None:
+            continue
         if current.get(pair.key) != pair.value:
             updates.append(pair.key.value_set(pair.value))
     return updates

@@ -53,6 +53,7 @@ BLOCKING_TOPICS = [
 ]
 _BADGE = re.compile(r'<span class="badge status-([a-z_]+)"[^>]*>([^<]*)</span>')
 _RESOLVE = re.compile(r"<code>pressroom resolve ([^<]+)</code>")
+_REASON = re.compile(r'<span class="reason"[^>]*>· ([^<]*)</span>')
 
 
 def row_of(html: str, job_id: str) -> str | None:
@@ -86,6 +87,12 @@ async def listed_as(web: httpx.AsyncClient, job_id: str, status: str) -> str:
         found = row_of((await web.get("/")).text, job_id)
         return found if found is not None and badge(found)[0] == status else None
     return await wait_for(row, 30, f"{job_id} listed as {status}")
+
+
+def reason_of(row: str) -> str | None:
+    """The reason code shown next to a jobs row's status badge, if any."""
+    m = _REASON.search(row)
+    return m.group(1).strip() if m else None
 
 
 async def no_draft(web: httpx.AsyncClient, job_id: str) -> None:
@@ -139,6 +146,8 @@ async def test_job_pages_in_every_state(
             # --- needs_operator ---------------------------------------------------------
             row = await listed_as(web, operator_stuck.job_id, "needs_operator")
             assert badge(row)[1] == "needs operator"
+            # the reason code from visibility, next to the badge (never the reason's text)
+            assert reason_of(row) == "write_plan:ScopeDenied", row
             assert 'class="review-link"' not in row
             page = await web.get(f"/jobs/{operator_stuck.job_id}")
             assert page.status_code == 200
@@ -154,6 +163,8 @@ async def test_job_pages_in_every_state(
             # --- blocked with a reason ----------------------------------------------------
             row = await listed_as(web, blocked.job_id, "blocked")
             assert badge(row)[1] == "blocked"
+            assert reason_of(row) == "required_evidence_missing", row
+            assert "quotas" not in row
             filtered = await web.get("/?status=blocked")
             assert row_of(filtered.text, blocked.job_id) is not None
             assert row_of(filtered.text, operator_stuck.job_id) is None
@@ -173,6 +184,7 @@ async def test_job_pages_in_every_state(
             assert published.status == "published" and published.receipt is not None
             row = await listed_as(web, to_publish.job_id, "published")
             assert badge(row)[1] == "published"
+            assert reason_of(row) is None
             page = await web.get(f"/jobs/{to_publish.job_id}")
             assert job_badge(page.text) == ("published", "published")
             receipt = section(page.text, "receipt")
