@@ -407,13 +407,14 @@ async def test_a_signed_cancel_stops_a_job_that_needs_an_operator(
 
 
 @pytest.mark.parametrize("mode", ["agent", "acquire"])
-async def test_a_file_name_that_is_not_utf8_needs_an_operator_not_endless_retries(
+async def test_a_file_name_that_is_not_utf8_is_an_exclusion_not_a_failure(
         mode: str, client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec], docs: Path) -> None:
     """A Latin-1 file name in a source folder (surrogate-escaped by Python, then a
     ``UnicodeEncodeError`` when it is hashed or recorded) used to fail research on every
-    retry, every 30 s. Now: one attempt, ``needs_operator`` naming the error; the operator
-    renames the file and retries, and the job goes on."""
+    retry, every 30 s; then it stopped the job for an operator. Now the folder listing
+    records it as an exclusion (``caf\\xe9.md: name is not valid UTF-8``) and the job goes
+    on to its draft without a single failed attempt (tests/hostile has the unit cases)."""
     bad = os.path.join(os.fsencode(docs), b"caf\xe9.md")
     with open(bad, "wb") as file:
         file.write(b"# Retries\n\nretry with backoff\n")
@@ -421,12 +422,7 @@ async def test_a_file_name_that_is_not_utf8_needs_an_operator_not_endless_retrie
     activity = "run_tool" if mode == "agent" else "research"
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
-        status, failed = await wait_parked(handle, activity, more_than=0,
-                                           status="needs_operator")
-        assert failed and all(attempt == 1 for attempt in failed)
-        assert (status.blocked_reason or "").startswith(
-            f"needs_operator: {activity} failed (a permanent error): UnicodeEncodeError: ")
-        os.rename(bad, docs / "cafe.md")
-        await resolve(client, spec.job_id, RETRY, signer="ops")
-        await wait_status(handle, {"awaiting_review"})
+        status = await wait_status(handle, {"awaiting_review"})
+        assert status.pending_draft is not None
+        assert await failed_runs(handle, activity) == []
         await handle.terminate("enough: the job went on")
