@@ -33,6 +33,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from context.admission.security import redact_secrets
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec, recheck_job_spec
 from contracts.signing import sign
@@ -135,6 +136,7 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             search_attributes=job_search_attributes(spec, JobState()),
+            static_summary=static_summary(spec),
         )
     except WorkflowAlreadyStartedError:
         raise JobExists(f"job {spec.job_id!r} already exists; a job id is never reused — "
@@ -148,6 +150,19 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
             f"attribute {', '.join(missing)} (Pressroom's job list needs them); start a worker "
             "on it, which registers them, or have an operator run: "
             f"{create_command(None, client.namespace)}") from None
+
+
+#: the longest static summary (``static_summary``)
+SUMMARY_CHARS = 160
+
+
+def static_summary(spec: JobSpec) -> str:
+    """The job's one-line static summary in the Web UI and ``temporal workflow describe``:
+    its question on one line, secrets the built-in detector finds redacted
+    (``context.admission.security.redact_secrets``), cut to ``SUMMARY_CHARS``. Stored in the
+    start event's metadata, not as a workflow command."""
+    line = " ".join(redact_secrets(spec.question).split())
+    return line if len(line) <= SUMMARY_CHARS else line[:SUMMARY_CHARS - 1] + "…"
 
 
 def _failure_text(exc: BaseException) -> str:

@@ -85,7 +85,11 @@ with workflow.unsafe.imports_passed_through():
         activity_retry_policy,
         activity_schedule_to_close,
     )
-    from workflows.visibility import PRESSROOM_STATUS, search_attribute_updates
+    from workflows.visibility import (
+        PRESSROOM_STATUS,
+        current_details,
+        search_attribute_updates,
+    )
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -788,7 +792,12 @@ class ResearchJobWorkflow:
         added later, is upserted only when the run started with it (``start_job`` sets it
         to ``""``; ``visibility.search_attribute_updates``): a job started on a namespace
         registered before it existed runs on without it.
+
+        It also sets the job's current details (``visibility.current_details``: stage,
+        status, turn, reason code), outside the patch: they add no command to history, so
+        every history replays with or without them.
         """
+        workflow.set_current_details(current_details(self._state))
         if not workflow.patched(SEARCH_ATTRIBUTES_PATCH):
             return
         current = workflow.info().typed_search_attributes

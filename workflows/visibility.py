@@ -48,6 +48,7 @@ __all__ = [
     "SEARCH_ATTRIBUTE_TYPES",
     "cli_type_name",
     "create_command",
+    "current_details",
     "dev_server_args",
     "job_search_attributes",
     "jobs_query",
@@ -163,6 +164,26 @@ def _values(spec: JobSpec, state: JobState) -> list[SearchAttributePair[Any]]:
         SearchAttributePair(PRESSROOM_TOKENS, state.research.tokens_used),
         SearchAttributePair(PRESSROOM_REASON, reason_code(state.status, state.blocked_reason)),
     ]
+
+
+#: the longest current-details line (``current_details``)
+_MAX_DETAILS_CHARS = 200
+
+
+def current_details(state: JobState) -> str:
+    """The job's one-line current details for the Web UI and ``temporal workflow describe``
+    (``workflow.set_current_details``): stage, status, research turn and tokens, and a
+    blocked or needs_operator job's reason *code* — never the reason's text, which can quote
+    untrusted content. Set by the workflow whenever its search attributes are synced; it
+    adds no command to history (the SDK answers it from memory through the
+    ``__temporal_workflow_metadata`` query)."""
+    line = f"{state.stage}: {state.status}"
+    code = reason_code(state.status, state.blocked_reason)
+    if code:
+        line += f" ({code})"
+    if state.research.turn:
+        line += f"; research turn {state.research.turn}, {state.research.tokens_used} tokens"
+    return line[:_MAX_DETAILS_CHARS]
 
 
 def job_search_attributes(spec: JobSpec, state: JobState) -> TypedSearchAttributes:
