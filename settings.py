@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_NAMESPACE",
     "DEFAULT_TASK_QUEUE",
+    "DEFAULT_WORKER_DRAIN_SECONDS",
     "DEFAULT_WORKER_GRACE_SECONDS",
     "DEPRECATED_NAMES",
     "VARIABLES",
@@ -67,6 +68,7 @@ TEMPORAL_NAMESPACE = "PRESSROOM_TEMPORAL_NAMESPACE"
 TASK_QUEUE = "PRESSROOM_TASK_QUEUE"
 HELPER_PROCESSES = "PRESSROOM_HELPER_PROCESSES"
 WORKER_GRACE_SECONDS = "PRESSROOM_WORKER_GRACE_SECONDS"
+WORKER_DRAIN_SECONDS = "PRESSROOM_WORKER_DRAIN_SECONDS"
 REVIEWER = "PRESSROOM_REVIEWER"
 REVIEWER_KEY = "PRESSROOM_REVIEWER_KEY"
 ATTESTATION_KEYS = "PRESSROOM_ATTESTATION_KEYS"
@@ -76,6 +78,9 @@ DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_TASK_QUEUE = "pressroom"
 DEFAULT_WORKER_GRACE_SECONDS = 10.0
+#: A stopping worker's drain: fits in the 30 s a service manager waits (deploy/) with room
+#: for closing its helper processes.
+DEFAULT_WORKER_DRAIN_SECONDS = 20.0
 #: The SQLite artifact store's file under the home directory.
 DB_FILENAME = "pressroom.db"
 
@@ -130,6 +135,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(WORKER_GRACE_SECONDS, "worker_grace_seconds", "`10`",
              "seconds a command on a running job waits for a worker to poll before saying "
              "none does"),
+    Variable(WORKER_DRAIN_SECONDS, "worker_drain_seconds", "`20`",
+             "on SIGTERM/SIGINT a worker stops polling and gives its running activities "
+             "this many seconds to finish; any still running are then cancelled and handed "
+             "back to the server (retried on another worker), its helper processes closed, "
+             "and it exits 0; `--drain-seconds` overrides it"),
     Variable(REVIEWER, "reviewer", "your user name",
              "reviewer principal of `approve` / `request-changes` / `reject`; `--as` "
              "overrides it"),
@@ -230,15 +240,15 @@ def parse_helper_count(raw: str) -> int:
     return value
 
 
-def _grace_seconds(environ: Mapping[str, str]) -> float:
-    raw = _text(environ, WORKER_GRACE_SECONDS)
+def _grace_seconds(environ: Mapping[str, str], name: str = WORKER_GRACE_SECONDS,
+                   default: float = DEFAULT_WORKER_GRACE_SECONDS) -> float:
+    raw = _text(environ, name)
     if raw is None:
-        return DEFAULT_WORKER_GRACE_SECONDS
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise SettingsError(f"{WORKER_GRACE_SECONDS} must be a number of seconds, "
-                            f"got {raw!r}") from None
+        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from None
     return max(0.0, value)  # a negative (or NaN) grace is no grace
 
 
@@ -262,6 +272,8 @@ class Settings(BaseModel):
     #: ``None``: decided by the machine's cores (see ``helper_count``).
     helper_processes: int | None = Field(default=None, ge=0)
     worker_grace_seconds: float = Field(default=DEFAULT_WORKER_GRACE_SECONDS, ge=0)
+    #: How long a stopping worker waits for its running activities (``worker.py``).
+    worker_drain_seconds: float = Field(default=DEFAULT_WORKER_DRAIN_SECONDS, ge=0)
     #: ``None``: the user name of the process.
     reviewer: str | None = None
     #: ``None``: ``keys_dir / <reviewer>.key``.
@@ -286,6 +298,8 @@ class Settings(BaseModel):
             task_queue=_text(environ, TASK_QUEUE) or DEFAULT_TASK_QUEUE,
             helper_processes=_helper_processes(environ),
             worker_grace_seconds=_grace_seconds(environ),
+            worker_drain_seconds=_grace_seconds(environ, WORKER_DRAIN_SECONDS,
+                                                DEFAULT_WORKER_DRAIN_SECONDS),
             reviewer=_text(environ, REVIEWER),
             reviewer_key=(Path(raw).expanduser() if (raw := _text(environ, REVIEWER_KEY))
                           else None),

@@ -42,6 +42,7 @@ def test_defaults() -> None:
     assert s.helper_count(2) == 1 and s.helper_count(8) == 1
     assert s.helper_count(1) == 0 and s.helper_count(None) == 0
     assert s.worker_grace_seconds == 10.0
+    assert s.worker_drain_seconds == 20.0
     assert s.reviewer is None
     assert s.debug is False
 
@@ -67,6 +68,8 @@ def test_unrelated_variables_are_ignored() -> None:
     ("PRESSROOM_HELPER_PROCESSES", " 0 ", "helper_processes", 0),
     ("PRESSROOM_WORKER_GRACE_SECONDS", "1.5", "worker_grace_seconds", 1.5),
     ("PRESSROOM_WORKER_GRACE_SECONDS", "-4", "worker_grace_seconds", 0.0),
+    ("PRESSROOM_WORKER_DRAIN_SECONDS", "2.5", "worker_drain_seconds", 2.5),
+    ("PRESSROOM_WORKER_DRAIN_SECONDS", "-1", "worker_drain_seconds", 0.0),
     ("PRESSROOM_REVIEWER", "alice", "reviewer", "alice"),
     ("PRESSROOM_REVIEWER_KEY", "/keys/alice.key", "reviewer_key", Path("/keys/alice.key")),
     ("PRESSROOM_ATTESTATION_KEYS", "/etc/pressroom/attestation.keys", "attestation_keys",
@@ -171,6 +174,7 @@ def test_both_database_names_disagreeing_is_refused() -> None:
     ("PRESSROOM_HELPER_PROCESSES", "1.5", "not a whole number: '1.5'"),
     ("PRESSROOM_HELPER_PROCESSES", "-1", "must be 0 or more, got -1"),
     ("PRESSROOM_WORKER_GRACE_SECONDS", "soon", "must be a number of seconds, got 'soon'"),
+    ("PRESSROOM_WORKER_DRAIN_SECONDS", "later", "must be a number of seconds, got 'later'"),
     ("PRESSROOM_SOURCE_ROOTS", f"/srv/docs{os.pathsep}docs", "not an absolute path: 'docs'"),
     ("PRESSROOM_PUBLISH_ROOTS", "published", "not an absolute path: 'published'"),
 ])
