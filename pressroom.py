@@ -633,6 +633,49 @@ def selfcheck(
 
 
 @app.command()
+def doctor(
+    ctx: typer.Context,
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+    namespace: str | None = typer.Option(None, help="Temporal namespace (default: the "
+                                         "connection settings')."),
+    task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+    url: str | None = typer.Option(None, "--url", help="Artifact store URL (default: the "
+                                   "settings')."),
+    tls_cert: str | None = typer.Option(None, help="Client certificate (PEM) for mTLS."),
+    tls_key: str | None = typer.Option(None, help="Client private key (PEM) for mTLS."),
+    tls_ca: str | None = typer.Option(None, help="Server root CA (PEM)."),
+    timeout: float = typer.Option(5.0, min=0.1, help="Seconds each check may take."),
+    deadline: float = typer.Option(30.0, min=0.1, help="Seconds all checks may take."),
+) -> None:
+    """Check the connection to Temporal and the artifact store, one line per check: the
+    connection options, server, namespace, search attributes, a worker polling, the store
+    and its schema, the attestation key. Exits 1 when a check fails; changes nothing."""
+    import asyncio
+
+    from rich.markup import escape
+
+    from workflows.connection import TlsFlags
+    from workflows.doctor import Check, run_doctor
+
+    settings = _settings(ctx)
+
+    def report(check: Check) -> None:
+        colour = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}[check.outcome]
+        console.print(f"[{colour}]{check.outcome:<4}[/{colour}]  {check.name:<18} "
+                      f"{escape(check.detail)}", soft_wrap=True, highlight=False)
+
+    checks = asyncio.run(run_doctor(
+        settings, address=address, namespace=namespace, task_queue=task_queue,
+        store_url=url, tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca),
+        per_check=timeout, deadline=deadline, report=report))
+    failed = [c.name for c in checks if c.outcome == "fail"]
+    if failed:
+        err_console.print(f"[red]error:[/red] pressroom doctor: {len(failed)} check(s) "
+                          f"failed: {', '.join(failed)}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1)
+
+
+@app.command()
 def version() -> None:
     """Print Pressroom's version."""
     from importlib.metadata import version as _v

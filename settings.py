@@ -73,6 +73,20 @@ REVIEWER = "PRESSROOM_REVIEWER"
 REVIEWER_KEY = "PRESSROOM_REVIEWER_KEY"
 ATTESTATION_KEYS = "PRESSROOM_ATTESTATION_KEYS"
 DEBUG = "PRESSROOM_DEBUG"
+#: Temporal's own client variables (``temporalio.envconfig``): kept as read, in
+#: ``Settings.temporal_env``, and turned into connection options by ``workflows.connection``.
+TEMPORAL_PREFIX = "TEMPORAL_"
+ENV_TEMPORAL_ADDRESS = "TEMPORAL_ADDRESS"
+ENV_TEMPORAL_NAMESPACE = "TEMPORAL_NAMESPACE"
+ENV_TEMPORAL_API_KEY = "TEMPORAL_API_KEY"
+ENV_TEMPORAL_TLS = "TEMPORAL_TLS"
+ENV_TEMPORAL_TLS_CLIENT_CERT = "TEMPORAL_TLS_CLIENT_CERT_PATH"
+ENV_TEMPORAL_TLS_CLIENT_KEY = "TEMPORAL_TLS_CLIENT_KEY_PATH"
+ENV_TEMPORAL_TLS_SERVER_CA = "TEMPORAL_TLS_SERVER_CA_CERT_PATH"
+ENV_TEMPORAL_TLS_SERVER_NAME = "TEMPORAL_TLS_SERVER_NAME"
+ENV_TEMPORAL_PROFILE = "TEMPORAL_PROFILE"
+ENV_TEMPORAL_CONFIG_FILE = "TEMPORAL_CONFIG_FILE"
+
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -152,6 +166,35 @@ VARIABLES: tuple[Variable, ...] = (
              "every artifact revision the store writes, all of them verify older ones; a "
              "revision that fails the check is not admitted into a model request "
              "(SECURITY.md). Every worker of a store needs the same file"),
+    Variable(ENV_TEMPORAL_ADDRESS, "temporal_env", "the profile's `address`",
+             "Temporal frontend `HOST:PORT` (Temporal's own variable, `temporalio.envconfig`); "
+             "`PRESSROOM_TEMPORAL_ADDRESS` and `--address` win over it"),
+    Variable(ENV_TEMPORAL_NAMESPACE, "temporal_env", "the profile's `namespace`",
+             "Temporal namespace; `PRESSROOM_TEMPORAL_NAMESPACE` and `--namespace` win over it"),
+    Variable(ENV_TEMPORAL_API_KEY, "temporal_env", "the profile's `api_key`",
+             "API key sent as a bearer token (Temporal Cloud); turns TLS on. Printable ASCII "
+             "without spaces, else refused before connecting; never printed"),
+    Variable(ENV_TEMPORAL_TLS, "temporal_env", "on with an API key or a TLS file, else off",
+             "`true` / `false`: TLS on or off whatever else is set"),
+    Variable(ENV_TEMPORAL_TLS_CLIENT_CERT, "temporal_env", "the profile's `tls.client_cert_path`",
+             "client certificate (PEM) for mTLS; goes with `TEMPORAL_TLS_CLIENT_KEY_PATH`. "
+             "`pressroom worker --tls-cert/--tls-key/--tls-ca` replace the three files"),
+    Variable(ENV_TEMPORAL_TLS_CLIENT_KEY, "temporal_env", "the profile's `tls.client_key_path`",
+             "the client certificate's private key (PEM)"),
+    Variable(ENV_TEMPORAL_TLS_SERVER_CA, "temporal_env",
+             "the profile's `tls.server_ca_cert_path`, else the system roots",
+             "CA certificate (PEM) the server's certificate must chain to"),
+    Variable(ENV_TEMPORAL_TLS_SERVER_NAME, "temporal_env", "the address's host",
+             "server name (SNI) the server's certificate must match"),
+    Variable(ENV_TEMPORAL_PROFILE, "temporal_env", "`default`",
+             "profile of the configuration file to use (a named profile that is not there is "
+             "refused)"),
+    Variable(ENV_TEMPORAL_CONFIG_FILE, "temporal_env",
+             "`~/.config/temporalio/temporal.toml` (if present)",
+             "Temporal's TOML configuration file (`[profile.NAME]` tables: `address`, "
+             "`namespace`, `api_key`, `[profile.NAME.tls]`); a file named here must exist. "
+             "The other `TEMPORAL_*` client variables (`TEMPORAL_TLS_*_DATA`, "
+             "`TEMPORAL_TLS_DISABLE_HOST_VERIFICATION`, `TEMPORAL_GRPC_META_*`) are read too"),
     Variable(DEBUG, "debug", "off",
              "any non-empty value: an unexpected error shows its traceback instead of one "
              "line"),
@@ -266,6 +309,9 @@ class Settings(BaseModel):
     source_roots: tuple[Path, ...] = ()
     #: Folders a destination may lie in besides ``home`` (see ``publish_root_paths``).
     publish_roots: tuple[Path, ...] = ()
+    #: The two below count as set only when given (``model_fields_set``: the variable, or a
+    #: flag through ``model_copy``); unset, ``TEMPORAL_*`` and the profile decide
+    #: (``workflows.connection``), the default last.
     temporal_address: str = DEFAULT_ADDRESS
     temporal_namespace: str = DEFAULT_NAMESPACE
     task_queue: str = DEFAULT_TASK_QUEUE
@@ -282,6 +328,12 @@ class Settings(BaseModel):
     #: revisions are written and read unsigned.
     attestation_keys: Path | None = None
     debug: bool = False
+    #: The non-empty ``TEMPORAL_*`` variables as read (``temporalio.envconfig``'s: address,
+    #: namespace, API key, TLS, profile, config file); ``workflows.connection`` turns them
+    #: into connection options, below the ``PRESSROOM_TEMPORAL_*`` settings and the flags.
+    #: Not in the repr: it may hold an API key.
+    temporal_env: dict[str, str] = Field(default_factory=dict, repr=False)
+
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -293,8 +345,6 @@ class Settings(BaseModel):
             fixtures=fixtures_from_env(environ) if _text(environ, FIXTURES) else None,
             source_roots=_roots(environ, SOURCE_ROOTS),
             publish_roots=_roots(environ, PUBLISH_ROOTS),
-            temporal_address=_text(environ, TEMPORAL_ADDRESS) or DEFAULT_ADDRESS,
-            temporal_namespace=_text(environ, TEMPORAL_NAMESPACE) or DEFAULT_NAMESPACE,
             task_queue=_text(environ, TASK_QUEUE) or DEFAULT_TASK_QUEUE,
             helper_processes=_helper_processes(environ),
             worker_grace_seconds=_grace_seconds(environ),
@@ -306,6 +356,13 @@ class Settings(BaseModel):
             attestation_keys=(Path(raw).expanduser()
                               if (raw := _text(environ, ATTESTATION_KEYS)) else None),
             debug=_text(environ, DEBUG) is not None,
+            temporal_env={name: value for name, value in environ.items()
+                          if name.startswith(TEMPORAL_PREFIX) and value},
+            # only an address or namespace actually set counts as set: the connection
+            # lets Temporal's own variables and profile fill the others
+            **{field: value for field, name in (("temporal_address", TEMPORAL_ADDRESS),
+                                                ("temporal_namespace", TEMPORAL_NAMESPACE))
+               if (value := _text(environ, name))},
         )
 
     @property

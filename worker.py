@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.service import TLSConfig
 from temporalio.worker import Worker
 
 from activities.error_classes import ClassifyingInterceptor
@@ -58,10 +57,11 @@ from settings import (
     load,
     parse_helper_count,
 )
+from workflows import connection
+from workflows.connection import TlsFlags
 from workflows.errors import SearchAttributesMissing
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
-    DATA_CONVERTER,
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOW_RUNNER,
 )
@@ -70,28 +70,17 @@ from workflows.visibility_admin import ensure_search_attributes
 
 async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
                   tls_cert: str | None = None, tls_key: str | None = None,
-                  tls_ca: str | None = None) -> Client:
-    """A client with Pressroom's data converter (TLS when a cert, key or CA is given).
+                  tls_ca: str | None = None, settings: Settings | None = None) -> Client:
+    """A client with Pressroom's data converter on ``address`` / ``namespace``, built like
+    every other client (``workflows.connection``): the settings' ``TEMPORAL_*`` API key and
+    TLS apply, and the ``--tls-*`` flags, when given, replace its TLS files.
 
     A client certificate and its key go together: one without the other is refused here
     (a lone key used to be ignored, silently connecting without TLS).
     """
-    tls: bool | TLSConfig = False
-    if bool(tls_cert) != bool(tls_key):
-        raise JobError("--tls-cert and --tls-key go together: give both or neither")
-    if tls_cert or tls_ca:
-        def read(path: str | None) -> bytes | None:
-            if not path:
-                return None
-            try:
-                return Path(path).read_bytes()
-            except OSError as exc:
-                raise JobError(f"cannot read TLS file {path}: {exc.strerror or exc}") from None
-
-        tls = TLSConfig(client_cert=read(tls_cert), client_private_key=read(tls_key),
-                        server_root_ca_cert=read(tls_ca))
-    return await Client.connect(address, namespace=namespace,
-                                data_converter=DATA_CONVERTER, tls=tls)
+    return await connection.connect(settings or Settings(), address=address,
+                                    namespace=namespace,
+                                    tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca))
 
 
 def build_worker(client: Client, runtime: ActivityRuntime, *,
@@ -183,9 +172,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     if helpers < 0:
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
-    client = await connect(address or settings.temporal_address,
-                           namespace or settings.temporal_namespace,
-                           tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca)
+    client = await connection.connect(settings, address=address, namespace=namespace,
+                                      tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca))
     await register_search_attributes(client)
     runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
                             roots=PathRoots.of(settings),

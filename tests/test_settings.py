@@ -76,6 +76,15 @@ def test_unrelated_variables_are_ignored() -> None:
      Path("/etc/pressroom/attestation.keys")),
     ("PRESSROOM_DEBUG", "1", "debug", True),
     ("PRESSROOM_DEBUG", "0", "debug", True),  # any non-empty value, as before
+    # Temporal's own client variables are kept as read (workflows.connection uses them)
+    *((name, raw, "temporal_env", {name: raw}) for name, raw in (
+        ("TEMPORAL_ADDRESS", "cloud.example:7233"), ("TEMPORAL_NAMESPACE", "ns.acct"),
+        ("TEMPORAL_API_KEY", "key"), ("TEMPORAL_TLS", "true"),
+        ("TEMPORAL_TLS_CLIENT_CERT_PATH", "/tls/c.pem"),
+        ("TEMPORAL_TLS_CLIENT_KEY_PATH", "/tls/c.key"),
+        ("TEMPORAL_TLS_SERVER_CA_CERT_PATH", "/tls/ca.pem"),
+        ("TEMPORAL_TLS_SERVER_NAME", "temporal.internal"), ("TEMPORAL_PROFILE", "prod"),
+        ("TEMPORAL_CONFIG_FILE", "/etc/temporal.toml"))),
 ])
 def test_each_variable(variable: str, raw: str, field: str, want: Any) -> None:
     s = Settings.from_env({variable: raw})
@@ -213,7 +222,8 @@ def test_readme_table_lists_every_setting() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     rows = {m.group(1): m.group(0)
-            for m in re.finditer(r"^\| `(PRESSROOM_[A-Z_]+)` \|.*$", section, re.MULTILINE)}
+            for m in re.finditer(r"^\| `((?:PRESSROOM|TEMPORAL)_[A-Z_]+)` \|.*$", section,
+                                 re.MULTILINE)}
     for v in VARIABLES:
         assert v.name in rows, v.name
         assert rows[v.name] == f"| `{v.name}` | {v.default} | {v.meaning} |"

@@ -27,7 +27,7 @@ from webconsole.app import create_app
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend
 from webconsole.config import DEFAULT_PORT, ConsoleConfig, load_secret
-from workflows.commands import connect
+from workflows.connection import connect
 from workflows.devserver import free_port, port_free
 
 

@@ -37,27 +37,22 @@ from contracts.source_specs import GitSourceSpec
 from contracts.workflow_messages import JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
-from workflows.errors import JobExists, JobNotFound, JobNotWaiting, TemporalUnavailable
+from workflows import connection
+from workflows.errors import JobExists, JobNotFound, JobNotWaiting
 from workflows.explain import render_manifest
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
 from workflows.reviewer_keys import pin_reviewers, signing_key
-from workflows.temporal_config import DATA_CONVERTER
 
 CLI_PRINCIPAL = "pressroom-cli"
 WAIT_STATES = {"awaiting_review", "blocked", "needs_operator"}
 
 
 async def connect(settings: Settings, address: str | None = None) -> Client:
-    """A client on ``address`` (default: the settings' address) and the settings' namespace."""
-    addr = address or settings.temporal_address
-    try:
-        return await asyncio.wait_for(Client.connect(
-            addr, namespace=settings.temporal_namespace, data_converter=DATA_CONVERTER),
-            timeout=15)
-    except Exception as exc:
-        raise TemporalUnavailable(f"cannot reach Temporal at {addr} ({type(exc).__name__}); "
-                                  "start one with `pressroom dev`") from None
+    """A client on ``address`` (the ``--address`` flag) or the connection the settings
+    name (``workflows.connection``: ``PRESSROOM_TEMPORAL_*``, then Temporal's own
+    ``TEMPORAL_*`` variables and profile — API key, TLS — then the defaults)."""
+    return await connection.connect(settings, address=address)
 
 
 async def _store(settings: Settings) -> Any:
