@@ -199,8 +199,15 @@ def worker(
                           "$PRESSROOM_HELPER_PROCESSES, else 1 on a multi-core machine)."),
     source_root: _SourceRoots = None,
     publish_root: _PublishRoots = None,
+    drain_seconds: float | None = typer.Option(
+        None, min=0, help="On SIGTERM/Ctrl-C, seconds running activities get to finish "
+                          "before they are handed back (default: "
+                          "$PRESSROOM_WORKER_DRAIN_SECONDS, else 20)."),
+    identity: str | None = typer.Option(
+        None, help="This worker's name in workflow histories (default pid@host)."),
 ) -> None:
-    """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C)."""
+    """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C or SIGTERM,
+    then drains)."""
     from worker import run_worker
 
     settings = _with_roots(_settings(ctx), source_root, publish_root)
@@ -212,7 +219,8 @@ def worker(
     _job_cmd(run_worker(settings, address=address, namespace=namespace,
                         task_queue=_queue(task_queue, settings), store_url=store_url,
                         tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
-                        helper_processes=helper_processes), settings)
+                        helper_processes=helper_processes, drain_seconds=drain_seconds,
+                        identity=identity), settings)
 
 
 @app.command()

@@ -6,6 +6,15 @@
 once by ``main``) or by flags, which win, and runs until SIGINT/SIGTERM. Crash tests start
 it as a separate process and SIGKILL it.
 
+Stopping drains: on SIGTERM/SIGINT the worker stops polling, gives its running activities
+``PRESSROOM_WORKER_DRAIN_SECONDS`` / ``--drain-seconds`` (default 20) to finish — they keep
+heartbeating meanwhile, so the server does not time them out — then cancels what still
+runs; a cancelled activity hands its attempt back as a retryable ``WorkerShutdown`` failure
+(``activities.runtime.heartbeating``) and the server retries it on another worker at once.
+Then the helper processes are closed (one still busy with a handed-back attempt is killed)
+and the process exits 0. ``--identity`` names the worker in the server's histories
+(default ``<pid>@<host>``).
+
 Context assembly (and a draft by a CPU-bound provider such as ``extractive``) runs in
 helper processes (``activities.offload``): one by default on a machine with more than one
 core, none on a single core (a helper there only adds hand-offs); ``--helper-processes 0``
@@ -52,6 +61,7 @@ from settings import (
     HELPER_PROCESSES,
     PUBLISH_ROOTS,
     SOURCE_ROOTS,
+    WORKER_DRAIN_SECONDS,
     Settings,
     SettingsError,
     load,
@@ -85,8 +95,11 @@ async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
 
 def build_worker(client: Client, runtime: ActivityRuntime, *,
                  task_queue: str = DEFAULT_TASK_QUEUE, max_concurrent_activities: int = 100,
+                 drain_seconds: float = 5.0, identity: str | None = None,
                  **extra: Any) -> Worker:
-    """The Pressroom worker on ``task_queue``."""
+    """The Pressroom worker on ``task_queue``; on shutdown its running activities get
+    ``drain_seconds`` to finish before they are cancelled (and handed back); ``identity``
+    names it in histories (``None``: the client's, ``<pid>@<host>``)."""
     return Worker(
         client,
         task_queue=task_queue,
@@ -99,7 +112,8 @@ def build_worker(client: Client, runtime: ActivityRuntime, *,
         # non-retryable (activities/error_classes.py). The first interceptor is outermost.
         interceptors=[RedactingInterceptor(), ClassifyingInterceptor()],
         max_concurrent_activities=max_concurrent_activities,
-        graceful_shutdown_timeout=timedelta(seconds=5),
+        graceful_shutdown_timeout=timedelta(seconds=drain_seconds),
+        identity=identity,
         **extra,
     )
 
@@ -164,9 +178,12 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                      store_url: str | None = None, tls_cert: str | None = None,
                      tls_key: str | None = None, tls_ca: str | None = None,
                      ready: asyncio.Event | None = None, stop: asyncio.Event | None = None,
-                     helper_processes: int | None = None) -> None:
-    """Run a worker until ``stop`` is set or SIGINT/SIGTERM arrives; each argument given
-    wins over its setting."""
+                     helper_processes: int | None = None, drain_seconds: float | None = None,
+                     identity: str | None = None) -> None:
+    """Run a worker until ``stop`` is set or SIGINT/SIGTERM arrives, then drain (module
+    docstring); each argument given wins over its setting."""
+    drain = max(0.0, settings.worker_drain_seconds if drain_seconds is None
+                else drain_seconds)
     helpers = (default_helper_processes(settings) if helper_processes is None
                else helper_processes)
     if helpers < 0:
@@ -182,16 +199,25 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, _draining, sig, stop, drain)
         except (NotImplementedError, RuntimeError):  # not the main thread
             pass
     try:
-        async with build_worker(client, runtime, task_queue=task_queue or settings.task_queue):
+        async with build_worker(client, runtime, task_queue=task_queue or settings.task_queue,
+                                drain_seconds=drain, identity=identity):
             if ready is not None:
                 ready.set()
             await stop.wait()
+        print("pressroom worker: drained; closing helper processes", flush=True)
     finally:
         await runtime.close()
+
+
+def _draining(sig: signal.Signals, stop: asyncio.Event, drain: float) -> None:
+    if not stop.is_set():
+        print(f"pressroom worker: {sig.name}: draining — polling stopped, running activities "
+              f"get {drain:g} s, then are handed back", flush=True)
+    stop.set()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -209,6 +235,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--publish-root", action="append", type=_root, default=None,
                         help="a folder jobs may publish into (repeatable; default: "
                              f"${PUBLISH_ROOTS}; $PRESSROOM_HOME always)")
+    parser.add_argument("--drain-seconds", type=float, default=None,
+                        help="on SIGTERM/SIGINT, seconds running activities get to finish "
+                             "before they are handed back (default: "
+                             f"${WORKER_DRAIN_SECONDS}, else 20)")
+    parser.add_argument("--identity", default=None,
+                        help="this worker's name in workflow histories (default: pid@host)")
     args = parser.parse_args(argv)
     try:
         settings, notes = load(os.environ)
@@ -222,7 +254,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         asyncio.run(run_worker(settings, address=args.address, namespace=args.namespace,
                                task_queue=args.task_queue, store_url=args.store_url,
-                               helper_processes=args.helper_processes))
+                               helper_processes=args.helper_processes,
+                               drain_seconds=args.drain_seconds, identity=args.identity))
     except JobError as exc:  # one clear line, like the pressroom CLI
         parser.exit(2, f"pressroom worker: {exc}\n")
 

@@ -47,6 +47,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -103,6 +104,9 @@ def _init_helper(pickled_make_runtime: bytes, parent: int) -> None:
     # gracefully and closes its helpers itself; a helper must not die mid-call (or print
     # a KeyboardInterrupt traceback) on its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Likewise SIGTERM, which a service manager may send to the whole group: the worker
+    # drains first and then closes its helpers (``close``).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent(parent)
     _runtime = pickle.loads(pickled_make_runtime)()
     _runner = asyncio.Runner()
@@ -196,8 +200,21 @@ class HelperPool:
         raise ApplicationError(out["message"], type=out["type"],
                                non_retryable=out["non_retryable"])
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the helpers: idle ones exit at once; one still busy after ``timeout``
+        seconds (running an attempt its worker already handed back while draining, or
+        paused by a test hook) is killed, as if its worker had been."""
+        procs = list((self._pool._processes or {}).values())  # gone after shutdown()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + timeout
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in procs:
+            if proc.is_alive():
+                _log.warning("helper process %s still busy after %g s; killing it",
+                             proc.pid, timeout)
+                proc.kill()
+                proc.join(5)
 
 
 __all__ = ["OFFLOADABLE", "HelperPool"]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 import artifacts
 from activities.fail_hook import fail_point
@@ -53,6 +54,8 @@ from contracts.path_safety import PathRoots
 SPEC_CACHE_SIZE = 1024
 PAUSE_ENV = "PRESSROOM_TEST_PAUSE_AT"
 PAUSE_DIR_ENV = "PRESSROOM_TEST_PAUSE_DIR"
+#: The failure type of an attempt a draining worker handed back (``heartbeating``).
+WORKER_SHUTDOWN = "WorkerShutdown"
 
 
 class ActivityRuntime:
@@ -231,7 +234,12 @@ async def put_once(store: Any, kind: str, artifact_id: str, body: bytes, *, spec
 
 @contextlib.asynccontextmanager
 async def heartbeating() -> AsyncIterator[None]:
-    """Heartbeat in the background while the body runs (no-op outside an activity)."""
+    """Heartbeat in the background while the body runs (no-op outside an activity).
+
+    The beats are also how a long activity notices a cancellation the server asks for (the
+    SDK delivers it in a heartbeat's answer and cancels the body); a body cancelled because
+    its worker is draining (``worker.py``) ends as a retryable ``WorkerShutdown`` failure.
+    """
     try:
         info = activity.info()
     except RuntimeError:
@@ -252,6 +260,17 @@ async def heartbeating() -> AsyncIterator[None]:
     task = asyncio.create_task(beat())
     try:
         yield
+    except asyncio.CancelledError:
+        if activity.is_worker_shutdown():
+            # the worker is draining and its grace is over (worker.py): hand the attempt
+            # back as a retryable failure, so the server retries it on another worker at
+            # once (a bare cancel of an activity nobody asked to cancel is not an outcome
+            # the server can act on; it would wait for the heartbeat timeout)
+            raise ApplicationError(
+                f"{info.activity_type} attempt {info.attempt} handed back: its worker is "
+                "shutting down",
+                type=WORKER_SHUTDOWN) from None
+        raise
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

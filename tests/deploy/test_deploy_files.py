@@ -209,15 +209,40 @@ def test_the_migrations_job_runs_the_store_upgrade() -> None:
     assert worker[-2:] == ["pressroom", "worker"]
 
 
+def pressroom_commands() -> list[list[str]]:
+    """Every ``pressroom …`` argv the manifests and the compose file run (commands and
+    exec probes), without the leading ``tini --`` and ``pressroom``."""
+    found = []
+    argvs: list[list[str]] = []
+    for _, doc in DOCS:
+        if doc["kind"] in ("Deployment", "Job"):
+            spec = pod_spec(doc)
+            for container in spec.get("initContainers", []) + spec["containers"]:
+                argvs.append(container.get("command", []))
+                for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+                    argvs.append(container.get(probe, {}).get("exec", {}).get("command", []))
+    for service in compose()["services"].values():
+        argvs.append(service.get("command") or [])
+    for argv in argvs:
+        if "pressroom" in argv:
+            found.append(argv[argv.index("pressroom") + 1:])
+    return found
+
+
 def test_the_commands_the_deploy_files_run_exist() -> None:
     from typer.testing import CliRunner
 
     from pressroom import app
 
+    commands = pressroom_commands()
+    assert ["db", "upgrade"] in commands and ["worker"] in commands
+    assert any(argv[:1] == ["doctor"] for argv in commands)
     runner = CliRunner()
-    for argv in (["db", "upgrade", "--help"], ["worker", "--help"]):
-        result = runner.invoke(app, argv)
+    for argv in commands:
+        # the options exactly as written, with --help so nothing runs
+        result = runner.invoke(app, [*argv, "--help"])
         assert result.exit_code == 0, (argv, result.output)
+    assert runner.invoke(app, ["doctor", "--no-such-option", "--help"]).exit_code != 0
 
 
 # --- Compose ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +144,14 @@ async def wait_status(handle: WorkflowHandle[Any, Any], want: set[str],
 
 
 def start_worker_process(env: dict[str, str], address: str, task_queue: str,
-                         store_url: str, log: Path) -> subprocess.Popen[bytes]:
-    """A real, separate worker process (``python worker.py``) that tests may SIGKILL."""
+                         store_url: str, log: Path,
+                         args: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """A real, separate worker process (``python worker.py``) that tests may SIGKILL;
+    ``args``: more of its flags (``--identity``, ``--drain-seconds``)."""
     full_env = {**os.environ, **roots_env(), **env}
     return subprocess.Popen(
         [sys.executable, str(REPO_ROOT / "worker.py"), "--address", address,
-         "--task-queue", task_queue, "--store-url", store_url],
+         "--task-queue", task_queue, "--store-url", store_url, *args],
         env=full_env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
     )
 
