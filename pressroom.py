@@ -194,6 +194,15 @@ def worker(
     tls_key: str | None = typer.Option(None, help="Client private key (PEM) for mTLS."),
     tls_ca: str | None = typer.Option(None, help="Server root CA (PEM)."),
     store_url: str | None = typer.Option(None, help="Artifact store URL (default SQLite)."),
+    metrics_port: int | None = typer.Option(
+        None, min=1, max=65535, help="Serve Temporal's and Pressroom's metrics for Prometheus "
+                                     "on 0.0.0.0:PORT/metrics (default: "
+                                     "$PRESSROOM_METRICS_PORT, else none)."),
+    tracing: bool | None = typer.Option(
+        None, "--tracing/--no-tracing", help="OpenTelemetry spans over OTLP/HTTP (default: "
+                                            "$PRESSROOM_TRACING)."),
+    log_format: str | None = typer.Option(
+        None, help="Log lines: text or json (default: $PRESSROOM_LOG_FORMAT, else text)."),
     helper_processes: int | None = typer.Option(
         None, min=0, help="Processes running context assembly (default: "
                           "$PRESSROOM_HELPER_PROCESSES, else 1 on a multi-core machine)."),
@@ -208,9 +217,11 @@ def worker(
 ) -> None:
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C or SIGTERM,
     then drains)."""
-    from worker import run_worker
+    from worker import run_worker, with_observability
 
-    settings = _with_roots(_settings(ctx), source_root, publish_root)
+    settings = with_observability(_with_roots(_settings(ctx), source_root, publish_root),
+                                  metrics_port=metrics_port, tracing=tracing,
+                                  log_format=log_format)
     console.print(f"pressroom worker → {address or settings.temporal_address}, "
                   f"queue {_queue(task_queue, settings)!r}")
     console.print("  source roots: " + ", ".join(map(str, settings.source_root_paths()))

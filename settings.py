@@ -55,6 +55,7 @@ __all__ = [
     "home_from_env",
     "load",
     "parse_helper_count",
+    "parse_port",
 ]
 
 HOME = "PRESSROOM_HOME"
@@ -97,6 +98,12 @@ DEFAULT_WORKER_GRACE_SECONDS = 10.0
 DEFAULT_WORKER_DRAIN_SECONDS = 20.0
 #: The SQLite artifact store's file under the home directory.
 DB_FILENAME = "pressroom.db"
+
+# Observability (docs/architecture.md#observability): the worker reads these three.
+METRICS_PORT = "PRESSROOM_METRICS_PORT"
+TRACING = "PRESSROOM_TRACING"
+LOG_FORMAT = "PRESSROOM_LOG_FORMAT"
+LOG_FORMATS = ("text", "json")
 
 #: Old name -> current name; the old one is still read (with a warning) for one release.
 DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
@@ -198,6 +205,16 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(DEBUG, "debug", "off",
              "any non-empty value: an unexpected error shows its traceback instead of one "
              "line"),
+    Variable(METRICS_PORT, "metrics_port", "unset: no metrics endpoint",
+             "the worker serves Temporal's and Pressroom's metrics for Prometheus on "
+             "`http://0.0.0.0:PORT/metrics`; `pressroom worker --metrics-port` overrides it"),
+    Variable(TRACING, "tracing", "off",
+             "`on` (or `1`, `true`): the worker traces workflows, activities, assemblies and "
+             "model calls with OpenTelemetry, exported over OTLP/HTTP (`OTEL_EXPORTER_OTLP_*`; "
+             "needs the `tracing` extra); `--tracing` overrides it"),
+    Variable(LOG_FORMAT, "log_format", "`text`",
+             "`json`: the worker logs one JSON object per line, with the job, step and "
+             "manifest ids when known; `--log-format` overrides it"),
 )
 
 
@@ -271,6 +288,45 @@ def _helper_processes(environ: Mapping[str, str]) -> int | None:
         raise SettingsError(f"{HELPER_PROCESSES}: {exc}") from None
 
 
+def _metrics_port(environ: Mapping[str, str]) -> int | None:
+    raw = (environ.get(METRICS_PORT) or "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_port(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{METRICS_PORT}: {exc}") from None
+
+
+def parse_port(raw: str) -> int:
+    """A TCP port as typed (variable or ``--metrics-port``); ``ValueError`` naming what is
+    wrong."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"not a port number: {raw!r}") from None
+    if not 1 <= value <= 65535:
+        raise ValueError(f"a port is 1 to 65535, got {value}")
+    return value
+
+
+def _switch(environ: Mapping[str, str], name: str) -> bool:
+    raw = (_text(environ, name) or "").strip().lower()
+    if raw in ("", "0", "off", "false", "no"):
+        return False
+    if raw in ("1", "on", "true", "yes"):
+        return True
+    raise SettingsError(f"{name} must be on or off, got {raw!r}")
+
+
+def _log_format(environ: Mapping[str, str]) -> str:
+    raw = (_text(environ, LOG_FORMAT) or "text").strip().lower()
+    if raw not in LOG_FORMATS:
+        raise SettingsError(f"{LOG_FORMAT} must be one of {', '.join(LOG_FORMATS)}, "
+                            f"got {raw!r}")
+    return raw
+
+
 def parse_helper_count(raw: str) -> int:
     """A helper count as typed (variable or ``--helper-processes``); ``ValueError`` naming
     what is wrong."""
@@ -328,6 +384,12 @@ class Settings(BaseModel):
     #: revisions are written and read unsigned.
     attestation_keys: Path | None = None
     debug: bool = False
+    #: The worker's Prometheus port (``None``: no endpoint).
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    #: The worker traces with OpenTelemetry (``worker.tracing_interceptor``).
+    tracing: bool = False
+    #: How the worker logs: ``text`` or ``json`` (``activities.telemetry``).
+    log_format: str = "text"
     #: The non-empty ``TEMPORAL_*`` variables as read (``temporalio.envconfig``'s: address,
     #: namespace, API key, TLS, profile, config file); ``workflows.connection`` turns them
     #: into connection options, below the ``PRESSROOM_TEMPORAL_*`` settings and the flags.
@@ -356,6 +418,9 @@ class Settings(BaseModel):
             attestation_keys=(Path(raw).expanduser()
                               if (raw := _text(environ, ATTESTATION_KEYS)) else None),
             debug=_text(environ, DEBUG) is not None,
+            metrics_port=_metrics_port(environ),
+            tracing=_switch(environ, TRACING),
+            log_format=_log_format(environ),
             temporal_env={name: value for name, value in environ.items()
                           if name.startswith(TEMPORAL_PREFIX) and value},
             # only an address or namespace actually set counts as set: the connection

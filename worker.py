@@ -44,8 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
+from activities import telemetry
 from activities.error_classes import ClassifyingInterceptor
 from activities.error_redaction import RedactingInterceptor
 from activities.offload import HelperPool
@@ -59,6 +61,8 @@ from settings import (
     DEFAULT_NAMESPACE,
     DEFAULT_TASK_QUEUE,
     HELPER_PROCESSES,
+    LOG_FORMATS,
+    METRICS_PORT,
     PUBLISH_ROOTS,
     SOURCE_ROOTS,
     WORKER_DRAIN_SECONDS,
@@ -66,6 +70,7 @@ from settings import (
     SettingsError,
     load,
     parse_helper_count,
+    parse_port,
 )
 from workflows import connection
 from workflows.connection import TlsFlags
@@ -110,13 +115,82 @@ def build_worker(client: Client, runtime: ActivityRuntime, *,
         # no activity error leaves the worker with a secret in its message (SECURITY.md);
         # inside that, a permanent error anywhere in a failure's chain is marked
         # non-retryable (activities/error_classes.py). The first interceptor is outermost.
-        interceptors=[RedactingInterceptor(), ClassifyingInterceptor()],
+        interceptors=[*tracing_interceptors(), RedactingInterceptor(),
+                      ClassifyingInterceptor()],
         max_concurrent_activities=max_concurrent_activities,
         graceful_shutdown_timeout=timedelta(seconds=drain_seconds),
         identity=identity,
         **extra,
     )
 
+
+
+# ------------------------------------------------------------------ observability
+# docs/architecture.md#observability; the metric names and labels: activities.telemetry
+
+def telemetry_runtime(bind_address: str) -> Runtime:
+    """A Temporal runtime whose metrics — the SDK's and Pressroom's own, recorded through
+    ``activity.metric_meter()`` — are served for Prometheus on ``bind_address``
+    (``HOST:PORT``, path ``/metrics``). One per process: each starts its own threads and
+    its own HTTP server."""
+    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=bind_address)))
+
+
+def tracing_interceptors() -> list[Any]:
+    """``TracingInterceptor`` on the tracer ``activities.telemetry`` uses, when one is set
+    (``observe`` with tracing on, or a test); else none."""
+    tracer = telemetry.current_tracer()
+    if tracer is None:
+        return []
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+
+    # workflow spans even when the starting client does not trace (the CLI, the console)
+    return [TracingInterceptor(tracer, always_create_workflow_spans=True)]
+
+
+def otlp_tracer() -> Any:
+    """A tracer exporting over OTLP/HTTP (the ``OTEL_EXPORTER_OTLP_*`` variables; the
+    ``tracing`` extra); a ``JobError`` when that extra is not installed."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise JobError("PRESSROOM_TRACING needs the tracing extra: "
+                       "pip install 'pressroom[tracing]'") from None
+    provider = TracerProvider(resource=Resource.create({"service.name": "pressroom-worker"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider.get_tracer("pressroom")
+
+
+def with_observability(settings: Settings, *, metrics_port: int | None = None,
+                       tracing: bool | None = None, log_format: str | None = None) -> Settings:
+    """``settings`` with the flags that were given (``None``: the setting stays)."""
+    update: dict[str, Any] = {key: value for key, value in (
+        ("metrics_port", metrics_port), ("tracing", tracing), ("log_format", log_format))
+        if value is not None}
+    return settings.model_copy(update=update) if update else settings
+
+
+_observed = False
+
+
+def observe(settings: Settings) -> None:
+    """Once per process: JSON log lines when ``log_format`` is ``json`` (text: Python's
+    default, warnings and errors), the Prometheus endpoint on ``metrics_port`` (as the
+    default runtime, so every client made after this reports to it), the OTLP tracer when
+    ``tracing``."""
+    global _observed
+    if _observed:
+        return
+    _observed = True
+    if settings.log_format == "json":
+        telemetry.configure_logging("json")
+    if settings.metrics_port is not None:
+        Runtime.set_default(telemetry_runtime(f"0.0.0.0:{settings.metrics_port}"))
+    if settings.tracing and telemetry.current_tracer() is None:
+        telemetry.use_tracer(otlp_tracer())
 
 def default_helper_processes(settings: Settings) -> int:
     """``settings.helper_processes``, else 1 with two or more cores, else 0."""
@@ -189,6 +263,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     if helpers < 0:
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
+    observe(settings)  # logs, metrics endpoint, tracing: before the client connects
     client = await connection.connect(settings, address=address, namespace=namespace,
                                       tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca))
     await register_search_attributes(client)
@@ -241,12 +316,21 @@ def main(argv: Sequence[str] | None = None) -> None:
                              f"${WORKER_DRAIN_SECONDS}, else 20)")
     parser.add_argument("--identity", default=None,
                         help="this worker's name in workflow histories (default: pid@host)")
+    parser.add_argument("--metrics-port", type=_port, default=None,
+                        help="serve Temporal's and Pressroom's metrics for Prometheus on "
+                             f"0.0.0.0:PORT/metrics (default: ${METRICS_PORT}, else none)")
+    parser.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=None,
+                        help="OpenTelemetry spans over OTLP/HTTP (default: $PRESSROOM_TRACING)")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default=None,
+                        help="text or json log lines (default: $PRESSROOM_LOG_FORMAT, else text)")
     args = parser.parse_args(argv)
     try:
         settings, notes = load(os.environ)
     except SettingsError as exc:  # one clear line, like the pressroom CLI
         parser.exit(2, f"pressroom worker: {exc}\n")
     settings = settings.with_roots(sources=args.source_root, publish=args.publish_root)
+    settings = with_observability(settings, metrics_port=args.metrics_port,
+                                  tracing=args.tracing, log_format=args.log_format)
     for note in notes:
         print(f"pressroom worker: warning: {note}", file=sys.stderr, flush=True)
     print(f"pressroom worker: {args.address or settings.temporal_address} "
@@ -264,6 +348,12 @@ def _root(raw: str) -> Path:
     """A root folder as typed: ``~`` expanded, relative to the current folder if relative."""
     return Path(raw).expanduser().resolve()
 
+
+def _port(raw: str) -> int:
+    try:
+        return parse_port(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 def _count(raw: str) -> int:
     try:

@@ -22,6 +22,7 @@ from activities.candidates import CandidateSet, attestation_summary, load_candid
 from activities.job_policy import job_policy
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, pause_point, scope_of
+from activities.telemetry import emit, manifest_counts, now_ns
 from context.admission.security import redact_secrets
 from context.items import ScopeRef
 from context.policy import ContextPolicy
@@ -71,6 +72,7 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet,
 
 
 async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) -> ContextRef:
+    started = now_ns()
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
     # the job's policy, parsed once per worker; a policy file is read inside the worker's
@@ -104,6 +106,11 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
     await pause_point("assemble_context_after_write")
     reason = str(outcome.blocked_reason) if isinstance(outcome, context.ContextAssemblyBlocked) \
         else None
+    exclusions, partitions = manifest_counts(body)
+    emit("assembly", started, job_id=spec.job_id, step_id=inp.step_id, stage=inp.stage,
+         manifest_id=manifest.manifest_id, status=status, blocked_reason=reason,
+         input_tokens=_input_tokens(body), exclusions=exclusions,
+         partition_tokens=partitions if not blocked else {})
     # The wait for a resolve is the policy's to bound (docs/architecture.md#blocked-steps):
     # the workflow holds no policy, so every ref carries the value of the policy this step
     # ran under (a research turn's ready ref bounds a later budget or evidence block).

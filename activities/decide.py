@@ -28,6 +28,7 @@ from activities.draft import load_serialized, require_ready
 from activities.providers import get_provider
 from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
+from activities.telemetry import emit, now_ns
 from artifacts import content_hash
 from context.admission.security import redact_arguments
 from contracts.activity_messages import (
@@ -105,7 +106,12 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
     serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("decide")
     provider = get_provider(spec.model.provider, model=spec.model.name)
+    started = now_ns()
     decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])
+    emit("model_call", started, provider=spec.model.provider, operation="decide",
+         model=spec.model.name, response_model=decision.model,
+         input_tokens=decision.input_tokens, output_tokens=decision.output_tokens,
+         job_id=spec.job_id, step_id=ctx.step_id, manifest_id=ctx.manifest_id)
     planned = plan_calls(decision, inp.turn, spec.research.max_calls_per_turn)
     body = {
         "turn": inp.turn, "manifest_id": ctx.manifest_id, "input_hash": serialized["hash"],

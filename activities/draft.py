@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.providers import get_provider
 from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
+from activities.telemetry import emit, now_ns
 from artifacts.errors import IntegrityError, InvalidArtifact
 from contracts.activity_messages import ContextRef, DraftInput, DraftResult
 
@@ -77,8 +78,13 @@ async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
     await pause_point("draft")
     provider = get_provider(spec.model.provider, model=spec.model.name)
     purpose = "revise" if inp.round > 0 else "draft"
+    started = now_ns()
     result = await provider.complete(serialized["payload"], adapter=serialized["adapter"],
                                      purpose=purpose)
+    emit("model_call", started, provider=spec.model.provider, operation=purpose,
+         model=spec.model.name, response_model=result.model,
+         input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+         job_id=spec.job_id, step_id=ctx.step_id, manifest_id=ctx.manifest_id)
     text = result.text if result.text.endswith("\n") else result.text + "\n"
     await pause_point("draft_before_write")
     rec = await put_once(

@@ -54,8 +54,10 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import telemetry
 from context.admission.security import redact_secrets
 from contracts.failures import classify
 
@@ -128,6 +130,15 @@ def _warm() -> None:
         _body(name)
 
 
+def _call_observed(name: str,
+                   payload: str) -> tuple[bool, str | dict[str, Any], list[dict[str, Any]]]:
+    """Runs in a helper: ``_call`` and the body's telemetry observations, which the worker
+    records in the activity's context (``activities.telemetry``)."""
+    telemetry.drain()  # nothing left over from a call that died half-way
+    ok, out = _call(name, payload)
+    return ok, out, telemetry.drain()
+
+
 def _call(name: str, payload: str) -> tuple[bool, str | dict[str, Any]]:
     """Runs in a helper: one activity body; returns (ok, result JSON | error fields)."""
     assert _runner is not None
@@ -182,17 +193,20 @@ class HelperPool:
             raise ValueError(f"activity {name!r} cannot run in a helper process")
         loop, pool = asyncio.get_running_loop(), self._pool
         try:
-            ok, out = await loop.run_in_executor(pool, _call, name, inp.model_dump_json())
+            ok, out, observed = await loop.run_in_executor(pool, _call_observed, name,
+                                                           inp.model_dump_json())
         except BrokenProcessPool as exc:
             # A helper died (killed, out of memory). Temporal's worker treats a broken
             # executor as fatal for the whole worker; here it is one failed attempt, retried
             # on a fresh pool, like any activity whose process went away.
             if self._pool is pool:
-                _log.error("a %s helper process died (%s); starting a fresh pool", name, exc)
+                activity.logger.error("a %s helper process died (%s); starting a fresh pool",
+                                      name, exc)
                 self._pool = self._start()
                 pool.shutdown(wait=False, cancel_futures=True)
             raise ApplicationError(f"helper process for {name} died: {exc}",
                                    type="HelperProcessDied") from None
+        telemetry.record(observed)  # in this activity's context: its meter, its span
         if ok:
             assert isinstance(out, str)
             return result_type.model_validate_json(out)

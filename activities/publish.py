@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
+from activities.telemetry import emit, now_ns
 from contracts.activity_messages import PublishInput, PublishResult
 from contracts.errors import PathRefused, PublishRefused
 from contracts.job_spec import JobSpec
@@ -213,12 +214,14 @@ def _refuse_foreign(folder: int, name: str, owner: bytes) -> None:
 
 
 async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
+    started = now_ns()
     store = await runtime.store()
     spec = await runtime.spec_of(inp.job)
     principal = principal_of(spec)
     key = receipt_key(spec, inp)
     existing = await store.get_receipt(key, principal=principal)
     if existing is not None:
+        emit("publish", started, outcome="already_published", job_id=spec.job_id)
         return PublishResult.model_validate(existing)
     review_rec, review_body = await store.get(inp.review.kind, inp.review.artifact_id,
                                               principal=principal, revision=inp.review.revision)
@@ -245,4 +248,5 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
     )
     stored = await store.put_receipt(key, body=body.model_dump(mode="json"), scope=scope_of(spec))
     await pause_point("publish_after_receipt")
+    emit("publish", started, outcome="published", job_id=spec.job_id)
     return PublishResult.model_validate(stored)

@@ -26,6 +26,7 @@ from activities import (
 )
 from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
+from activities.telemetry import logged
 from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
@@ -65,63 +66,65 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
 
     @activity.defn(name="store_job_spec")
     async def store_job_spec(inp: StoreJobSpecInput) -> ArtifactRef:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await store_activities.store_job_spec(runtime, inp)
 
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
-        async with heartbeating():
-            if runtime.helpers is not None:
-                return await runtime.helpers.run("assemble_context", inp, ContextRef)
-            return await context_activity.assemble_context(runtime, inp)
+        async with heartbeating(), logged(inp) as ids:
+            ref = (await runtime.helpers.run("assemble_context", inp, ContextRef)
+                   if runtime.helpers is not None
+                   else await context_activity.assemble_context(runtime, inp))
+            ids["manifest_id"] = ref.manifest_id
+            return ref
 
     @activity.defn(name="write_plan")
     async def write_plan(inp: PlanInput) -> ArtifactRef:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await store_activities.write_plan(runtime, inp)
 
     @activity.defn(name="research")
     async def research_sources(inp: ResearchInput) -> ResearchResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await research.research(runtime, inp)
 
     @activity.defn(name="draft")
     async def draft_article(inp: DraftInput) -> DraftResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             if runtime.helpers is not None and await _cpu_bound_model(runtime, inp):
                 return await runtime.helpers.run("draft", inp, DraftResult)
             return await draft.draft(runtime, inp)
 
     @activity.defn(name="record_review")
     async def record_review(inp: RecordReviewInput) -> ArtifactRef:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await store_activities.record_review(runtime, inp)
 
     @activity.defn(name="write_checkpoint")
     async def write_checkpoint(inp: CheckpointInput) -> CheckpointResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await checkpoint.write_checkpoint(runtime, inp)
 
     @activity.defn(name="publish")
     async def publish_article(inp: PublishInput) -> PublishResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await publish.publish(runtime, inp)
 
     @activity.defn(name="run_tool")
     async def run_tool(inp: ToolCallInput) -> ToolCallResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await tool_call.run_tool_call(runtime, inp)
 
     @activity.defn(name="decide")
     async def decide_turn(inp: DecideInput) -> DecideResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             if runtime.helpers is not None and await _cpu_bound_model(runtime, inp):
                 return await runtime.helpers.run("decide", inp, DecideResult)
             return await decide.decide(runtime, inp)
 
     @activity.defn(name="record_turn")
     async def record_research_turn(inp: RecordTurnInput) -> RecordTurnResult:
-        async with heartbeating():
+        async with heartbeating(), logged(inp):
             return await record_turn.record_turn(runtime, inp)
 
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,

@@ -41,6 +41,7 @@ from activities.runtime import (
     put_once,
     ref_of,
 )
+from activities.telemetry import emit, now_ns
 from artifacts import content_hash
 from context.admission.security import redact_secrets
 from context.errors import ToolHistoryError
@@ -129,11 +130,15 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
     artifact_id = exchange_id(spec.job_id, inp.call_id)
     # a retry after a crash finds the exchange the first attempt stored, and runs nothing
     found = await stored_exchange(store, artifact_id, principal)
+    ran, started = found is None, now_ns()
     if found is None:
         await pause_point("run_tool")
         found = await _run_and_store(runtime, store, spec, principal, artifact_id, inp)
     record, body = found
     result = body["result"]
+    if ran:  # a retry that finds the stored exchange ran nothing
+        emit("tool_call", started, tool=inp.tool_name, call_id=inp.call_id,
+             outcome=result["rejection"] or result["status"], job_id=spec.job_id)
     note_topic = None
     if result["tool_name"] == "note" and result["status"] == "success":
         note_topic = json.loads(result["content"])["topic"]

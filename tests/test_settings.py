@@ -76,6 +76,10 @@ def test_unrelated_variables_are_ignored() -> None:
      Path("/etc/pressroom/attestation.keys")),
     ("PRESSROOM_DEBUG", "1", "debug", True),
     ("PRESSROOM_DEBUG", "0", "debug", True),  # any non-empty value, as before
+    ("PRESSROOM_METRICS_PORT", " 9464 ", "metrics_port", 9464),
+    ("PRESSROOM_TRACING", "on", "tracing", True),
+    ("PRESSROOM_TRACING", "0", "tracing", False),
+    ("PRESSROOM_LOG_FORMAT", "JSON", "log_format", "json"),
     # Temporal's own client variables are kept as read (workflows.connection uses them)
     *((name, raw, "temporal_env", {name: raw}) for name, raw in (
         ("TEMPORAL_ADDRESS", "cloud.example:7233"), ("TEMPORAL_NAMESPACE", "ns.acct"),

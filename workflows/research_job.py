@@ -398,6 +398,10 @@ class ResearchJobWorkflow:
                 state=self._refs, as_of=workflow.now().isoformat(), turn=turn,
             ), ContextRef)
             state.manifest_ids = [*state.manifest_ids, ref.manifest_id][-_MANIFEST_IDS_KEPT:]
+            # replay-safe (not logged while replaying); the ids for a JSON log line
+            workflow.logger.info("%s step %s %s", stage, step_id, ref.status, extra={
+                "job_id": workflow.info().workflow_id, "step_id": step_id,
+                "manifest_id": ref.manifest_id})
             if ref.status == "ready":
                 state.status, state.blocked_reason = "running", None
                 return ref

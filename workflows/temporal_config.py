@@ -54,6 +54,10 @@ _PASSTHROUGH_MODULES = (
     # dependency is explicit and survives a change of that default.
     "pydantic",
     "pydantic_core",
+    # opentelemetry: the tracing interceptor's workflow side (PRESSROOM_TRACING) keeps its
+    # span context in the API's context variables, which must be the worker's, not a copy
+    # per run (temporalio.contrib.opentelemetry's plugin passes it through the same way).
+    "opentelemetry",
 )
 
 SANDBOX_RESTRICTIONS = SandboxRestrictions.default.with_passthrough_modules(*_PASSTHROUGH_MODULES)
