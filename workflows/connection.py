@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, DataSource
-from temporalio.service import TLSConfig
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from contracts.errors import JobError
 from settings import (
@@ -59,8 +60,8 @@ from settings import (
 from workflows.errors import TemporalUnavailable
 from workflows.temporal_config import DATA_CONVERTER
 
-__all__ = ["CONNECT_TIMEOUT", "ConnectionConfigError", "Target", "TlsFlags", "connect",
-           "resolve"]
+__all__ = ["CONNECT_TIMEOUT", "ConnectionConfigError", "NamespaceNotFound", "Target",
+           "TlsFlags", "connect", "connect_target", "resolve"]
 
 #: Seconds a client waits for the server to answer before ``TemporalUnavailable``.
 CONNECT_TIMEOUT = 15.0
@@ -69,6 +70,10 @@ CONNECT_TIMEOUT = 15.0
 class ConnectionConfigError(JobError):
     """The connection options cannot be used; the message names the variable, flag or file
     (never a secret)."""
+
+
+class NamespaceNotFound(TemporalUnavailable):
+    """The server answered but has no such namespace; names where the namespace came from."""
 
 
 @dataclass(frozen=True)
@@ -216,15 +221,20 @@ def resolve(settings: Settings, *, address: str | None = None, namespace: str | 
 async def connect(settings: Settings, *, address: str | None = None,
                   namespace: str | None = None, tls: TlsFlags | None = None,
                   timeout: float = CONNECT_TIMEOUT) -> Client:
-    """A client with Pressroom's data converter on the target ``resolve`` picks;
-    ``TemporalUnavailable`` when the server does not answer within ``timeout`` seconds."""
+    """A client with Pressroom's data converter on the target ``resolve`` picks, its
+    namespace checked; ``TemporalUnavailable`` when the server does not answer within
+    ``timeout`` seconds, refuses the credentials or has no such namespace."""
     target = resolve(settings, address=address, namespace=namespace, tls=tls)
     return await connect_target(target, timeout=timeout)
 
 
-async def connect_target(target: Target, *, timeout: float = CONNECT_TIMEOUT) -> Client:
+async def connect_target(target: Target, *, timeout: float = CONNECT_TIMEOUT,
+                         check_namespace: bool = True) -> Client:
+    """``Client.connect`` on ``target`` within ``timeout`` seconds. ``check_namespace``:
+    also ask the server for the namespace (one call), so a wrong one is said now rather
+    than as "no job" later; a client not allowed to describe it goes on."""
     try:
-        return await asyncio.wait_for(
+        client = await asyncio.wait_for(
             Client.connect(target.address, data_converter=DATA_CONVERTER, **target.kwargs),
             timeout=timeout)
     except Exception as exc:
@@ -233,6 +243,23 @@ async def connect_target(target: Target, *, timeout: float = CONNECT_TIMEOUT) ->
             f"cannot reach Temporal at {target.address} (namespace {target.namespace!r}, "
             f"{target.security}): {reason}; start one with `pressroom dev`, or check "
             "`pressroom doctor`") from None
+    if check_namespace:
+        try:
+            await asyncio.wait_for(client.workflow_service.describe_namespace(
+                DescribeNamespaceRequest(namespace=target.namespace)), timeout=timeout)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise NamespaceNotFound(
+                    f"namespace {target.namespace!r} does not exist on {target.address} "
+                    f"(namespace from {target.namespace_from})") from None
+            if exc.status == RPCStatusCode.UNAUTHENTICATED:
+                raise TemporalUnavailable(
+                    f"Temporal at {target.address} refused the credentials "
+                    f"({target.security}): {_first_line(exc)}") from None
+        except TimeoutError:
+            raise TemporalUnavailable(
+                f"Temporal at {target.address} did not answer in time") from None
+    return client
 
 
 #: What the SDK's long transport errors come down to, as said to a user.
@@ -245,6 +272,11 @@ _KNOWN_REASONS = (("Connection refused", "connection refused"),
                   ("CorruptMessage", "the server does not speak TLS"),
                   ("Unauthenticated", "the server refused the credentials"),
                   ("timed out", "no answer in time"))
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _reason(exc: BaseException) -> str:

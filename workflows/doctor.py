@@ -108,7 +108,7 @@ async def run_doctor(settings: Settings, *, address: str | None = None,
         nonlocal client
         assert target is not None
         started = time.monotonic()
-        client = await connect_target(target, timeout=per_check)
+        client = await connect_target(target, timeout=per_check, check_namespace=False)
         return f"{target.address} answered in {time.monotonic() - started:.2f} s"
 
     async def namespace_exists() -> str:
