@@ -104,6 +104,34 @@ def _job_cmd(coro: Coroutine[Any, Any, T], settings: Settings) -> T:
         raise typer.Exit(1) from None
 
 
+_JSON_HELP = ("Print one JSON document on stdout and nothing else (progress and warnings go "
+              "to stderr); exit codes as without it.")
+
+
+def _out(as_json: bool, progress: bool = False) -> Console:
+    """Where a command prints for people: the terminal, or with ``--json`` nowhere (or
+    stderr, for ``progress``) — stdout then holds only the JSON document."""
+    import io
+
+    if not as_json:
+        return console
+    return err_console if progress else Console(file=io.StringIO())
+
+
+def _print_json(value: Any) -> None:
+    """``value`` (a pydantic model, or a list of them) as one JSON document on stdout."""
+    import json
+
+    from pydantic import BaseModel
+
+    def dump(v: Any) -> Any:
+        return v.model_dump(mode="json") if isinstance(v, BaseModel) else v
+
+    data = [dump(v) for v in value] if isinstance(value, list) else dump(value)
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
 def _queue(task_queue: str | None, settings: Settings) -> str:
     return task_queue or settings.task_queue
 
@@ -238,41 +266,81 @@ def worker(
 def run(
     ctx: typer.Context,
     job_file: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
-    wait: bool = typer.Option(False, "--wait", help="Follow the stages until review/blocked/end."),
+    wait: bool = typer.Option(False, "--wait", help="Follow the stages until review/blocked/end "
+                              "(every stage, however quick); exit with the job's code."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
     source_root: _SourceRoots = None,
     publish_root: _PublishRoots = None,
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused).
 
     Every path the job names must lie inside the roots (the settings', plus JOB_FILE's
-    folder); the worker checks again with its own."""
+    folder); the worker checks again with its own. With --wait the exit code is the
+    job's (README.md, "Exit codes": 0 published, 3 blocked, 4 awaiting review, 5 ended
+    unpublished, 6 needs an operator)."""
     from workflows import commands
 
     settings = _with_roots(_settings(ctx), source_root, publish_root)
-    _job_cmd(commands.run(console, settings, job_file, wait=wait,
-                          task_queue=_queue(task_queue, settings), address=address), settings)
+    report = _job_cmd(commands.run(_out(as_json, progress=True), settings, job_file, wait=wait,
+                                   task_queue=_queue(task_queue, settings), address=address),
+                      settings)
+    if as_json:
+        _print_json(report)
+    raise typer.Exit(report.job.exit_code if report.job is not None else 0)
 
 
 @app.command()
 def status(ctx: typer.Context, job: str,
-           address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
-    """Show a job's status, stage, pending draft, manifests and receipt."""
+           address: str | None = typer.Option(None, help=_ADDR_HELP),
+           as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
+    """Show a job's status, stage, pending draft, manifests and receipt. Exit code: 0
+    published or running, 3 blocked, 4 awaiting review, 5 ended unpublished, 6 needs an
+    operator (README.md, "Exit codes")."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.show_status(console, settings, job, address), settings)
+    view = _job_cmd(commands.show_status(_out(as_json), settings, job, address), settings)
+    report = commands.job_report(view)
+    if as_json:
+        _print_json(report)
+    raise typer.Exit(report.exit_code)
+
+
+_STATUSES = ("running", "blocked", "awaiting_review", "published", "rejected", "expired",
+             "failed", "cancelled", "needs_operator")
 
 
 @app.command("list")
-def list_jobs(ctx: typer.Context,
-              address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
-    """List the jobs on the cluster."""
+def list_jobs(
+    ctx: typer.Context,
+    status: str | None = typer.Option(None, help="Only jobs in this Pressroom status: "
+                                      + ", ".join(_STATUSES) + "."),
+    reviewer: str | None = typer.Option(None, help="Only jobs listing this reviewer."),
+    tenant: str | None = typer.Option(None, help="Only this tenant's jobs."),
+    limit: int = typer.Option(100, min=1, help="At most this many jobs."),
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+) -> None:
+    """List the jobs with their Pressroom status (one visibility query; a change shows a
+    moment after it happened)."""
     from workflows import commands
+    from workflows.visibility import jobs_query
 
+    if status is not None and status not in _STATUSES:
+        raise typer.BadParameter(f"{status!r} is not one of {', '.join(_STATUSES)}",
+                                 param_hint="--status")
+    try:
+        jobs_query(reviewer=reviewer, status=status, tenant=tenant)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     settings = _settings(ctx)
-    _job_cmd(commands.list_all(console, settings, address), settings)
+    found = _job_cmd(commands.list_all(_out(as_json), settings, address, status=status,
+                                       reviewer=reviewer, tenant=tenant, limit=limit),
+                     settings)
+    if as_json:
+        _print_json(found)
 
 
 def _reviewer(reviewer: str | None, settings: Settings) -> str:
@@ -378,22 +446,30 @@ def resolve(
 def explain(ctx: typer.Context, job: str,
             step: str | None = typer.Option(None, help="Only this step or stage."),
             turn: int | None = typer.Option(None, help="Only this research turn's manifest."),
-            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
-    """Show the job's context manifests: included, excluded, partitions, transforms, cache."""
+            address: str | None = typer.Option(None, help=_ADDR_HELP),
+            as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
+    """Show the job's context manifests: included and excluded items with their reasons and
+    security flags, partitions, transforms; repeated notes (cache, anomalies) once."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.explain(console, settings, job, step, address, turn=turn), settings)
+    report = _job_cmd(commands.explain(_out(as_json), settings, job, step, address, turn=turn),
+                      settings)
+    if as_json:
+        _print_json(report)
 
 
 @app.command()
 def trace(ctx: typer.Context, job: str,
-          address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+          address: str | None = typer.Option(None, help=_ADDR_HELP),
+          as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Print the research turns: each turn's tokens and tool calls with their results' sizes."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.trace(console, settings, job, address), settings)
+    report = _job_cmd(commands.trace(_out(as_json), settings, job, address), settings)
+    if as_json:
+        _print_json(report)
 
 
 @app.command()

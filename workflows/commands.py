@@ -11,17 +11,19 @@ the CLI prints as one line.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.panel import Panel
 from temporalio.client import Client
+from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
 from contracts.job_spec import JobSpec, load_job_spec
@@ -34,18 +36,168 @@ from contracts.path_safety import (
     read_policy,
 )
 from contracts.source_specs import GitSourceSpec
-from contracts.workflow_messages import JobStatus, ResolveInput
+from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
 from workflows.errors import JobExists, JobNotFound, JobNotWaiting
-from workflows.explain import render_manifest
+from workflows.explain import Notes, render_manifest, render_manifests, security_flags
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
 from workflows.reviewer_keys import pin_reviewers, signing_key
+from workflows.visibility import PRESSROOM_STAGE, PRESSROOM_STATUS
 
 CLI_PRINCIPAL = "pressroom-cli"
 WAIT_STATES = {"awaiting_review", "blocked", "needs_operator"}
+
+# The exit codes of `pressroom status` and `pressroom run --wait` (README.md, "Exit codes"):
+#: published, or still running (a state nobody needs to act on yet)
+EXIT_OK = 0
+#: an expected error (bad input, unknown job, Temporal unreachable): one line on stderr
+EXIT_ERROR = 1
+#: a usage error: an unknown option or a bad value (typer's own code)
+EXIT_USAGE = 2
+EXIT_BLOCKED = 3
+EXIT_AWAITING_REVIEW = 4
+#: failed, rejected, expired, cancelled, or stopped from outside (terminated, timed out)
+EXIT_ENDED = 5
+EXIT_NEEDS_OPERATOR = 6
+_STATUS_EXIT = {"blocked": EXIT_BLOCKED, "awaiting_review": EXIT_AWAITING_REVIEW,
+                "needs_operator": EXIT_NEEDS_OPERATOR, "published": EXIT_OK,
+                "running": EXIT_OK, "rejected": EXIT_ENDED, "expired": EXIT_ENDED,
+                "failed": EXIT_ENDED, "cancelled": EXIT_ENDED}
+
+
+def exit_code(view: jobs.JobView) -> int:
+    """The exit code for a job in ``view``'s state (the table above)."""
+    if view.live is not None:
+        return _STATUS_EXIT.get(view.live.status, EXIT_OK)
+    if view.result is not None:
+        return _STATUS_EXIT.get(view.result.status, EXIT_ENDED)
+    if view.failure is not None or view.execution not in ("RUNNING", "COMPLETED"):
+        return EXIT_ENDED
+    return EXIT_OK
+
+
+class JobReport(BaseModel):
+    """``pressroom status --json``: what is known about a job, with Pressroom's status
+    line (``status``: ``published``, ``awaiting_review``, ``blocked: <reason>``…) and the
+    exit code the command leaves with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    execution: str
+    status: str
+    exit_code: int
+    started: datetime | None = None
+    live: JobStatus | None = None
+    result: JobResult | None = None
+    failure: str | None = None
+    no_worker: str | None = None
+
+
+def job_report(view: jobs.JobView) -> JobReport:
+    return JobReport(job_id=view.job_id, execution=view.execution, status=view.summary,
+                     exit_code=exit_code(view), started=view.started, live=view.live,
+                     result=view.result, failure=view.failure, no_worker=view.no_worker)
+
+
+class StageStep(BaseModel):
+    """One stage/status a job passed through, as its history records it (the upsert of
+    its search attributes), with how long it stayed (``None``: it still is there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    status: str
+    at: datetime
+    seconds: float | None = None
+
+
+class ItemSecurity(BaseModel):
+    """One manifest entry the security gate flagged (``workflows.explain.security_flags``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_id: str
+    item_id: str
+    included: bool
+    flags: list[str]
+
+
+class RepeatedNote(BaseModel):
+    """A note (cache line, tool anomaly) and the manifests that carry it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    steps: list[str]
+
+
+class ExplainReport(BaseModel):
+    """``pressroom explain --json``: the manifests shown (as stored), every flagged item,
+    and the notes they share."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    manifests: list[dict[str, Any]]
+    security: list[ItemSecurity]
+    notes: list[RepeatedNote]
+
+
+def explain_report(job_id: str, manifests: list[dict[str, Any]],
+                   notes: Notes) -> ExplainReport:
+    flagged = [ItemSecurity(step_id=str(m.get("step_id")), item_id=str(e.get("item_id")),
+                            included=where == "included", flags=security_flags(e))
+               for m in manifests for where in ("included", "excluded")
+               for e in m.get(where) or [] if security_flags(e)]
+    return ExplainReport(job_id=job_id, manifests=manifests, security=flagged,
+                         notes=[RepeatedNote(text=text, steps=steps)
+                                for text, (_, steps) in notes.seen.items()])
+
+
+class TraceCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    status: str | None = None  # None: not run yet
+    rejection: str | None = None
+    result_chars: int | None = None
+
+
+class TraceTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    model: str
+    input_tokens: int
+    output_tokens: int
+    manifest_id: str
+    calls: list[TraceCall]
+
+
+class TraceReport(BaseModel):
+    """``pressroom trace --json``: every research turn and its tool calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    turns: list[TraceTurn]
+
+
+class RunReport(BaseModel):
+    """``pressroom run --json``: the job started, and with ``--wait`` every stage it passed
+    and where it stopped (``job``; its ``exit_code`` is the command's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    stages: list[StageStep] = []
+    job: JobReport | None = None
 
 
 async def connect(settings: Settings, address: str | None = None) -> Client:
@@ -109,7 +261,7 @@ def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput
 
 
 async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
-              task_queue: str, address: str | None = None) -> str:
+              task_queue: str, address: str | None = None) -> RunReport:
     spec = load_job_spec(job_file)
     check_paths(spec, settings, job_file)
     spec = await pin_refs(spec, settings.locations,
@@ -119,15 +271,18 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
         console.print(line, highlight=False)
     client = await connect(settings, address)
     await refuse_known_job(spec, settings)
-    await jobs.start_job(client, spec, task_queue=task_queue)
+    handle = await jobs.start_job(client, spec, task_queue=task_queue)
     console.print(f"started job [bold]{spec.job_id}[/bold] (workflow id = job id)")
     if not await jobs.has_pollers(client, task_queue):
         console.print(f"[yellow]no worker is polling task queue {task_queue!r} yet[/yellow]: "
                       "start one with `pressroom dev` or `pressroom worker`", highlight=False)
     if not wait:
-        return spec.job_id
+        return RunReport(job_id=spec.job_id)
+    steps: list[StageStep] = []
     view = await follow(console, client, spec.job_id,
-                        worker_grace=settings.worker_grace_seconds)
+                        worker_grace=settings.worker_grace_seconds,
+                        run_id=handle.first_execution_run_id or handle.result_run_id,
+                        from_start=True, steps_out=steps)
     if view.live is not None and view.live.status == "awaiting_review":
         console.print(f"draft ready: `pressroom approve {spec.job_id}` / `request-changes` / "
                       "`reject`")
@@ -138,26 +293,110 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
         console.print(f"{view.summary}\nfix the cause, then `pressroom resolve {spec.job_id}` "
                       f"(retry the step) or `pressroom resolve {spec.job_id} --abandon`",
                       highlight=False)
-    return spec.job_id
+    return RunReport(job_id=spec.job_id, stages=steps, job=job_report(view))
+
+
+async def _run_steps(client: Client, job_id: str,
+                     run_id: str | None) -> tuple[list[StageStep], str | None]:
+    """The stage/status pairs run ``run_id`` of ``job_id`` went through, from its history:
+    the start event's search attributes and each upsert of them (the workflow upserts on
+    every stage or status change: ``ResearchJobWorkflow._sync_visibility``), and the next
+    run's id when this one continued as new. Empty for a job started without them."""
+    steps: list[StageStep] = []
+    stage = status = None
+    next_run: str | None = None
+    handle = client.get_workflow_handle(job_id, run_id=run_id)
+    async for event in handle.fetch_history_events():
+        kind = event.WhichOneof("attributes")
+        if kind == "workflow_execution_started_event_attributes":
+            found = event.workflow_execution_started_event_attributes.search_attributes
+        elif kind == "upsert_workflow_search_attributes_event_attributes":
+            found = event.upsert_workflow_search_attributes_event_attributes.search_attributes
+        elif kind == "workflow_execution_continued_as_new_event_attributes":
+            next_run = event.workflow_execution_continued_as_new_event_attributes \
+                .new_execution_run_id or None
+            continue
+        else:
+            continue
+        attrs = decode_typed_search_attributes(found)
+        stage = attrs.get(PRESSROOM_STAGE) or stage
+        status = attrs.get(PRESSROOM_STATUS) or status
+        if stage is None or status is None:
+            continue
+        if not steps or (steps[-1].stage, steps[-1].status) != (stage, status):
+            steps.append(StageStep(stage=stage, status=status,
+                                   at=event.event_time.ToDatetime().astimezone()))
+    return steps, next_run
+
+
+def _timed(steps: list[StageStep]) -> list[StageStep]:
+    """``steps`` without repeats (a continued run starts where the last one stopped), each
+    with the seconds until the next."""
+    kept: list[StageStep] = []
+    for step in steps:
+        if kept and (kept[-1].stage, kept[-1].status) == (step.stage, step.status):
+            continue
+        if kept:
+            kept[-1].seconds = round((step.at - kept[-1].at).total_seconds(), 3)
+        kept.append(step.model_copy())
+    return kept
 
 
 async def follow(console: Console, client: Client, job_id: str,
                  until: set[str] = WAIT_STATES, *,
-                 worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> jobs.JobView:
-    """Print each stage/status change until the job needs a human or ends."""
-    t0, last, since = time.monotonic(), None, time.monotonic()
+                 worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS,
+                 run_id: str | None = None, from_start: bool = False,
+                 steps_out: list[StageStep] | None = None) -> jobs.JobView:
+    """Print each stage/status the job passes until it needs a human or ends.
+
+    The stages come from the job's history (``_run_steps``), not from what each poll
+    happened to see, so a stage quicker than the poll is printed too. ``run_id``: the run
+    to read first (default: the latest; continued runs are followed); ``from_start``:
+    print the stages from that run's start, else from the one the job is in now.
+    ``steps_out`` receives every stage printed. A job started without search attributes
+    has no stages in its history: then what each poll saw is printed."""
+    t0 = time.monotonic()
+    finished: list[StageStep] = []
+    polled: list[StageStep] = []
+    printed = 0
+    skip = not from_start
+    if run_id is None:
+        run_id = (await client.get_workflow_handle(job_id).describe()).run_id
+
+    async def stages() -> list[StageStep]:
+        nonlocal finished, run_id
+        while True:
+            found, next_run = await _run_steps(client, job_id, run_id)
+            if next_run is None:
+                return _timed(finished + found) if finished or found else _timed(polled)
+            finished, run_id = finished + found, next_run
+
+    def show(steps: list[StageStep], upto: int) -> None:
+        nonlocal printed, skip
+        if skip:  # not from the start: only from the stage the job is in now
+            printed, skip = max(len(steps) - 1, 0), False
+        for step in steps[printed:upto]:
+            took = f"{step.seconds:6.2f}s" if step.seconds is not None else ""
+            console.print(f"  {step.stage:<9} {step.status:<16} {took}", highlight=False)
+            if steps_out is not None:
+                steps_out.append(step)
+        printed = max(printed, upto)
+
     with console.status("running…") as spinner:
         while True:
             view = await jobs.view_job(client, job_id, worker_grace=worker_grace)
-            key = (view.live.stage, view.live.status) if view.live else ("end", view.summary)
-            if key != last:
-                if last is not None:
-                    console.print(f"  {last[0]:<9} {last[1]:<16} {time.monotonic() - since:6.2f}s")
-                last, since = key, time.monotonic()
-                spinner.update(f"{key[0]}: {key[1]}")
+            if view.live is not None:
+                polled.append(StageStep(stage=view.live.stage, status=view.live.status,
+                                        at=datetime.now().astimezone()))
+            steps = await stages()
+            if steps:
+                spinner.update(f"{steps[-1].stage}: {steps[-1].status}")
             if view.live is None or view.live.status in until:
-                console.print(f"  → {view.summary} after {time.monotonic() - t0:.2f}s")
+                show(steps, len(steps))
+                console.print(f"  → {view.summary} after {time.monotonic() - t0:.2f}s",
+                              highlight=False)
                 return view
+            show(steps, len(steps) - 1)
             await asyncio.sleep(0.25)
 
 
@@ -230,7 +469,7 @@ async def _decisions(store: Any, job_id: str, principal: Any) -> list[dict[str, 
 
 
 async def trace(console: Console, settings: Settings, job_id: str,
-                address: str | None = None) -> None:
+                address: str | None = None) -> TraceReport:
     view = await jobs.view_job(await connect(settings, address), job_id,
                                worker_grace=settings.worker_grace_seconds)
     tenant, project, _ = await _scope(settings, job_id, view, address)
@@ -251,18 +490,31 @@ async def trace(console: Console, settings: Settings, job_id: str,
         await store.close()
     if not decisions:
         raise JobNotFound(f"job {job_id!r} has no research turns ({view.summary})")
+    report = TraceReport(job_id=job_id, turns=[])
     for decision in decisions:
         usage = decision["usage"]
+        turn = TraceTurn(turn=decision["turn"], model=decision["model"],
+                         input_tokens=usage["input_tokens"],
+                         output_tokens=usage["output_tokens"],
+                         manifest_id=decision["manifest_id"], calls=[])
+        report.turns.append(turn)
         console.print(f"[bold]turn {decision['turn']}[/bold] {decision['model']} "
                       f"in {usage['input_tokens']} out {usage['output_tokens']} tokens "
                       f"(manifest {decision['manifest_id']})")
         for call in decision["planned"]:
             result = results.get(call["call_id"])
+            turn.calls.append(TraceCall(
+                call_id=call["call_id"], tool_name=call["tool_name"],
+                arguments=call["arguments"],
+                status=result["status"] if result else None,
+                rejection=(result["rejection"] or None) if result else None,
+                result_chars=len(result["content"]) if result else None))
             shown = "not run yet" if result is None else (
                 f"{result['status']}{' ' + result['rejection'] if result['rejection'] else ''}"
                 f" {len(result['content'])} chars")
             console.print(f"  {call['call_id']:<9} {call['tool_name']:<11} "
                           f"{argument_line(call['arguments'])[:80]:<80} → {shown}")
+    return report
 
 
 def argument_line(arguments: dict[str, Any]) -> str:
@@ -274,22 +526,39 @@ def argument_line(arguments: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(arguments.items()) if k != "open_items")
 
 
-async def list_all(console: Console, settings: Settings, address: str | None = None) -> None:
+def visible_status(job: jobs.VisibleJob) -> str:
+    """Pressroom's status of a listed job: ``published``, ``awaiting_review``,
+    ``blocked: <reason code>``, ``needs_operator: <reason code>``…; Temporal's own
+    (``terminated``…) only for a job stopped from outside Pressroom or started before its
+    search attributes existed."""
+    if job.status is None:
+        return job.execution.lower()
+    shown = f"{job.status}: {job.reason}" if job.reason else job.status
+    if job.execution not in ("RUNNING", "COMPLETED") and job.status in (
+            "running", "blocked", "awaiting_review", "needs_operator"):
+        return f"{job.execution.lower()} (was {shown})"
+    return shown
+
+
+async def list_all(console: Console, settings: Settings, address: str | None = None, *,
+                   status: str | None = None, reviewer: str | None = None,
+                   tenant: str | None = None, limit: int = 100) -> list[jobs.VisibleJob]:
+    """One visibility query (``jobs.list_visible_jobs``): no job is described or queried,
+    so a job's row is as fresh as the visibility store (a moment behind)."""
     from rich.table import Table
 
     client = await connect(settings, address)
+    found = await jobs.list_visible_jobs(client, reviewer=reviewer, status=status,
+                                         tenant=tenant, limit=limit)
     table = Table(title="Pressroom jobs")
-    for col in ("job", "execution", "status", "started"):
-        table.add_column(col)
-    for v in await jobs.list_jobs(client):
-        summary = v.execution.lower()
-        if v.execution == "RUNNING":
-            with contextlib.suppress(Exception):
-                summary = (await jobs.view_job(
-                    client, v.job_id, worker_grace=settings.worker_grace_seconds)).summary
-        table.add_row(v.job_id, v.execution.lower(), summary,
-                      v.started.isoformat(timespec="seconds") if v.started else "")
+    for col in ("job", "status", "stage", "tenant", "reviewers", "turn", "started"):
+        table.add_column(col, overflow="fold")
+    for v in found:
+        table.add_row(v.job_id, visible_status(v), v.stage or "", v.tenant or "",
+                      ", ".join(v.reviewers), str(v.turn or ""),
+                      v.started_at.isoformat(timespec="seconds") if v.started_at else "")
     console.print(table)
+    return found
 
 
 async def pending_draft_text(live: JobStatus, settings: Settings) -> str:
@@ -385,12 +654,13 @@ async def cancel(console: Console, settings: Settings, job_id: str,
 
 
 async def explain(console: Console, settings: Settings, job_id: str, step: str | None = None,
-                  address: str | None = None, *, turn: int | None = None) -> None:
+                  address: str | None = None, *, turn: int | None = None) -> ExplainReport:
+    """Render the job's manifests (``workflows.explain``): per step, then the notes they
+    share once; returns what was shown."""
     view = await jobs.view_job(await connect(settings, address), job_id,
                                worker_grace=settings.worker_grace_seconds)
     if turn is not None:
-        await _explain_turn(console, settings, job_id, view, turn, address)
-        return
+        return await _explain_turn(console, settings, job_id, view, turn, address)
     ids: list[str] = []
     tenant = project = None
     if view.live is not None:
@@ -409,22 +679,22 @@ async def explain(console: Console, settings: Settings, job_id: str, step: str |
             ids = list((checkpoint or {}).get("manifest_ids") or [])
         if not ids:
             raise JobNotFound(f"job {job_id!r} has no manifests to explain ({view.summary})")
-        shown = 0
+        shown: list[dict[str, Any]] = []
         for manifest_id in ids:
             manifest = await store.get_manifest(manifest_id, principal=_principal(tenant, project))
             if step and step not in (manifest.get("step_id"), manifest.get("stage"), manifest_id):
                 continue
-            render_manifest(console, manifest)
-            shown += 1
+            shown.append(manifest)
     finally:
         await store.close()
     if step and not shown:
         raise JobNotFound(f"job {job_id!r} has no step {step!r}; steps are named like "
                           "'draft-5' or by stage ('plan', 'research', 'draft', 'publish')")
+    return explain_report(job_id, shown, render_manifests(console, shown))
 
 
 async def _explain_turn(console: Console, settings: Settings, job_id: str, view: jobs.JobView,
-                        turn: int, address: str | None) -> None:
+                        turn: int, address: str | None) -> ExplainReport:
     """The manifest research turn ``turn`` was decided on (its stored reply names it)."""
     tenant, project, _ = await _scope(settings, job_id, view, address)
     principal = _principal(tenant, project)
@@ -441,3 +711,4 @@ async def _explain_turn(console: Console, settings: Settings, job_id: str, view:
         await store.close()
     console.print(f"[bold]research turn {turn}[/bold]")
     render_manifest(console, manifest)
+    return explain_report(job_id, [manifest], Notes())

@@ -4,11 +4,16 @@ Client-side only. Reads the manifests whose ids the job reports (live status, re
 its latest checkpoint) from the artifact store and shows, per step: status and blocked
 reason, whether the stored artifacts it read were signed (``attestation``), included items
 with their admission reasons, excluded items with reasons, partition token use, transforms,
-tool anomalies and cache status.
+tool anomalies and cache status. Each item's security handling is a column of its own
+(``security_line``: instruction-like text found and treated as data, secrets redacted,
+what a security gate refused). Over several manifests (``render_manifests``) a note that
+repeats — the same cache line on every step, the same reordered parallel tool result in
+every manifest after it — is printed once at the end, with how many manifests carry it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -43,7 +48,93 @@ def attestation_line(manifest: dict[str, Any]) -> str:
     return line
 
 
-def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
+_INSTRUCTIONS = {"flagged": "instruction-like text found, treated as data",
+                 "failed": "instruction-like text: refused"}
+_SECRETS = {"redacted": "secrets redacted", "failed": "secret material: refused"}
+
+
+def security_flags(entry: dict[str, Any]) -> list[str]:
+    """What the security gate did to a manifest entry (included or excluded), from its
+    ``security_assessment`` and ``security_flags``: empty when every check passed."""
+    found = entry.get("security_assessment") or {}
+    if not isinstance(found, dict):  # an exclusion before the gate ran: a plain status
+        return []
+    flags: list[str] = []
+    if found.get("cross_scope_check") == "failed":
+        flags.append("derived from another scope: refused")
+    secrets = _SECRETS.get(str(found.get("secret_handling")))
+    if secrets:
+        kinds = found.get("secret_kinds")
+        flags.append(f"{secrets} ({kinds})" if kinds else secrets)
+    instructions = _INSTRUCTIONS.get(str(found.get("external_instruction_isolation")))
+    if instructions:
+        matched = [str(f) for f in entry.get("security_flags") or []]
+        flags.append(f"{instructions} ({', '.join(matched)})" if matched else instructions)
+    return flags
+
+
+def security_line(entry: dict[str, Any]) -> str:
+    """``security_flags`` as one line ("" when every check passed)."""
+    return "; ".join(security_flags(entry))
+
+
+def security_cell(entry: dict[str, Any]) -> str:
+    """``security_flags`` in a word or two, for a table cell (the full line follows it)."""
+    return ", ".join(flag.split(" (")[0].split(":")[0].replace(
+        "instruction-like text found, treated as data", "instructions as data")
+        for flag in security_flags(entry))
+
+
+def _security_lines(console: Console, entries: list[dict[str, Any]], what: str) -> None:
+    for e in entries:
+        line = security_line(e)
+        if line:
+            console.print(f"  [yellow]security[/yellow] {what} {escape(str(e['item_id']))}: "
+                          f"{escape(line)}", soft_wrap=True, highlight=False)
+
+
+@dataclass
+class Notes:
+    """Lines that repeat across manifests, each kept once with the steps that carry it."""
+
+    seen: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+    def add(self, step: str, markup: str, plain: str) -> None:
+        _, steps = self.seen.setdefault(plain, (markup, []))
+        steps.append(step)
+
+    def render(self, console: Console) -> None:
+        if not self.seen:
+            return
+        console.print("[bold]notes[/bold] (each once; how many manifests carry it)")
+        for markup, steps in self.seen.values():
+            named = list(dict.fromkeys(steps))
+            shown = ", ".join(named[:6]) + (", …" if len(named) > 6 else "")
+            where = f"{len(steps)} manifests: {shown}" if len(steps) > 1 else steps[0]
+            console.print(f"  {markup} — {escape(where)}")
+
+
+def render_manifests(console: Console, manifests: list[dict[str, Any]]) -> Notes:
+    """Several manifests: each with its tables, the notes they share once at the end."""
+    notes = Notes()
+    for manifest in manifests:
+        render_manifest(console, manifest, notes)
+    notes.render(console)
+    return notes
+
+
+def render_manifest(console: Console, manifest: dict[str, Any],
+                    notes: Notes | None = None) -> None:
+    """One manifest; its anomaly and cache lines go to ``notes`` when given (printed once
+    by the caller), else right here."""
+    step = str(manifest.get("step_id"))
+
+    def note(markup: str, plain: str) -> None:
+        if notes is None:
+            console.print(f"  {markup}")
+        else:
+            notes.add(step, markup, plain)
+
     status = manifest.get("status")
     head = (f"[bold]{manifest.get('step_id')}[/bold] ({manifest.get('stage')}) — manifest "
             f"{manifest.get('assembly_id')}")
@@ -60,21 +151,25 @@ def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
         console.print(f"  [yellow]missing topics:[/yellow] {', '.join(manifest['missing_topics'])}")
 
     inc = Table(title="included", show_lines=False, expand=False)
-    for col in ("item", "zone", "trust", "tokens", "admission reason", "source"):
+    for col in ("item", "zone", "trust", "tokens", "admission reason", "security", "source"):
         inc.add_column(col, overflow="fold")
     for e in manifest.get("included", []):
+        sec = security_cell(e)
         inc.add_row(e["item_id"], e.get("zone", ""), e.get("trust", ""), str(e.get("tokens", "")),
-                    e.get("admission_reason", ""), _ref(e))
+                    e.get("admission_reason", ""),
+                    f"[yellow]{escape(sec)}[/yellow]" if sec else "", _ref(e))
     console.print(inc)
+    _security_lines(console, manifest.get("included", []), "included")
 
     if manifest.get("excluded"):
         exc = Table(title="excluded")
-        for col in ("item", "reason", "gate", "detail"):
+        for col in ("item", "reason", "gate", "security", "detail"):
             exc.add_column(col, overflow="fold")
         for e in manifest["excluded"]:
             exc.add_row(e["item_id"], str(e.get("reason")), str(e.get("hard_gate") or ""),
-                        e.get("detail", ""))
+                        escape(security_cell(e)), e.get("detail", ""))
         console.print(exc)
+        _security_lines(console, manifest["excluded"], "excluded")
 
     budget = manifest.get("budget") or {}
     part = Table(title=f"partitions (estimator {budget.get('estimator')}, usable "
@@ -116,6 +211,9 @@ def render_manifest(console: Console, manifest: dict[str, Any]) -> None:
                       f"({summary.get('input_range')}); preserved: "
                       + ", ".join(f"{k} {v}" for k, v in sorted(kept.items())))
     for a in manifest.get("tool_anomalies", []):
-        console.print(f"  [yellow]anomaly[/yellow] {a['type']} {a['call_id']}: {a['detail']}")
+        plain = f"anomaly {a['type']} {a['call_id']}: {a['detail']}"
+        note(f"[yellow]anomaly[/yellow] {escape(plain.removeprefix('anomaly '))}", plain)
     cache = manifest.get("cache") or {}
-    console.print(f"  cache: {cache.get('status')} ({cache.get('reason')})\n")
+    plain = f"cache: {cache.get('status')} ({cache.get('reason')})"
+    note(escape(plain), plain)
+    console.print()
