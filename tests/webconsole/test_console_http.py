@@ -81,6 +81,10 @@ async def test_review_flow_refusals_and_escaping(
             assert "awaiting review" in jobs_html
             assert other.job_id not in jobs_html
             assert spec.job_id not in (await web.get("/?tenant=globex")).text
+            # a filter value no visibility query can carry is a plain refusal, not a crash
+            quoted = await web.get("/", params={"tenant": "acme' OR 'x'='x"})
+            assert quoted.status_code == 200 and 'id="filter-problem"' in quoted.text
+            assert spec.job_id not in quoted.text
             rows = await web.get("/jobs/rows")
             assert rows.status_code == 200 and "<html" not in rows.text
 

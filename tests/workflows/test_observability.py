@@ -39,6 +39,7 @@ from tests.workflows.jobkit import (
     roots_for,
     running_worker,
     start_job,
+    start_worker_process,
     wait_status,
 )
 from worker import build_runtime, telemetry_runtime
@@ -208,3 +209,37 @@ async def test_a_job_is_measured_traced_and_logged(
     assert workflow_lines and all(line.get("manifest_id") for line in workflow_lines)
 
 
+
+
+async def test_the_worker_command_serves_metrics_and_logs_json(
+        temporal_env: WorkflowEnvironment, client: Client, store_url: str, tmp_path: Path,
+        task_queue: str, make_spec: Callable[..., JobSpec]) -> None:
+    """``python worker.py --metrics-port N --log-format json``: the flags reach ``observe``
+    (the process's default runtime serves /metrics) and the log lines are JSON."""
+    port = _free_port()
+    log = tmp_path / "worker.log"
+    address = temporal_env.client.service_client.config.target_host
+    proc = start_worker_process({"PRESSROOM_HELPER_PROCESSES": "0"}, address, task_queue,
+                                store_url, log,
+                                args=["--metrics-port", str(port), "--log-format", "json"])
+    try:
+        spec = make_spec()
+        handle = await start_job(client, spec, task_queue)
+        await wait_status(handle, {"awaiting_review"})
+
+        async def scraped() -> list[tuple[str, dict[str, str], float]] | None:
+            samples = _samples(await asyncio.to_thread(_scrape, port))
+            return samples if _total(samples, "pressroom_assemblies", stage="draft") else None
+
+        samples = await wait_for(scraped, 30, "the worker process's /metrics")
+        assert any(n.startswith("temporal_") for n, _, _ in samples)
+        assert _total(samples, "pressroom_model_calls", operation="draft") == 1
+        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()
+                 if line.startswith("{")]
+        done = [line for line in lines if line.get("job_id") == spec.job_id
+                and line["message"].startswith("draft done")]
+        assert done and done[0]["step_id"] and done[0]["manifest_id"], lines[-5:]
+        await handle.terminate("test over")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -33,10 +33,14 @@ async def _context(request: Request, deps: Deps) -> dict[str, object]:
         status = "awaiting_review"
     if status is not None and status not in STATUS_FILTERS:
         status = None
-    found = await deps.backend.visible_jobs(session.reviewer, status=status, tenant=tenant)
+    problem = None
+    try:
+        found = await deps.backend.visible_jobs(session.reviewer, status=status, tenant=tenant)
+    except ValueError:  # a filter value a visibility query cannot carry (a quote, a control)
+        found, problem = [], "That tenant filter is not a tenant name; nothing was searched."
     rows = [{"job": job, "age": _age(getattr(job, "started_at", None))} for job in found]
     return {"session": session, "rows": rows, "status": request.query_params.get("status", ""),
-            "tenant": tenant or "", "filters": STATUS_FILTERS}
+            "tenant": tenant or "", "filters": STATUS_FILTERS, "problem": problem}
 
 
 async def jobs_page(request: Request, deps: Deps) -> Response:
