@@ -92,7 +92,8 @@ class WorkerProcess:
         return f"{self.proc.pid}@"
 
     def owns(self, identity: str) -> bool:
-        return identity.startswith(self.pid_prefix)
+        # its name, when it was started with ``--identity`` (``spawn_worker(identity=True)``)
+        return identity == self.name or identity.startswith(self.pid_prefix)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -106,7 +107,9 @@ class WorkerProcess:
 
 
 def spawn_worker(name: str, root: Path, *, address: str, task_queue: str, store_url: str,
-                 extra_env: dict[str, str] | None = None) -> WorkerProcess:
+                 extra_env: dict[str, str] | None = None,
+                 identity: bool = False) -> WorkerProcess:
+    """``identity``: the worker calls itself ``name`` in histories (``--identity``)."""
     home = root / name / "home"
     home.mkdir(parents=True)
     log = root / name / "worker.log"
@@ -114,7 +117,7 @@ def spawn_worker(name: str, root: Path, *, address: str, task_queue: str, store_
     env.update({"PRESSROOM_HOME": str(home), **roots_env(), **(extra_env or {})})
     proc = subprocess.Popen(
         [str(PRESSROOM), "worker", "--address", address, "--task-queue", task_queue,
-         "--store-url", store_url],
+         "--store-url", store_url, *(["--identity", name] if identity else [])],
         env=env, cwd=REPO_ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     return WorkerProcess(name, proc, home, log)
 
