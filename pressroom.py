@@ -741,12 +741,14 @@ def doctor(
     tls_ca: str | None = typer.Option(None, help="Server root CA (PEM)."),
     timeout: float = typer.Option(5.0, min=0.1, help="Seconds each check may take."),
     deadline: float = typer.Option(30.0, min=0.1, help="Seconds all checks may take."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Check the connection to Temporal and the artifact store, one line per check: the
     connection options, server, namespace, search attributes, a worker polling, the store
     and its schema, the attestation key. Exits 1 when a check fails; changes nothing."""
     import asyncio
 
+    from pydantic import TypeAdapter
     from rich.markup import escape
 
     from workflows.connection import TlsFlags
@@ -756,7 +758,7 @@ def doctor(
 
     def report(check: Check) -> None:
         colour = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}[check.outcome]
-        console.print(f"[{colour}]{check.outcome:<4}[/{colour}]  {check.name:<18} "
+        _out(as_json).print(f"[{colour}]{check.outcome:<4}[/{colour}]  {check.name:<18} "
                       f"{escape(check.detail)}", soft_wrap=True, highlight=False)
 
     checks = asyncio.run(run_doctor(
@@ -764,6 +766,9 @@ def doctor(
         store_url=url, tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca),
         per_check=timeout, deadline=deadline, report=report))
     failed = [c.name for c in checks if c.outcome == "fail"]
+    if as_json:  # {"ok": …, "checks": [{"name", "outcome", "detail"}, …]}
+        _print_json({"ok": not failed,
+                     "checks": TypeAdapter(list[Check]).dump_python(checks, mode="json")})
     if failed:
         err_console.print(f"[red]error:[/red] pressroom doctor: {len(failed)} check(s) "
                           f"failed: {', '.join(failed)}", soft_wrap=True, highlight=False)

@@ -135,3 +135,17 @@ async def test_json_exit_codes_list_filters_every_stage_and_explain_flags(
 
 async def _superset(found: Any, want: set[str]) -> bool:
     return want <= await found
+
+
+async def test_doctor_json_is_one_document_and_keeps_its_exit_code(tmp_path: Path) -> None:
+    """``doctor --json``: every check as data on stdout, the failure line on stderr, exit 1."""
+    home = tmp_path / "home"
+    home.mkdir()
+    rc, out, err = await pressroom(home, "127.0.0.1:1", "doctor", "--json", "--timeout", "2",
+                                   "--deadline", "10")
+    assert rc == 1 and "Traceback" not in err
+    report = json.loads(out)
+    assert report["ok"] is False
+    assert {c["outcome"] for c in report["checks"]} <= {"ok", "warn", "fail", "skip"}
+    assert any(c["outcome"] == "fail" for c in report["checks"]), report
+    assert "check(s) failed" in err
