@@ -199,6 +199,7 @@ def web(
     """Serve the review console: jobs, drafts beside their evidence, what the model saw,
     and signed decisions (reviewers sign in with accounts from `pressroom reviewer add`)."""
     from webconsole.server import console_config, serve
+    from workflows.connection import where
 
     settings = _settings(ctx)
     if address:
@@ -207,7 +208,7 @@ def web(
                             secure_cookies=secure_cookies,
                             trusted_proxies=tuple(trusted_proxy or ("127.0.0.1", "::1")))
     console.print(f"review console on http://{host}:{port} (Temporal "
-                  f"{settings.temporal_address}, store {settings.store_url.split('://')[0]})",
+                  f"{where(settings)}, store {settings.store_url.split('://')[0]})",
                   highlight=False)
     _job_cmd(serve(settings, config), settings)
 
@@ -246,11 +247,12 @@ def worker(
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C or SIGTERM,
     then drains)."""
     from worker import run_worker, with_observability
+    from workflows.connection import where
 
     settings = with_observability(_with_roots(_settings(ctx), source_root, publish_root),
                                   metrics_port=metrics_port, tracing=tracing,
                                   log_format=log_format)
-    console.print(f"pressroom worker → {address or settings.temporal_address}, "
+    console.print(f"pressroom worker → {where(settings, address=address, namespace=namespace)}, "
                   f"queue {_queue(task_queue, settings)!r}")
     console.print("  source roots: " + ", ".join(map(str, settings.source_root_paths()))
                   + "\n  publish roots: " + ", ".join(map(str, settings.publish_root_paths())),

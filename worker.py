@@ -73,7 +73,7 @@ from settings import (
     parse_port,
 )
 from workflows import connection
-from workflows.connection import TlsFlags
+from workflows.connection import TlsFlags, where
 from workflows.errors import SearchAttributesMissing
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
@@ -333,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                                   tracing=args.tracing, log_format=args.log_format)
     for note in notes:
         print(f"pressroom worker: warning: {note}", file=sys.stderr, flush=True)
-    print(f"pressroom worker: {args.address or settings.temporal_address} "
+    print(f"pressroom worker: {where(settings, address=args.address, namespace=args.namespace)} "
           f"queue={args.task_queue or settings.task_queue}", flush=True)
     try:
         asyncio.run(run_worker(settings, address=args.address, namespace=args.namespace,

@@ -5,19 +5,12 @@ the review console (``webconsole.server``) and ``pressroom doctor`` all call
 ``resolve`` / ``connect`` here, so a cluster reached by one is reached by all — a plain
 dev server, a self-hosted cluster with mutual TLS, or Temporal Cloud with an API key.
 
-Precedence, for each option (first that is set wins):
-
-* address: ``--address`` > ``PRESSROOM_TEMPORAL_ADDRESS`` > ``TEMPORAL_ADDRESS`` > the
-  profile's ``address`` > ``localhost:7233``;
-* namespace: ``--namespace`` (``pressroom worker``) > ``PRESSROOM_TEMPORAL_NAMESPACE`` >
-  ``TEMPORAL_NAMESPACE`` > the profile's ``namespace`` > ``default``;
-* API key: ``TEMPORAL_API_KEY`` > the profile's ``api_key`` (no flag: a secret on a
-  command line is visible to every user of the machine);
-* TLS: ``pressroom worker --tls-cert/--tls-key/--tls-ca`` (any of them given) replace the
-  client certificate, key and CA > ``TEMPORAL_TLS_*`` > the profile's ``[tls]`` table.
-  TLS is on when an API key or any TLS file or option is set, unless ``TEMPORAL_TLS=false``
-  (or the profile's ``tls.disabled``) turns it off;
-* gRPC metadata: ``TEMPORAL_GRPC_META_*`` > the profile's ``grpc_meta``.
+The precedence between the flags, ``PRESSROOM_TEMPORAL_*``, Temporal's own ``TEMPORAL_*``
+variables and the TOML profile is written down once, in README.md ("Connecting to
+Temporal"); ``resolve`` implements it (tests/workflows/test_connection.py holds it to it).
+In short: a flag, then ``PRESSROOM_TEMPORAL_ADDRESS`` / ``_NAMESPACE``, then
+``TEMPORAL_*``, then the profile, then the defaults; the worker's ``--tls-*`` flags replace
+the TLS files; an API key turns TLS on, ``TEMPORAL_TLS=false`` turns it off.
 
 "The profile" is ``[profile.<TEMPORAL_PROFILE or default>]`` of Temporal's TOML
 configuration file (``TEMPORAL_CONFIG_FILE``, else ``~/.config/temporalio/temporal.toml``
@@ -61,7 +54,7 @@ from workflows.errors import TemporalUnavailable
 from workflows.temporal_config import DATA_CONVERTER
 
 __all__ = ["CONNECT_TIMEOUT", "ConnectionConfigError", "NamespaceNotFound", "Target",
-           "TlsFlags", "connect", "connect_target", "resolve"]
+           "TlsFlags", "connect", "connect_target", "resolve", "where"]
 
 #: Seconds a client waits for the server to answer before ``TemporalUnavailable``.
 CONNECT_TIMEOUT = 15.0
@@ -216,6 +209,18 @@ def resolve(settings: Settings, *, address: str | None = None, namespace: str | 
         security += " + API key"
     return Target(address=addr, namespace=ns, address_from=addr_from, namespace_from=ns_from,
                   security=security, kwargs=kwargs)
+
+
+def where(settings: Settings, *, address: str | None = None,
+          namespace: str | None = None) -> str:
+    """``HOST:PORT namespace 'NS' (TLS mode)`` for a banner; a configuration mistake is
+    not raised here (``connect`` says it, as one line), the banner then names the address
+    only."""
+    try:
+        target = resolve(settings, address=address, namespace=namespace)
+    except JobError:
+        return address or settings.temporal_address
+    return f"{target.address} namespace {target.namespace!r} ({target.security})"
 
 
 async def connect(settings: Settings, *, address: str | None = None,
