@@ -28,7 +28,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
+from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities import telemetry
 from contracts.job_spec import JobSpec
@@ -243,3 +244,35 @@ async def test_the_worker_command_serves_metrics_and_logs_json(
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_a_blocked_assembly_and_its_exclusions_are_counted_with_bounded_labels() -> None:
+    """``telemetry.record`` inside an activity context (``ActivityEnvironment``) on a real
+    SDK meter (a runtime with a metric buffer): a blocked assembly counts under its reason,
+    its exclusions under theirs; a value outside a bounded set is ``other``, never itself."""
+    buffer = MetricBuffer(1000)
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
+    env = ActivityEnvironment()
+    env.metric_meter = runtime.metric_meter
+    observation = {
+        "kind": "assembly", "start_ns": 1, "end_ns": 2, "job_id": "job-secret-id",
+        "step_id": "draft-3", "stage": "draft", "manifest_id": "m-1", "status": "blocked",
+        "blocked_reason": "required_evidence_missing", "input_tokens": None,
+        "exclusions": {"not_required": 2, "budget_evicted": 1, "made up by a model": 1},
+        "partition_tokens": {},
+    }
+    env.run(telemetry.record, [observation])
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for update in buffer.retrieve_updates():
+        labels = tuple(sorted((k, str(v)) for k, v in update.attributes.items()
+                              if k in ("stage", "status", "reason")))
+        key = (update.metric.name, labels)
+        seen[key] = seen.get(key, 0) + update.value
+    assert seen[("pressroom_assemblies", (("stage", "draft"), ("status", "blocked")))] == 1
+    assert seen[("pressroom_assemblies_blocked",
+                 (("reason", "required_evidence_missing"),))] == 1
+    assert seen[("pressroom_exclusions", (("reason", "not_required"),))] == 2
+    assert seen[("pressroom_exclusions", (("reason", "budget_evicted"),))] == 1
+    assert seen[("pressroom_exclusions", (("reason", "other"),))] == 1
+    assert not any("job-secret-id" in value or "made up" in value
+                   for _, labels in seen for _, value in labels)
