@@ -246,7 +246,7 @@ async def test_the_worker_command_serves_metrics_and_logs_json(
         proc.wait(timeout=60)
 
 
-def test_a_blocked_assembly_and_its_exclusions_are_counted_with_bounded_labels() -> None:
+async def test_a_blocked_assembly_and_its_exclusions_are_counted_with_bounded_labels() -> None:
     """``telemetry.record`` inside an activity context (``ActivityEnvironment``) on a real
     SDK meter (a runtime with a metric buffer): a blocked assembly counts under its reason,
     its exclusions under theirs; a value outside a bounded set is ``other``, never itself."""
