@@ -1,4 +1,6 @@
-"""Pressroom's settings: every ``PRESSROOM_*`` variable the product reads, parsed in one place.
+"""Pressroom's settings: every ``PRESSROOM_*`` variable the product reads, parsed in one place,
+and Temporal's own ``TEMPORAL_*`` client variables kept as read (``temporal_env``; only
+``workflows.connection`` interprets them, through ``temporalio.envconfig``).
 
 ``Settings.from_env(os.environ)`` runs once, in the entry points (``pressroom.py``'s and
 ``worker.py``'s ``main``), and the frozen result is passed down; nothing below them reads

@@ -62,7 +62,10 @@ class WorkerRunner(Protocol):
 async def _serve(run_worker: WorkerRunner, server: DevServer, settings: Settings,
                  task_queue: str, stop: asyncio.Event, ready: asyncio.Event,
                  helper_processes: int | None) -> None:
-    await run_worker(settings, address=server.address, task_queue=task_queue, ready=ready,
+    # the embedded server is local and plain: a Temporal Cloud API key, TLS files or namespace
+    # exported for other work (TEMPORAL_*) must not reach it
+    await run_worker(settings.model_copy(update={"temporal_env": {}}), address=server.address,
+                     task_queue=task_queue, ready=ready,
                      stop=stop, helper_processes=helper_processes)
 
 
@@ -239,7 +242,8 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
         web = None
         if tty and console_runner is not None:
             web = await stack.enter_async_context(console_runner(
-                settings.model_copy(update={"temporal_address": _server.address}),
+                settings.model_copy(update={"temporal_address": _server.address,
+                                            "temporal_env": {}}),
                 reviewer=DEMO_REVIEWER, key=key))
             console.print(f"review console [bold]{web.url}[/bold]\n  one-time sign-in "
                           f"{web.signin_url}\n  {DEMO_REVIEWER}'s password (signs a "

@@ -384,3 +384,29 @@ async def test_every_client_reaches_an_mtls_cluster(temporal_env: Any, tmp_path:
         for name in ("temporal server", "namespace", "search attributes", "worker"):
             assert lines[name][0] == "ok", out
         assert "1 worker(s)" in lines["worker"][1]
+
+
+@pytest.mark.temporal
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_embedded_dev_server_ignores_temporal_client_variables(
+        tmp_path: Path) -> None:
+    """`pressroom dev` / `demo` run their own plain local server: an API key, TLS files or a
+    namespace exported for a real cluster (TEMPORAL_*) must not stop their worker."""
+    import io
+
+    from rich.console import Console
+
+    from worker import run_worker
+    from workflows.embedded import embedded
+
+    home = tmp_path / "home"
+    home.mkdir()
+    settings = Settings.from_env({
+        "PRESSROOM_HOME": str(home), "TEMPORAL_API_KEY": "cloud-key",
+        "TEMPORAL_NAMESPACE": "cloud-ns", "TEMPORAL_TLS_CLIENT_CERT_PATH": "/nonexistent.pem",
+        "TEMPORAL_TLS_CLIENT_KEY_PATH": "/nonexistent.key"})
+    async with embedded(Console(file=io.StringIO()), settings, run_worker,
+                        db=home / "temporal.db", port=free_port(), headless=True,
+                        task_queue="pressroom-embedded-test", helper_processes=0) as (
+                            _server, client):
+        assert client.namespace == "default"  # the worker started (else embedded raised)
