@@ -410,3 +410,29 @@ async def test_the_embedded_dev_server_ignores_temporal_client_variables(
                         task_queue="pressroom-embedded-test", helper_processes=0) as (
                             _server, client):
         assert client.namespace == "default"  # the worker started (else embedded raised)
+
+
+@pytest.mark.temporal
+@pytest.mark.asyncio(loop_scope="session")
+async def test_an_unreachable_database_is_one_line(temporal_env: Any, tmp_path: Path,
+                                                   docs: Path) -> None:
+    """`pressroom run` with the store's PostgreSQL port closed: one line naming the server
+    (not the password), in bounded time, and no job started."""
+    import yaml
+
+    from tests.workflows.jobkit import job_dict, write_registry
+
+    address = temporal_env.client.service_client.config.target_host
+    home = tmp_path / "home"
+    env = {**_base_env(home), "TEMPORAL_ADDRESS": address,
+           "PRESSROOM_DATABASE_URL": f"postgresql+asyncpg://pressroom:hunter2@127.0.0.1:"
+                                     f"{free_port()}/pressroom"}
+    write_registry(home, "alice")
+    data = job_dict(tmp_path, docs)
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(yaml.safe_dump(data), encoding="utf-8")
+    rc, _out, err, took = await cli(env, "run", str(job_file))
+    one_line_error(rc, err, "cannot reach PostgreSQL at 127.0.0.1:")
+    assert "hunter2" not in err and took < BOUND
+    rc, _out, err, _took = await cli(env, "status", data["job_id"])
+    one_line_error(rc, err, f"no job {data['job_id']!r}")
