@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from temporalio.api.sdk.v1 import WorkflowMetadata
 
 from activities.runtime import ActivityRuntime
 from tests.waiting import wait_for
@@ -79,6 +80,9 @@ async def test_json_exit_codes_list_filters_every_stage_and_explain_flags(
         # the static summary is the question; current details name stage and status
         desc = await client.get_workflow_handle(acquire["job_id"]).describe()
         assert await desc.static_summary() == acquire["question"]
+        metadata = await client.get_workflow_handle(acquire["job_id"]).query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert metadata.current_details == "review: awaiting_review", metadata
 
         # list --json: one visibility query, filtered; Pressroom's status, not Temporal's
         async def listed(*flags: str) -> set[str]:
