@@ -280,7 +280,7 @@ def run(
 
     Every path the job names must lie inside the roots (the settings', plus JOB_FILE's
     folder); the worker checks again with its own. With --wait the exit code is the
-    job's (README.md, "Exit codes": 0 published, 3 blocked, 4 awaiting review, 5 ended
+    job's (README.md, "Scripting": 0 published, 3 blocked, 4 awaiting review, 5 ended
     unpublished, 6 needs an operator)."""
     from workflows import commands
 
@@ -299,7 +299,7 @@ def status(ctx: typer.Context, job: str,
            as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Show a job's status, stage, pending draft, manifests and receipt. Exit code: 0
     published or running, 3 blocked, 4 awaiting review, 5 ended unpublished, 6 needs an
-    operator (README.md, "Exit codes")."""
+    operator (README.md, "Scripting")."""
     from workflows import commands
 
     settings = _settings(ctx)

@@ -50,7 +50,7 @@ from workflows.visibility import PRESSROOM_STAGE, PRESSROOM_STATUS
 CLI_PRINCIPAL = "pressroom-cli"
 WAIT_STATES = {"awaiting_review", "blocked", "needs_operator"}
 
-# The exit codes of `pressroom status` and `pressroom run --wait` (README.md, "Exit codes"):
+# The exit codes of `pressroom status` and `pressroom run --wait` (README.md, "Scripting"):
 #: published, or still running (a state nobody needs to act on yet)
 EXIT_OK = 0
 #: an expected error (bad input, unknown job, Temporal unreachable): one line on stderr

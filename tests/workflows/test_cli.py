@@ -76,7 +76,7 @@ async def test_cli_run_review_status_explain(
     async with running_worker(temporal_env.client, runtime, task_queue):
         rc, out, err = await pressroom(home, address, "run", str(job_file), "--wait",
                                        "--task-queue", task_queue)
-        assert rc == 4, err  # awaiting review (README.md, "Exit codes")
+        assert rc == 4, err  # awaiting review (README.md, "Scripting")
         assert "awaiting_review" in out and "no worker is polling" not in out
         rc, _out, err = await pressroom(home, address, "run", str(job_file),
                                         "--task-queue", task_queue)

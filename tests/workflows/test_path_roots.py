@@ -337,7 +337,7 @@ async def test_a_real_worker_never_echoes_a_secret_bearing_policy(
             history = (await client.get_workflow_handle(spec.job_id).fetch_history()).to_json()
             assert leaked(history) == []
             rc, out, err = await pressroom(home, address, "status", spec.job_id)
-            assert rc == 5, err  # failed (README.md, "Exit codes")
+            assert rc == 5, err  # failed (README.md, "Scripting")
             assert "failed:" in out and leaked(out + err) == []
     finally:
         worker.terminate()
