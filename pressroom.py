@@ -227,6 +227,10 @@ def worker(
         None, min=1, max=65535, help="Serve Temporal's and Pressroom's metrics for Prometheus "
                                      "on 0.0.0.0:PORT/metrics (default: "
                                      "$PRESSROOM_METRICS_PORT, else none)."),
+    health_port: str | None = typer.Option(
+        None, metavar="[HOST:]PORT",
+        help="Serve GET /healthz and /readyz on PORT (127.0.0.1) or HOST:PORT, e.g. "
+             "0.0.0.0:8081 in a container (default: $PRESSROOM_HEALTH_PORT, else none)."),
     tracing: bool | None = typer.Option(
         None, "--tracing/--no-tracing", help="OpenTelemetry spans over OTLP/HTTP (default: "
                                             "$PRESSROOM_TRACING)."),
@@ -246,12 +250,17 @@ def worker(
 ) -> None:
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C or SIGTERM,
     then drains)."""
+    from settings import parse_health_address
     from worker import run_worker, with_observability
     from workflows.connection import where
 
+    try:
+        health_address = parse_health_address(health_port) if health_port else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--health-port") from None
     settings = with_observability(_with_roots(_settings(ctx), source_root, publish_root),
                                   metrics_port=metrics_port, tracing=tracing,
-                                  log_format=log_format)
+                                  log_format=log_format, health_address=health_address)
     console.print(f"pressroom worker → {where(settings, address=address, namespace=namespace)}, "
                   f"queue {_queue(task_queue, settings)!r}")
     console.print("  source roots: " + ", ".join(map(str, settings.source_root_paths()))

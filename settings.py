@@ -56,6 +56,7 @@ __all__ = [
     "fixtures_from_env",
     "home_from_env",
     "load",
+    "parse_health_address",
     "parse_helper_count",
     "parse_port",
 ]
@@ -101,8 +102,12 @@ DEFAULT_WORKER_DRAIN_SECONDS = 20.0
 #: The SQLite artifact store's file under the home directory.
 DB_FILENAME = "pressroom.db"
 
-# Observability (docs/architecture.md#observability): the worker reads these three.
+# Observability (docs/architecture.md#observability): the worker reads these four.
 METRICS_PORT = "PRESSROOM_METRICS_PORT"
+HEALTH_PORT = "PRESSROOM_HEALTH_PORT"
+#: The health endpoint's interface when its value is a bare port: loopback, so a worker on
+#: a laptop is not reachable from the network; containers give ``0.0.0.0:PORT``.
+DEFAULT_HEALTH_HOST = "127.0.0.1"
 TRACING = "PRESSROOM_TRACING"
 LOG_FORMAT = "PRESSROOM_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
@@ -210,6 +215,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(METRICS_PORT, "metrics_port", "unset: no metrics endpoint",
              "the worker serves Temporal's and Pressroom's metrics for Prometheus on "
              "`http://0.0.0.0:PORT/metrics`; `pressroom worker --metrics-port` overrides it"),
+    Variable(HEALTH_PORT, "health_address", "unset: no health endpoint",
+             "`PORT` or `HOST:PORT` (`[::]:PORT` for IPv6): the worker answers `GET /healthz` "
+             "(200 while its event loop runs) and `GET /readyz` (200 while it polls, 503 "
+             "before and while it drains) on it; a bare port binds `127.0.0.1` only, "
+             "containers use `0.0.0.0:PORT`; `pressroom worker --health-port` overrides it"),
     Variable(TRACING, "tracing", "off",
              "`on` (or `1`, `true`): the worker traces workflows, activities, assemblies and "
              "model calls with OpenTelemetry, exported over OTLP/HTTP (`OTEL_EXPORTER_OTLP_*`; "
@@ -300,6 +310,33 @@ def _metrics_port(environ: Mapping[str, str]) -> int | None:
         raise SettingsError(f"{METRICS_PORT}: {exc}") from None
 
 
+def _health_address(environ: Mapping[str, str]) -> tuple[str, int] | None:
+    raw = (environ.get(HEALTH_PORT) or "").strip()
+    if not raw:
+        return None
+    try:
+        return parse_health_address(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{HEALTH_PORT}: {exc}") from None
+
+
+def parse_health_address(raw: str) -> tuple[str, int]:
+    """``PORT`` (on ``DEFAULT_HEALTH_HOST``), ``HOST:PORT`` or ``[V6]:PORT`` as typed
+    (variable or ``--health-port``) into ``(host, port)``; ``ValueError`` naming what is
+    wrong."""
+    raw = raw.strip()
+    if ":" not in raw:
+        return DEFAULT_HEALTH_HOST, parse_port(raw)
+    host, _, port = raw.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"an IPv6 host goes in brackets ([::]:PORT), got {raw!r}")
+    if not host or any(c.isspace() or c in "[]/" for c in host):
+        raise ValueError(f"not HOST:PORT: {raw!r}")
+    return host, parse_port(port)
+
+
 def parse_port(raw: str) -> int:
     """A TCP port as typed (variable or ``--metrics-port``); ``ValueError`` naming what is
     wrong."""
@@ -388,6 +425,8 @@ class Settings(BaseModel):
     debug: bool = False
     #: The worker's Prometheus port (``None``: no endpoint).
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    #: Where the worker's health endpoint listens, ``(host, port)`` (``None``: none).
+    health_address: tuple[str, int] | None = None
     #: The worker traces with OpenTelemetry (``worker.tracing_interceptor``).
     tracing: bool = False
     #: How the worker logs: ``text`` or ``json`` (``activities.telemetry``).
@@ -421,6 +460,7 @@ class Settings(BaseModel):
                               if (raw := _text(environ, ATTESTATION_KEYS)) else None),
             debug=_text(environ, DEBUG) is not None,
             metrics_port=_metrics_port(environ),
+            health_address=_health_address(environ),
             tracing=_switch(environ, TRACING),
             log_format=_log_format(environ),
             temporal_env={name: value for name, value in environ.items()

@@ -15,6 +15,12 @@ Then the helper processes are closed (one still busy with a handed-back attempt 
 and the process exits 0. ``--identity`` names the worker in the server's histories
 (default ``<pid>@<host>``).
 
+Health: with ``PRESSROOM_HEALTH_PORT`` / ``--health-port`` (``PORT`` on 127.0.0.1, or
+``HOST:PORT``) it serves ``GET /healthz`` (200 while its event loop answers) and
+``GET /readyz`` (200 only while it polls: client connected, store opened at start, Worker
+started; 503 before that and from SIGTERM/SIGINT on, while it drains) —
+``workflows.health``.
+
 Context assembly (and a draft by a CPU-bound provider such as ``extractive``) runs in
 helper processes (``activities.offload``): one by default on a machine with more than one
 core, none on a single core (a helper there only adds hand-offs); ``--helper-processes 0``
@@ -60,6 +66,7 @@ from settings import (
     ATTESTATION_KEYS,
     DEFAULT_NAMESPACE,
     DEFAULT_TASK_QUEUE,
+    HEALTH_PORT,
     HELPER_PROCESSES,
     LOG_FORMATS,
     METRICS_PORT,
@@ -69,12 +76,14 @@ from settings import (
     Settings,
     SettingsError,
     load,
+    parse_health_address,
     parse_helper_count,
     parse_port,
 )
 from workflows import connection
 from workflows.connection import TlsFlags, where
 from workflows.errors import SearchAttributesMissing
+from workflows.health import HealthServer, HealthState, start_health_server
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
@@ -165,10 +174,12 @@ def otlp_tracer() -> Any:
 
 
 def with_observability(settings: Settings, *, metrics_port: int | None = None,
-                       tracing: bool | None = None, log_format: str | None = None) -> Settings:
+                       tracing: bool | None = None, log_format: str | None = None,
+                       health_address: tuple[str, int] | None = None) -> Settings:
     """``settings`` with the flags that were given (``None``: the setting stays)."""
     update: dict[str, Any] = {key: value for key, value in (
-        ("metrics_port", metrics_port), ("tracing", tracing), ("log_format", log_format))
+        ("metrics_port", metrics_port), ("tracing", tracing), ("log_format", log_format),
+        ("health_address", health_address))
         if value is not None}
     return settings.model_copy(update=update) if update else settings
 
@@ -264,31 +275,74 @@ async def run_worker(settings: Settings, *, address: str | None = None,
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
     observe(settings)  # logs, metrics endpoint, tracing: before the client connects
-    client = await connection.connect(settings, address=address, namespace=namespace,
-                                      tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca))
-    await register_search_attributes(client)
-    runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
-                            roots=PathRoots.of(settings),
-                            helper_processes=helpers, attestation=attestation)
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, _draining, sig, stop, drain)
-        except (NotImplementedError, RuntimeError):  # not the main thread
-            pass
+    health = HealthState()
+    server = await start_health(settings.health_address, health)
     try:
-        async with build_worker(client, runtime, task_queue=task_queue or settings.task_queue,
-                                drain_seconds=drain, identity=identity):
-            if ready is not None:
-                ready.set()
-            await stop.wait()
-        print("pressroom worker: drained; closing helper processes", flush=True)
+        client = await connection.connect(settings, address=address, namespace=namespace,
+                                          tls=TlsFlags(cert=tls_cert, key=tls_key, ca=tls_ca))
+        await register_search_attributes(client)
+        runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
+                                roots=PathRoots.of(settings),
+                                helper_processes=helpers, attestation=attestation)
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, _draining, sig, stop, drain, health)
+            except (NotImplementedError, RuntimeError):  # not the main thread
+                pass
+        try:
+            if server is not None:
+                health.store_ok = await _store_opens(runtime)
+            async with build_worker(client, runtime,
+                                    task_queue=task_queue or settings.task_queue,
+                                    drain_seconds=drain, identity=identity):
+                health.started = True
+                if ready is not None:
+                    ready.set()
+                await stop.wait()
+                health.draining = True  # also when ``stop`` was set by the caller
+            print("pressroom worker: drained; closing helper processes", flush=True)
+        finally:
+            await runtime.close()
     finally:
-        await runtime.close()
+        if server is not None:
+            await server.close()
 
 
-def _draining(sig: signal.Signals, stop: asyncio.Event, drain: float) -> None:
+async def start_health(address: tuple[str, int] | None,
+                       state: HealthState) -> HealthServer | None:
+    """The health endpoint on ``address`` (``workflows.health``), or ``None`` when unset; a
+    port that cannot be bound is a ``JobError`` naming it."""
+    if address is None:
+        return None
+    host, port = address
+    try:
+        server = await start_health_server(state, host, port)
+    except OSError as exc:
+        raise JobError(f"{HEALTH_PORT}: cannot listen on {host}:{port}: "
+                       f"{exc.strerror or exc}") from None
+    print(f"pressroom worker: health endpoint on {host}:{server.port} (/healthz, /readyz)",
+          flush=True)
+    return server
+
+
+async def _store_opens(runtime: ActivityRuntime) -> bool:
+    """Open the store once before polling (it would be on the first activity anyway), for
+    ``/readyz``; a failure is one warning line without the URL, and the worker runs on
+    (not ready) as it did before the endpoint existed."""
+    try:
+        await runtime.store()
+    except Exception as exc:
+        print(f"pressroom worker: warning: the store could not be opened "
+              f"({type(exc).__name__}); /readyz answers 503", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
+def _draining(sig: signal.Signals, stop: asyncio.Event, drain: float,
+              health: HealthState) -> None:
+    health.draining = True  # /readyz says 503 from now on
     if not stop.is_set():
         print(f"pressroom worker: {sig.name}: draining — polling stopped, running activities "
               f"get {drain:g} s, then are handed back", flush=True)
@@ -319,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--metrics-port", type=_port, default=None,
                         help="serve Temporal's and Pressroom's metrics for Prometheus on "
                              f"0.0.0.0:PORT/metrics (default: ${METRICS_PORT}, else none)")
+    parser.add_argument("--health-port", type=_health, default=None, metavar="[HOST:]PORT",
+                        help="serve GET /healthz and /readyz on PORT (127.0.0.1) or "
+                             f"HOST:PORT (default: ${HEALTH_PORT}, else none)")
     parser.add_argument("--tracing", action=argparse.BooleanOptionalAction, default=None,
                         help="OpenTelemetry spans over OTLP/HTTP (default: $PRESSROOM_TRACING)")
     parser.add_argument("--log-format", choices=LOG_FORMATS, default=None,
@@ -330,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.exit(2, f"pressroom worker: {exc}\n")
     settings = settings.with_roots(sources=args.source_root, publish=args.publish_root)
     settings = with_observability(settings, metrics_port=args.metrics_port,
-                                  tracing=args.tracing, log_format=args.log_format)
+                                  tracing=args.tracing, log_format=args.log_format,
+                                  health_address=args.health_port)
     for note in notes:
         print(f"pressroom worker: warning: {note}", file=sys.stderr, flush=True)
     print(f"pressroom worker: {where(settings, address=args.address, namespace=args.namespace)} "
@@ -354,6 +412,13 @@ def _port(raw: str) -> int:
         return parse_port(raw)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+def _health(raw: str) -> tuple[str, int]:
+    try:
+        return parse_health_address(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
 
 def _count(raw: str) -> int:
     try:

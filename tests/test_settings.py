@@ -77,6 +77,9 @@ def test_unrelated_variables_are_ignored() -> None:
     ("PRESSROOM_DEBUG", "1", "debug", True),
     ("PRESSROOM_DEBUG", "0", "debug", True),  # any non-empty value, as before
     ("PRESSROOM_METRICS_PORT", " 9464 ", "metrics_port", 9464),
+    ("PRESSROOM_HEALTH_PORT", "8081", "health_address", ("127.0.0.1", 8081)),
+    ("PRESSROOM_HEALTH_PORT", " 0.0.0.0:8081 ", "health_address", ("0.0.0.0", 8081)),
+    ("PRESSROOM_HEALTH_PORT", "[::]:8081", "health_address", ("::", 8081)),
     ("PRESSROOM_TRACING", "on", "tracing", True),
     ("PRESSROOM_TRACING", "0", "tracing", False),
     ("PRESSROOM_LOG_FORMAT", "JSON", "log_format", "json"),
@@ -190,6 +193,9 @@ def test_both_database_names_disagreeing_is_refused() -> None:
     ("PRESSROOM_WORKER_DRAIN_SECONDS", "later", "must be a number of seconds, got 'later'"),
     ("PRESSROOM_SOURCE_ROOTS", f"/srv/docs{os.pathsep}docs", "not an absolute path: 'docs'"),
     ("PRESSROOM_PUBLISH_ROOTS", "published", "not an absolute path: 'published'"),
+    ("PRESSROOM_HEALTH_PORT", "http", "not a port number: 'http'"),
+    ("PRESSROOM_HEALTH_PORT", "0.0.0.0:70000", "a port is 1 to 65535, got 70000"),
+    ("PRESSROOM_HEALTH_PORT", ":::8081", "an IPv6 host goes in brackets"),
 ])
 def test_a_bad_value_is_one_line_naming_the_variable(variable: str, raw: str,
                                                      message: str) -> None:
