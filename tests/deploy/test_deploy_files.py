@@ -93,9 +93,36 @@ def pod_spec(doc: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def declared_port(container: dict[str, Any], port: int | str) -> int | None:
+    """The container port a probe's ``port`` (a number or a port's name) names, when the
+    container declares it."""
+    for declared in container.get("ports", []):
+        if port in (declared["containerPort"], declared.get("name")):
+            number: int = declared["containerPort"]
+            return number
+    return None
+
+
+def probe_complaints(container: dict[str, Any]) -> list[str]:
+    """The worker's readiness probe is ``httpGet /readyz`` and its liveness probe (if any)
+    ``httpGet /healthz``, each on a port the container declares."""
+    complaints = []
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        if probe not in container:
+            if probe == "readinessProbe":
+                complaints.append("worker has no readiness probe")
+            continue
+        http = container[probe].get("httpGet")
+        if http is None or http.get("path") != path:
+            complaints.append(f"worker {probe} is not httpGet {path}")
+        elif declared_port(container, http.get("port", 0)) is None:
+            complaints.append(f"worker {probe} port {http.get('port')} is not declared")
+    return complaints
+
+
 def workload_complaints(doc: dict[str, Any]) -> list[str]:
     """A Deployment's or Job's pod runs non-root with limits on every container; a
-    Deployment's worker has a readiness probe."""
+    Deployment's worker has a readiness probe on ``/readyz`` (``probe_complaints``)."""
     complaints = []
     spec = pod_spec(doc)
     pod_security = spec.get("securityContext", {})
@@ -116,8 +143,8 @@ def workload_complaints(doc: dict[str, Any]) -> list[str]:
         for part in ("requests", "limits"):
             if not {"cpu", "memory"} <= set(resources.get(part, {})):
                 complaints.append(f"{name}: no cpu/memory {part}")
-    if doc["kind"] == "Deployment" and "readinessProbe" not in spec["containers"][0]:
-        complaints.append("worker has no readiness probe")
+    if doc["kind"] == "Deployment":
+        complaints += probe_complaints(spec["containers"][0])
     return complaints
 
 
@@ -136,6 +163,45 @@ def test_workload_check_can_fail() -> None:
     assert set(workload_complaints(broken)) == {
         "pod securityContext.runAsUser is root or unset", "attestation-key: runs as root",
         "worker: runs as root", "worker: no cpu/memory limits", "worker has no readiness probe"}
+
+
+def test_probe_check_can_fail() -> None:
+    broken = copy.deepcopy(deployment())
+    worker = pod_spec(broken)["containers"][0]
+    worker["readinessProbe"] = {"exec": {"command": ["python", "healthcheck.py"]}}
+    worker["livenessProbe"]["httpGet"]["path"] = "/readyz"
+    assert set(probe_complaints(worker)) == {"worker readinessProbe is not httpGet /readyz",
+                                             "worker livenessProbe is not httpGet /healthz"}
+    worker["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "healthz"}}
+    del worker["livenessProbe"]
+    assert probe_complaints(worker) == ["worker readinessProbe port healthz is not declared"]
+
+
+def test_the_probes_reach_the_port_the_worker_listens_on() -> None:
+    """The ConfigMap's PRESSROOM_HEALTH_PORT / PRESSROOM_METRICS_PORT are what the worker
+    reads (settings.py) and the ports the container declares; the probes use them."""
+    from settings import Settings
+
+    config = next(doc for _, doc in DOCS if doc["kind"] == "ConfigMap")["data"]
+    settings = Settings.from_env(config)
+    assert settings.health_address == ("0.0.0.0", 8081)
+    worker = pod_spec(deployment())["containers"][0]
+    ports = {p["name"]: p["containerPort"] for p in worker["ports"]}
+    assert ports == {"health": 8081, "metrics": settings.metrics_port}
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert declared_port(worker, worker[probe]["httpGet"]["port"]) == 8081
+    # liveness is the generous one: a restart needs minutes of silence, not seconds
+    live = worker["livenessProbe"]
+    assert live["periodSeconds"] * live["failureThreshold"] >= 120
+
+
+def test_the_network_policy_lets_prometheus_scrape_the_metrics_port_only() -> None:
+    policy = next(doc for _, doc in DOCS if doc["kind"] == "NetworkPolicy")
+    metrics = int(next(doc for _, doc in DOCS if doc["kind"] == "ConfigMap")
+                  ["data"]["PRESSROOM_METRICS_PORT"])
+    rules = policy["spec"]["ingress"]
+    assert [[p["port"] for p in rule["ports"]] for rule in rules] == [[metrics]]
+    assert all(rule["from"] for rule in rules)  # from Prometheus, not from anywhere
 
 
 def references(doc: dict[str, Any]) -> Iterator[tuple[str, str, str | None, bool]]:
@@ -506,6 +572,10 @@ def test_dockerfile_health_check_script_is_copied_and_exists() -> None:
     assert healthchecks and "/usr/local/lib/pressroom/healthcheck.py" in healthchecks[0]
     assert any(i == "COPY" and "deploy/healthcheck.py" in a for i, a in final)
     assert (DEPLOY / "healthcheck.py").is_file()
+    # the image turns the endpoint on, on every interface, and the script asks it
+    env = " ".join(a for i, a in final if i == "ENV")
+    assert "PRESSROOM_HEALTH_PORT=0.0.0.0:8081" in env
+    assert ("EXPOSE", "8081") in final
 
 
 def dockerignore_excludes(text: str, path: str) -> bool:
@@ -589,3 +659,39 @@ def test_healthcheck_passes_when_dependencies_listen_and_fails_when_not() -> Non
     # a SQLite store has no server to reach
     assert [t[0] for t in health.targets({"PRESSROOM_DATABASE_URL": "sqlite+aiosqlite:///x"})] \
         == ["Temporal frontend"]
+
+
+@pytest.mark.parametrize(("value", "url"), [
+    (None, None), ("8081", "http://127.0.0.1:8081/readyz"),
+    ("0.0.0.0:8081", "http://127.0.0.1:8081/readyz"), ("[::]:9000", "http://[::1]:9000/readyz"),
+    ("10.0.0.5:8081", "http://10.0.0.5:8081/readyz")])
+def test_healthcheck_asks_the_endpoint_the_worker_serves(value: str | None,
+                                                         url: str | None) -> None:
+    env = {} if value is None else {"PRESSROOM_HEALTH_PORT": value}
+    assert healthcheck_module().readyz_url(env) == url
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_healthcheck_passes_only_while_readyz_answers_200() -> None:
+    import asyncio
+
+    from workflows.health import HealthState, start_health_server
+
+    health = healthcheck_module()
+    state = HealthState()
+    server = await start_health_server(state, "127.0.0.1", 0)
+    env = {"PRESSROOM_HEALTH_PORT": f"127.0.0.1:{server.port}",
+           # the endpoint decides: an unreachable Temporal is not asked
+           "PRESSROOM_TEMPORAL_ADDRESS": f"127.0.0.1:{closed_port()}"}
+    try:
+        assert await asyncio.to_thread(health.check, env) == [
+            "worker not ready: /readyz answered 503"]
+        state.started = True
+        assert await asyncio.to_thread(health.check, env) == []
+        state.draining = True
+        assert await asyncio.to_thread(health.check, env) == [
+            "worker not ready: /readyz answered 503"]
+    finally:
+        await server.close()
+    failures = await asyncio.to_thread(health.check, env, 2)
+    assert len(failures) == 1 and "unreachable" in failures[0]
