@@ -169,6 +169,36 @@ async def test_readyz_turns_503_while_a_sigtermed_worker_drains(
         print(log.read_text(encoding="utf-8", errors="replace")[-4000:] if log.exists() else "")
 
 
+@pytest.mark.temporal
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_store_that_cannot_be_opened_at_start_keeps_readyz_at_503(
+        temporal_env: WorkflowEnvironment, task_queue: str, tmp_path: Path) -> None:
+    pytest.importorskip("asyncpg")
+    address = temporal_env.client.service_client.config.target_host
+    log = tmp_path / "worker.log"
+    port = free_port()
+    secret = "s3cret-password"
+    store = f"postgresql+asyncpg://pressroom:{secret}@127.0.0.1:{free_port()}/pressroom"
+    proc = start_worker_process({}, address, task_queue, store, log,
+                                args=["--health-port", str(port)])  # bare port: loopback
+    try:
+        await wait_for(lambda: "store could not be opened" in log.read_text(errors="replace"),
+                       45, "the worker's warning about the store")
+        await wait_for(lambda: _answers(port, "/healthz", 200), 15, "/healthz answering 200")
+        assert await get(port, "/readyz") == (503, b"not ready\n")
+        proc.send_signal(signal.SIGTERM)
+        code = await wait_for(lambda: proc.poll() is not None and (proc.returncode,),
+                              MARGIN, "the worker exiting")
+        assert code == (0,), log.read_text(errors="replace")
+        text = log.read_text(encoding="utf-8", errors="replace")
+        assert secret not in text and "127.0.0.1:" + str(port) in text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
 async def _answers(port: int, path: str, status: int) -> bool:
     got = await get(port, path)
     return got is not None and got[0] == status
