@@ -38,9 +38,9 @@ PINNED: dict[str, list[str]] = {
                    "create_app"],
     "settings": [
         "DB_FILENAME", "DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE",
-        "DEFAULT_WORKER_GRACE_SECONDS", "DEPRECATED_NAMES", "VARIABLES", "Settings",
-        "SettingsError", "Variable", "fixtures_from_env", "home_from_env", "load",
-        "parse_helper_count",
+        "DEFAULT_WORKER_DRAIN_SECONDS", "DEFAULT_WORKER_GRACE_SECONDS", "DEPRECATED_NAMES",
+        "VARIABLES", "Settings", "SettingsError", "Variable", "fixtures_from_env",
+        "home_from_env", "load", "parse_health_address", "parse_helper_count", "parse_port",
     ],
 }
 
