@@ -109,11 +109,15 @@ async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
 
 def build_worker(client: Client, runtime: ActivityRuntime, *,
                  task_queue: str = DEFAULT_TASK_QUEUE, max_concurrent_activities: int = 100,
-                 drain_seconds: float = 5.0, identity: str | None = None,
+                 drain_seconds: float = 0.0, identity: str | None = None,
                  **extra: Any) -> Worker:
     """The Pressroom worker on ``task_queue``; on shutdown its running activities get
     ``drain_seconds`` to finish before they are cancelled (and handed back); ``identity``
-    names it in histories (``None``: the client's, ``<pid>@<host>``)."""
+    names it in histories (``None``: the client's, ``<pid>@<host>``).
+
+    ``drain_seconds`` defaults to 0 (cancel at once, the SDK's own default): a worker built
+    in-process is stopped by its owner, who decides; ``run_worker`` — every worker process —
+    passes ``PRESSROOM_WORKER_DRAIN_SECONDS``."""
     return Worker(
         client,
         task_queue=task_queue,

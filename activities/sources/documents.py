@@ -81,15 +81,16 @@ def document_files(path: str, roots: PathRoots) -> tuple[bool, FolderListing]:
         return True, FolderListing(files={located.real.name: located})
     if kind != "folder":
         raise PathRefused(f"document path {path} is a {kind}, not a file or folder; not read")
-    return False, list_folder(located, roots, suffixes=SUFFIXES, max_bytes=MAX_FILE_BYTES)
+    return False, list_folder(located, roots, suffixes=SUFFIXES, max_bytes=MAX_FILE_BYTES,
+                              max_files=MAX_FILES)
 
 
 def _files(path: str, roots: PathRoots) -> tuple[bool, FolderListing]:
     single, listing = document_files(path, roots)
     if not listing.files and not listing.excluded:
         raise NothingToRetrieve(f"no {'/'.join(SUFFIXES)} documents under {path}")
-    if len(listing.files) > MAX_FILES:
-        raise RetrievalFailed(f"{len(listing.files)} documents under {path}; the limit is "
+    if listing.over_limit or len(listing.files) > MAX_FILES:
+        raise RetrievalFailed(f"more than {MAX_FILES} documents under {path}; the limit is "
                               f"{MAX_FILES}")
     return single, listing
 

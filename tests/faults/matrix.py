@@ -99,11 +99,13 @@ def _kill_cells() -> list[Cell]:
 
 
 KILL_CELLS = _kill_cells()
-#: the kill cells of the default (CI) run: an Update in flight, a multi-write activity
-#: killed half way, a tool's side effect stored but not reported, the irreversible step
-#: done but not reported (tests/workflows/test_crash.py covers seven more points)
-DEFAULT_KILL_CELLS = ("kill:record_review_before_write", "kill:research_between_writes",
-                      "kill:run_tool_after_write", "kill:publish_after_receipt")
+#: the kill cells of the default (CI) run: a tool's side effect stored but not reported,
+#: and the irreversible step done but not reported. Two more (an Update in flight, a
+#: multi-write activity killed half way) ran here until CI passed 20 minutes; they run
+#: with ``PRESSROOM_FAULTS=full``, and tests/workflows/test_crash.py (seven pause points),
+#: tests/scale (a worker SIGKILLed mid-run) and tests/workflows/test_drain.py kill workers
+#: in CI as well
+DEFAULT_KILL_CELLS = ("kill:run_tool_after_write", "kill:publish_after_receipt")
 #: the other cells of the default run
 DEFAULT_OTHER_CELLS = ("server_restart", "postgres_restart", "store_disk_full")
 

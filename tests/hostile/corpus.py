@@ -354,7 +354,7 @@ def _fifty_mb(tmp: Path) -> None:
 
 
 @entry("source-100000-files", "a document folder of 100,000 files",
-       "retrieval_failed naming the count and the limit (500), in seconds, nothing read")
+       "retrieval_failed naming the limit (500); the listing stops at file 501, nothing read")
 def _many(tmp: Path) -> None:
     from context.vocabulary import AcquisitionOutcome
     from contracts.source_specs import DocumentSourceSpec
@@ -365,7 +365,7 @@ def _many(tmp: Path) -> None:
         os.close(os.open(folder / f"f{i}.md", os.O_CREAT | os.O_WRONLY))
     r = _acquire(tmp, DocumentSourceSpec(name="d", path=str(folder)))
     assert r.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
-    assert "100000 documents" in (r.reason or "") and "limit is 500" in (r.reason or "")
+    assert "more than 500 documents" in (r.reason or "") and "limit is 500" in (r.reason or "")
 
 
 @entry("source-non-utf8-file-name", "a document whose file name is not UTF-8 (b'bad\\xff.md')",

@@ -17,7 +17,7 @@ matrix's read-back, ``tests.faults.matrix.inspect_job``, which also replays each
 every activity ran in one of the three workers, all three ran some, and the killed worker's
 tool calls were retried on the survivors. The table of who ran what is printed.
 
-Size: ``PRESSROOM_SCALE=full`` runs 30 jobs (about 3 minutes on 2 cores); by default 9
+Size: ``PRESSROOM_SCALE=full`` runs 30 jobs (about 3 minutes on 2 cores); by default 6
 (under a minute), which keeps CI's time.
 """
 
@@ -61,7 +61,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.temporal, pytest.mark.slow,
 
 SCALE_ENV = "PRESSROOM_SCALE"
 FULL = os.environ.get(SCALE_ENV, "").strip().lower() == "full"
-JOBS = 30 if FULL else 9
+JOBS = 30 if FULL else 6
 WORKERS = ("doomed", "w1", "w2")
 #: a job's deadline from its start to its end, on a loaded two-core machine
 JOB_DEADLINE = 420.0 if FULL else 240.0
