@@ -24,22 +24,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict context artifacts contracts activities workflows evals webconsole pressroom.py worker.py settings.py
 
-# The suite runs as two pytest processes at once — most tests wait on Temporal, processes
-# and timers, not on the CPU, and one process in a row took CI past 20 minutes. The side
-# shard holds the folders that start their own servers and processes and touch no shared
-# PostgreSQL database (the fault matrix, the scale test, the review console and its
-# browser); everything else runs beside it. The side shard's output is printed after it
-# ends (also in reports/pytest-side.log); either shard failing fails the target.
-SIDE_SHARD := tests/faults tests/scale tests/webconsole
-
+# The suite runs as parallel pytest processes (tests/run_suite.sh says which and why).
 pytest: $(STAMP)
-	@mkdir -p reports
-	@$(BIN)/python -m pytest $(SIDE_SHARD) > reports/pytest-side.log 2>&1 & side=$$!; \
-	$(BIN)/python -m pytest $(addprefix --ignore=,$(SIDE_SHARD)); main=$$?; \
-	wait $$side; side_status=$$?; \
-	echo "==== side shard: $(SIDE_SHARD) ===="; cat reports/pytest-side.log; \
-	echo "==== main shard exit $$main, side shard exit $$side_status ===="; \
-	test $$main -eq 0 && test $$side_status -eq 0
+	PYTHON=$(BIN)/python bash tests/run_suite.sh
 
 test: lint typecheck pytest
 
