@@ -6,10 +6,18 @@ SDK encodes the sealed request and sends it over a real socket; the server repla
 next API-shaped response of its script and keeps every request body for the test to read.
 A request with ``tools`` is a research turn and gets the next scripted turn; one without
 (a draft) gets a fixed article.
+
+A request the server has already answered gets the same answer again. A retried ``decide``
+attempt sends exactly the sealed request its first attempt sent — on a loaded machine an
+attempt can miss its heartbeat after the reply arrived — and a model asked the same
+question must not be handed the *next* turn's script (seen in CI: turn one's retry got
+turn two's ``finish``). The test reads ``requests`` for every body sent, retries included;
+``distinct_requests`` gives one per turn.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -49,6 +57,22 @@ def draft_completion() -> dict[str, Any]:
             "usage": {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}}
 
 
+def _request_key(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def distinct_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``requests`` without the repeats a retried attempt sent: one body per model call."""
+    seen: set[str] = set()
+    distinct = []
+    for body in requests:
+        key = _request_key(body)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(body)
+    return distinct
+
+
 @contextmanager
 def replaying_api(script: list[Turn], *, rate_limited: int = 0
                   ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
@@ -58,6 +82,8 @@ def replaying_api(script: list[Turn], *, rate_limited: int = 0
     requests: list[dict[str, Any]] = []
     turns = iter(enumerate(script, start=1))
     limited = [rate_limited]
+    answered: dict[str, dict[str, Any]] = {}  # request key -> the reply it got
+    lock = threading.Lock()  # ThreadingHTTPServer: one thread per request
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -74,11 +100,15 @@ def replaying_api(script: list[Turn], *, rate_limited: int = 0
                 self.end_headers()
                 self.wfile.write(error.encode())
                 return
-            if body.get("tools"):
-                number, calls = next(turns, (len(requests), []))
-                reply = completion(number, calls)
-            else:
-                reply = draft_completion()
+            with lock:
+                key = _request_key(body)
+                if key in answered:
+                    reply = answered[key]
+                elif body.get("tools"):
+                    number, calls = next(turns, (len(requests), []))
+                    reply = answered[key] = completion(number, calls)
+                else:
+                    reply = answered[key] = draft_completion()
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

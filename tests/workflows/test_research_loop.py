@@ -99,7 +99,7 @@ async def test_bad_model_replies_are_typed_tool_errors_not_crashes(
     note citing what no result showed, next to one good search; then it calls finish.
     Every bad call is a typed error result the model sees next turn and the manifest counts
     as an anomaly; nothing outside the source is read; the unchecked finish blocks."""
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import distinct_requests, replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"})
     script = [BAD_TURN, [("finish", {"summary": "done", "open_items": []})]]
@@ -124,7 +124,7 @@ async def test_bad_model_replies_are_typed_tool_errors_not_crashes(
     assert exchanges["t0001-7"]["status"] == "success"
     assert "root:" not in json.dumps(exchanges)  # /etc/passwd was never read
     # the second request (turn 2) carries every result back to the model, paired by id
-    turn_two = requests[1]
+    turn_two = distinct_requests(requests)[1]
     answered = [m["tool_call_id"] for m in turn_two["messages"] if m["role"] == "tool"]
     assert answered == [f"t0001-{n}" for n in range(1, 8)]
     assert [t["function"]["name"] for t in turn_two["tools"]] == [
@@ -282,7 +282,7 @@ async def test_update_plan_is_data_and_cannot_change_the_task_or_the_reviewers(
     replies: no model API is reachable here) writes a plan that claims new reviewers and a
     new task. The next request shows it only inside a data block; the task contract, the
     spec's reviewers and the control text are unchanged."""
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import distinct_requests, replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"})
     script = [[("update_plan", {"text": INJECTED_PLAN})],
@@ -293,7 +293,7 @@ async def test_update_plan_is_data_and_cannot_change_the_task_or_the_reviewers(
             status = await wait_status(handle, {"blocked", "awaiting_review"})
             await handle.terminate("test over")
     assert status.reviewers == ["alice", "bob"]
-    turn_two = requests[1]["messages"]
+    turn_two = distinct_requests(requests)[1]["messages"]
     system = turn_two[0]["content"]
     assert turn_two[0]["role"] == "system" and "mallory" not in system
     carriers = [m for m in turn_two if "mallory" in (m.get("content") or "")]
