@@ -364,12 +364,3 @@ async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str
             reason=attrs.get(PRESSROOM_REASON) or None,
             started_at=wf.start_time, closed_at=wf.close_time))
     return jobs
-
-
-async def list_jobs(client: Client, limit: int = 50) -> list[JobView]:
-    views = []
-    query = f"WorkflowType='{WORKFLOW_TYPE}'"
-    async for wf in client.list_workflows(query, limit=limit):
-        status = wf.status.name if wf.status else "RUNNING"
-        views.append(JobView(job_id=wf.id, execution=status, started=wf.start_time))
-    return views

@@ -107,6 +107,38 @@ async def test_requests_are_answered_with_status_words_only(
     assert await get(port, "/healthz") is None
 
 
+@pytest.mark.asyncio(loop_scope="session")
+async def test_connections_beyond_the_cap_are_closed_unanswered_and_the_cap_frees_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MAX_CONNECTIONS`` silent connections hold every slot: one more is closed without
+    an answer (a flood cannot queue work on the worker's loop); once they hang up, requests
+    are answered again."""
+    monkeypatch.setattr(health, "READ_TIMEOUT_SECONDS", 30.0)  # the holders outlast the test
+    server = await health.start_health_server(health.HealthState(), "127.0.0.1", 0)
+    port = server.port
+    holders: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(health.MAX_CONNECTIONS):
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /healthz HTTP/1.1\r\n")  # a head that never ends
+            await writer.drain()
+            holders.append(writer)
+        await wait_for(lambda: server._open == health.MAX_CONNECTIONS, 10, "every slot held")
+        try:  # over the cap: hung up on (a reset when the request was still unread)
+            assert await get(port, "/healthz") == (0, b"")
+        except ConnectionResetError:
+            pass
+        for writer in holders:
+            writer.close()
+        holders.clear()
+        await wait_for(lambda: server._open == 0, 10, "the slots freed")
+        assert await get(port, "/healthz") == (200, b"ok\n")
+    finally:
+        for writer in holders:
+            writer.close()
+        await server.close()
+
+
 # --- a real worker process -----------------------------------------------------------------
 
 
