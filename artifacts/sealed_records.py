@@ -41,6 +41,7 @@ __all__ = [
     "get_receipt",
     "json_hash",
     "latest_checkpoint",
+    "manifest_summaries",
     "put_checkpoint",
     "put_manifest",
     "put_receipt",
@@ -177,6 +178,26 @@ def get_manifest(tx: Tx, manifest_id: str, *, principal: Principal) -> dict[str,
         else:
             body["actual_input_tokens"] = row[2]
     return body
+
+
+def manifest_summaries(tx: Tx, run_id: str, *, principal: Principal) -> list[dict[str, Any]]:
+    """Every manifest of ``run_id`` visible to ``principal`` as its indexed columns only
+    (``manifest_id``, ``step_id``, ``status``, ``created_at``), oldest first.
+
+    For listings: a manifest body holds the whole serialized request (up to the model's
+    window, megabytes), so a page listing a long research loop's 200 steps must not read and
+    re-hash every body. Nothing here is verified — open one with ``get_manifest`` for that.
+    """
+    check_identifier(run_id, "run_id")
+    principal = check_principal(principal)
+    rows = tx.all(
+        "SELECT manifest_id, step_id, status, created_at FROM manifests "
+        "WHERE run_id = :run AND tenant = :tenant AND project = :project "
+        "ORDER BY created_at, manifest_id",
+        {"run": run_id, "tenant": principal.tenant, "project": principal.project},
+    )
+    return [{"manifest_id": row[0], "step_id": row[1], "status": row[2],
+             "created_at": tx.time_of(row[3])} for row in rows]
 
 
 def record_usage(tx: Tx, manifest_id: str, actual_input_tokens: int, *,

@@ -150,6 +150,13 @@ class ArtifactStore:
         return await self.db.call(False, sealed_records.get_manifest, manifest_id,
                                   principal=principal)
 
+    async def manifest_summaries(
+        self, run_id: str, *, principal: Principal
+    ) -> list[dict[str, Any]]:
+        """The manifests of ``run_id`` without their bodies (``sealed_records``)."""
+        return await self.db.call(False, sealed_records.manifest_summaries, run_id,
+                                  principal=principal)
+
     async def record_usage(self, manifest_id: str, actual_input_tokens: int, *,
                            principal: Principal) -> None:
         await self.db.call(True, sealed_records.record_usage, manifest_id, actual_input_tokens,

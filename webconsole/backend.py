@@ -154,13 +154,12 @@ class ConsoleBackend:
         steps = await self._steps(job_id)
         principal = _principal(spec)
         turns = await self._turns(job_id, principal)
-        ids = (view.live.manifest_ids if view.live is not None
-               else view.result.manifest_ids if view.result is not None else [])
-        manifests = []
-        for manifest_id in ids:
-            body = await self.store.get_manifest(manifest_id, principal=principal)
-            manifests.append({"id": manifest_id, "step_id": body.get("step_id"),
-                              "stage": body.get("stage"), "status": body.get("status")})
+        # columns only: a long loop's 200 bodies would be megabytes read and re-hashed
+        # for one page view; the manifest page opens and verifies the one asked for
+        manifests = [{"id": row["manifest_id"], "step_id": row["step_id"],
+                      "status": row["status"], "sealed_at": row["created_at"]}
+                     for row in await self.store.manifest_summaries(
+                         job_id, principal=principal)]
         receipt = None
         result_receipt = (view.live.receipt if view.live is not None else
                           view.result.receipt if view.result is not None else None)

@@ -9,6 +9,7 @@ import pytest
 
 from artifacts import (
     ArtifactStore,
+    InvalidArtifact,
     Principal,
     Scope,
     ScopeDenied,
@@ -70,6 +71,30 @@ async def test_manifest_seal_and_usage(
     assert row.policy_digest == "sha256:" + "a" * 64
     assert row.serialized_input_hash == "sha256:" + "b" * 64
     assert row.actual_input_tokens == 812
+
+
+async def test_manifest_summaries_list_a_runs_columns_without_bodies(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    """A listing (the console's job page) reads columns, oldest first, of one run and the
+    principal's tenant and project only."""
+    assert await store.manifest_summaries("run-1", principal=alice) == []
+    for n, status in ((1, "ready"), (2, "blocked"), (3, "ready")):
+        await store.put_manifest(f"m-{n}", run_id="run-1", step_id=f"research-{n}",
+                                 status=status, body={**MANIFEST, "n": n}, scope=scope)
+    await store.put_manifest("m-other", run_id="run-2", step_id="s", status="ready",
+                             body=MANIFEST, scope=scope)
+    other_tenant = Scope(tenant="other", project=scope.project, task=scope.task)
+    await store.put_manifest("m-foreign", run_id="run-1", step_id="research-9",
+                             status="ready", body=MANIFEST, scope=other_tenant)
+    summaries = await store.manifest_summaries("run-1", principal=alice)
+    assert [(s["manifest_id"], s["step_id"], s["status"]) for s in summaries] == [
+        ("m-1", "research-1", "ready"), ("m-2", "research-2", "blocked"),
+        ("m-3", "research-3", "ready")]
+    assert all(set(s) == {"manifest_id", "step_id", "status", "created_at"}
+               and s["created_at"].tzinfo is not None for s in summaries)
+    with pytest.raises(InvalidArtifact):
+        await store.manifest_summaries("../run", principal=alice)
 
 
 async def test_checkpoints_latest_wins(

@@ -11,6 +11,7 @@ holding ``<script>`` and a file name with a bidi override).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,14 @@ async def test_review_flow_refusals_and_escaping(
             assert job_page.status_code == 200
             for expected in ("awaiting review", "Timeline", "plan", "draft", "Review the draft"):
                 assert expected in job_page.text, expected
+            # every sealed step is listed (from the store's columns, bodies unread), and
+            # each link opens its manifest
+            sealed_steps = re.findall(rf'href="/jobs/{spec.job_id}/manifests/([^"]+)">'
+                                r'((?:plan|research|draft)-\d+)</a> \((\w+), sealed ',
+                                job_page.text)
+            assert [step for _id, step, _status in sealed_steps][:2] == ["plan-1", "research-2"]
+            assert {status for _id, _step, status in listed} == {"ready"}
+            assert first.manifest_ids[-1] in [manifest_id for manifest_id, _s, _t in sealed_steps]
 
             # another tenant's job, and a job that does not list alice: no such job
             assert (await web.get(f"/jobs/{other.job_id}")).status_code == 404
