@@ -96,10 +96,10 @@ async def test_review_flow_refusals_and_escaping(
             # every sealed step is listed (from the store's columns, bodies unread), and
             # each link opens its manifest
             sealed_steps = re.findall(rf'href="/jobs/{spec.job_id}/manifests/([^"]+)">'
-                                r'((?:plan|research|draft)-\d+)</a> \((\w+), sealed ',
-                                job_page.text)
+                                      r'((?:plan|research|draft)-\d+)</a> \((\w+), sealed ',
+                                      job_page.text)
             assert [step for _id, step, _status in sealed_steps][:2] == ["plan-1", "research-2"]
-            assert {status for _id, _step, status in listed} == {"ready"}
+            assert {status for _id, _step, status in sealed_steps} == {"ready"}
             assert first.manifest_ids[-1] in [manifest_id for manifest_id, _s, _t in sealed_steps]
 
             # another tenant's job, and a job that does not list alice: no such job
