@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from bench.devserver import start_quiet_dev_server
 from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
@@ -66,12 +66,9 @@ from workflows import client as jobs
 from workflows.embedded import EXAMPLE_JOB, _build_fixtures, with_examples
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
-    DATA_CONVERTER,
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOW_RUNNER,
-    temporal_binary,
 )
-from workflows.visibility import SEARCH_ATTRIBUTES
 
 _CLOSED = frozenset(getattr(EventType, f"EVENT_TYPE_WORKFLOW_EXECUTION_{end}") for end in (
     "COMPLETED", "FAILED", "TIMED_OUT", "CANCELED", "TERMINATED", "CONTINUED_AS_NEW"))
@@ -294,18 +291,7 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         # loop itself is measured by bench/research_loop.py.
         base = with_bench_reviewer(load_job_spec(EXAMPLE_JOB).model_copy(
             update={"research": ResearchSpec(mode="acquire")}))
-        # The dev server prints a banner on its stdout; point it at stderr so this
-        # script's stdout is only the JSON result.
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-        try:
-            env = await WorkflowEnvironment.start_local(
-                dev_server_existing_path=str(temporal_binary()), data_converter=DATA_CONVERTER,
-                dev_server_log_level="error", search_attributes=SEARCH_ATTRIBUTES)
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
+        env = await start_quiet_dev_server()
         settings = with_examples(Settings.from_env(os.environ))  # the example's workspace
         runtime = build_runtime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
                                 locations=settings.locations, roots=PathRoots.of(settings),

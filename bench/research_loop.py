@@ -50,10 +50,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from temporalio.testing import WorkflowEnvironment
-
 from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tools_id
 from activities.runtime import ActivityRuntime, principal_of, ref_of
+from bench.devserver import start_quiet_dev_server
 from bench.jobs import with_bench_reviewer
 from context.tokens import default_counter
 from contracts.activity_messages import ArtifactRef
@@ -63,8 +62,6 @@ from worker import build_worker
 from workflows import client as jobs
 from workflows.embedded import _build_fixtures
 from workflows.research_job import ResearchJobWorkflow
-from workflows.temporal_config import DATA_CONVERTER, temporal_binary
-from workflows.visibility import SEARCH_ATTRIBUTES
 
 #: identifiers of the corpus, one survey topic each (more than 100 turns can cover)
 SURVEY = [
@@ -224,15 +221,7 @@ async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any
 
         _build_fixtures(Console(file=open(os.devnull, "w")), settings)
         spec = survey_spec(settings.fixtures_dir, home, turns)
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)  # the dev server's banner goes to stderr; stdout is only the JSON
-        try:
-            env = await WorkflowEnvironment.start_local(
-                dev_server_existing_path=str(temporal_binary()), data_converter=DATA_CONVERTER,
-                dev_server_log_level="error", search_attributes=SEARCH_ATTRIBUTES)
-        finally:
-            os.dup2(saved, 1)
+        env = await start_quiet_dev_server()
         runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}",
                                   locations=settings.locations)
         try:

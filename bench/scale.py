@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
-from temporalio.testing import WorkflowEnvironment
 
 from artifacts import open_store
+from bench.devserver import start_quiet_dev_server
 from contracts.job_spec import JobSpec, parse_job_spec
 from tests.workflows.clusterkit import (
     WorkerProcess,
@@ -50,8 +50,6 @@ from tests.workflows.clusterkit import (
 )
 from tests.workflows.jobkit import job_dict, review, start_job
 from workflows.research_job import ResearchJobWorkflow
-from workflows.temporal_config import DATA_CONVERTER, temporal_binary
-from workflows.visibility import SEARCH_ATTRIBUTES
 
 _CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
@@ -144,16 +142,7 @@ def machine() -> dict[str, Any]:
 
 
 async def main(n_jobs: int, worker_counts: list[int], postgres: str) -> dict[str, Any]:
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)  # the dev server's banner goes to stderr; stdout is only the JSON
-    try:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(temporal_binary()), data_converter=DATA_CONVERTER,
-            dev_server_log_level="error", search_attributes=SEARCH_ATTRIBUTES)
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+    env = await start_quiet_dev_server()
     try:
         async with fresh_database(postgres) as url:
             store = await open_store(url, migrate=True)  # as `pressroom db upgrade` would
