@@ -1,0 +1,73 @@
+"""How long a document source takes to be acquired — or refused by its size — when its
+folder holds N files; prints JSON.
+
+Issue 15's hostile corpus has a folder of 100,000 empty ``.md`` files. The listing used to
+stat every one before the size check refused the folder (34 s in that test); it now stops
+at file ``MAX_FILES + 1``. This script times ``activities.sources.acquire`` on folders of
+each size (the folder is made before the clock starts) and reports the outcome, so the
+same script run from an older checkout gives the comparison (bench/RESULTS.md).
+
+Run: ``.venv/bin/python bench/listing.py [--sizes 100,1000,100000] [--repeat 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from activities.sources import acquire
+from contracts.source_specs import DocumentSourceSpec
+from tests.sources.conftest import AS_OF, TOPICS, locations, roots
+
+
+def _folder(parent: Path, files: int) -> Path:
+    folder = parent / f"docs-{files}"
+    folder.mkdir()
+    for index in range(files):
+        os.close(os.open(folder / f"f{index}.md", os.O_CREAT | os.O_WRONLY))
+    return folder
+
+
+def _time(tmp: Path, folder: Path) -> tuple[float, str, str]:
+    spec = DocumentSourceSpec(name="d", path=str(folder))
+    started = time.perf_counter()
+    result = asyncio.run(acquire(spec, TOPICS, call_id="bench", as_of=AS_OF,
+                                 locations=locations(), roots=roots(tmp)))
+    return time.perf_counter() - started, str(result.outcome.value), (result.reason or "")[:80]
+
+
+def main(sizes: list[int], repeat: int) -> dict[str, Any]:
+    results = []
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        for files in sizes:
+            folder = _folder(tmp, files)
+            runs = [_time(tmp, folder) for _ in range(repeat)]
+            seconds = [run[0] for run in runs]
+            results.append({"files": files, "median_s": round(statistics.median(seconds), 3),
+                            "runs_s": [round(s, 3) for s in seconds], "outcome": runs[0][1],
+                            "reason": runs[0][2]})
+    return {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                        "load_average": [round(x, 2) for x in os.getloadavg()]},
+            # the code measured: this script's checkout, not whatever the venv installed
+            "acquire_from": sys.modules[acquire.__module__].__file__, "results": results}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100,1000,100000",
+                        help="comma-separated file counts (default 100,1000,100000)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per size")
+    args = parser.parse_args()
+    print(json.dumps(main([int(s) for s in args.sizes.split(",")], args.repeat), indent=2))
