@@ -7,19 +7,24 @@ file. The modules that build messages from external content already redact what 
 (``context.admission.security.redact_secrets``); this interceptor is the one place that
 catches the rest, on every activity, so a message nobody thought about cannot leak either.
 
-It re-raises an ``ApplicationError`` carrying the redacted message and the *original* error
-type name, with the original ``non_retryable`` flag, so the workflow's retry policy — which
-names permanent errors by type (``workflows.temporal_config``) — decides exactly as before.
-An error whose message holds no secret is re-raised untouched. Details and the cause chain
-are dropped when redaction was needed: they may carry the same text. Cancellation passes
-through untouched. Cost: one secret scan of a short message per failed activity attempt.
+Temporal stores the whole cause chain, not only the top message (each ``__cause__``, and an
+``ApplicationError``'s unsuppressed ``__context__``, as ``failure.cause``): a clean
+"store write failed" raised ``from`` a driver error quoting the URL would carry the
+password into history below it. So the interceptor scans every link Temporal would send.
+When any needs redaction it re-raises the chain rebuilt as ``ApplicationError``\ s, each
+with its redacted message and its *original* type name — the top one with the original
+``non_retryable`` flag and retry delay, so the workflow's retry policy, which names
+permanent errors by type (``workflows.temporal_config``), decides exactly as before.
+Details are dropped when redaction was needed (they may carry the same text). A chain that
+holds no secret is re-raised untouched; cancellation passes through untouched. Cost: one
+secret scan of each short message in the chain per failed activity attempt.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -31,18 +36,54 @@ from context.admission.security import redact_secrets
 __all__ = ["RedactingInterceptor", "redacted_error"]
 
 
+#: links of a cause chain scanned and kept; a longer chain is cut (with a note) when rebuilt
+MAX_CHAIN = 32
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, FailureError) else str(exc)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the causes Temporal's failure converter would serialize below it."""
+    links: list[BaseException] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(links) < MAX_CHAIN:
+        seen.add(id(current))
+        links.append(current)
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif isinstance(current, FailureError) and not current.__suppress_context__:
+            current = current.__context__  # the converter follows context for these only
+        else:
+            current = None
+    return links
+
+
 def redacted_error(exc: BaseException) -> ApplicationError | None:
-    """``exc`` as an ``ApplicationError`` with its secrets redacted, or ``None`` if its
-    message holds none."""
-    message = exc.message if isinstance(exc, ApplicationError) else str(exc)
-    clean = redact_secrets(message)
-    if clean == message:
+    """``exc`` and its cause chain rebuilt as ``ApplicationError``\ s with secrets redacted,
+    or ``None`` if no message in the chain holds one."""
+    links = _chain(exc)
+    messages = [_message(link) for link in links]
+    cleaned = [redact_secrets(message) for message in messages]
+    if cleaned == messages:
         return None
-    if isinstance(exc, ApplicationError):
-        return ApplicationError(clean, type=exc.type or type(exc).__name__,
-                                non_retryable=exc.non_retryable,
-                                next_retry_delay=exc.next_retry_delay)
-    return ApplicationError(clean, type=type(exc).__name__)
+    rebuilt: ApplicationError | None = None
+    if len(links) == MAX_CHAIN:
+        rebuilt = ApplicationError(f"(causes beyond {MAX_CHAIN} links not kept)",
+                                   type="TruncatedCause")
+    for link, clean in zip(reversed(links), reversed(cleaned), strict=True):
+        if isinstance(link, ApplicationError):
+            error = ApplicationError(clean, type=link.type or type(link).__name__,
+                                     non_retryable=link.non_retryable,
+                                     next_retry_delay=link.next_retry_delay)
+        else:
+            error = ApplicationError(clean, type=type(link).__name__)
+        error.__cause__ = rebuilt
+        rebuilt = error
+    assert rebuilt is not None
+    return rebuilt
 
 
 class _RedactingInbound(ActivityInboundInterceptor):
@@ -53,7 +94,7 @@ class _RedactingInbound(ActivityInboundInterceptor):
             clean = redacted_error(exc)
             if clean is None:
                 raise
-            raise clean from None
+            raise clean from clean.__cause__  # the rebuilt, redacted chain
 
 
 class RedactingInterceptor(Interceptor):

@@ -38,6 +38,12 @@ async def leaky(kind: str) -> str:
     if kind == "app":
         raise ApplicationError(f"cannot use key {AWS_KEY}", type="PolicyError",
                                non_retryable=True)
+    if kind == "cause":  # a clean message over a driver error quoting the URL
+        try:
+            raise DriverError(f"connect to postgresql://app:{PASSWORD}@db.internal/x failed")
+        except DriverError as exc:
+            raise ApplicationError("store write failed", type="StoreUnavailable",
+                                   non_retryable=True) from exc
     raise DriverError(f"connect to postgresql://app:{PASSWORD}@db.internal/pressroom failed")
 
 
@@ -81,6 +87,12 @@ async def test_activity_errors_reach_history_redacted_with_their_type(client: An
         text, failure, attempts = await _fail(client, queue, "leaky", "app")
         assert AWS_KEY not in text and failure.type == "PolicyError" and failure.non_retryable
         assert attempts == 1
+        # a secret one link down the cause chain is redacted too; the chain keeps its types
+        text, failure, attempts = await _fail(client, queue, "leaky", "cause")
+        assert PASSWORD not in text and "[REDACTED:" in text and attempts == 1
+        assert failure.type == "StoreUnavailable" and failure.non_retryable
+        assert failure.message == "store write failed"
+        assert failure.cause.type == "DriverError" and "[REDACTED:" in failure.cause.message
         text, failure, attempts = await _fail(client, queue, "clean", "driver")
         assert "nothing secret here" in text  # untouched when there is nothing to redact
         assert failure.type == "DriverError" and attempts == 1
@@ -91,3 +103,41 @@ async def test_redacted_error_keeps_type_and_retry_flags() -> None:
     app = redacted_error(ApplicationError(f"token {AWS_KEY}", type="X", non_retryable=True))
     assert app is not None and AWS_KEY not in app.message
     assert app.type == "X" and app.non_retryable
+
+
+async def test_the_whole_cause_chain_is_scanned_and_rebuilt_with_its_types() -> None:
+    def chained() -> BaseException:
+        try:
+            try:
+                raise DriverError(f"token {AWS_KEY}")
+            except DriverError as inner:
+                raise OSError("clean middle") from inner
+        except OSError as middle:  # implicit context under an ApplicationError is sent too
+            try:
+                raise ApplicationError("clean top", type="Top", non_retryable=True)
+            except ApplicationError as top:
+                assert top.__context__ is middle
+                return top
+
+    rebuilt = redacted_error(chained())
+    assert rebuilt is not None and rebuilt.type == "Top" and rebuilt.non_retryable
+    middle = rebuilt.__cause__
+    assert isinstance(middle, ApplicationError) and middle.type == "OSError"
+    assert middle.message == "clean middle"
+    bottom = middle.__cause__
+    assert isinstance(bottom, ApplicationError) and bottom.type == "DriverError"
+    assert AWS_KEY not in bottom.message and "[REDACTED:" in bottom.message
+    assert bottom.__cause__ is None
+    # a plain error's implicit context is not sent by Temporal: not scanned, not kept
+    try:
+        try:
+            raise DriverError(f"token {AWS_KEY}")
+        except DriverError:
+            raise ValueError("clean") from None
+    except ValueError as suppressed:
+        assert redacted_error(suppressed) is None
+    # a cycle or a very long chain ends
+    loop = ValueError(f"token {AWS_KEY}")
+    loop.__cause__ = ValueError("b")
+    loop.__cause__.__cause__ = loop
+    assert redacted_error(loop) is not None
