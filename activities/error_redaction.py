@@ -11,7 +11,7 @@ Temporal stores the whole cause chain, not only the top message (each ``__cause_
 ``ApplicationError``'s unsuppressed ``__context__``, as ``failure.cause``): a clean
 "store write failed" raised ``from`` a driver error quoting the URL would carry the
 password into history below it. So the interceptor scans every link Temporal would send.
-When any needs redaction it re-raises the chain rebuilt as ``ApplicationError``\ s, each
+When any needs redaction it re-raises the chain rebuilt as ``ApplicationError`` objects, each
 with its redacted message and its *original* type name — the top one with the original
 ``non_retryable`` flag and retry delay, so the workflow's retry policy, which names
 permanent errors by type (``workflows.temporal_config``), decides exactly as before.
@@ -62,7 +62,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def redacted_error(exc: BaseException) -> ApplicationError | None:
-    """``exc`` and its cause chain rebuilt as ``ApplicationError``\ s with secrets redacted,
+    """``exc`` and its cause chain rebuilt as ``ApplicationError`` objects with secrets redacted,
     or ``None`` if no message in the chain holds one."""
     links = _chain(exc)
     messages = [_message(link) for link in links]
