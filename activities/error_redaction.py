@@ -15,9 +15,11 @@ When any needs redaction it re-raises the chain rebuilt as ``ApplicationError`` 
 with its redacted message and its *original* type name — the top one with the original
 ``non_retryable`` flag and retry delay, so the workflow's retry policy, which names
 permanent errors by type (``workflows.temporal_config``), decides exactly as before.
-Details are dropped when redaction was needed (they may carry the same text). A chain that
-holds no secret is re-raised untouched; cancellation passes through untouched. Cost: one
-secret scan of each short message in the chain per failed activity attempt.
+Details are dropped when redaction was needed (they may carry the same text). A chain
+longer than ``MAX_CHAIN`` links is always rebuilt, cut there with a ``TruncatedCause`` note
+(its tail is never scanned, so it must not be sent). A chain that holds no secret is
+re-raised untouched; cancellation passes through untouched. Cost: one secret scan of each
+short message in the chain per failed activity attempt.
 """
 
 from __future__ import annotations
@@ -44,33 +46,39 @@ def _message(exc: BaseException) -> str:
     return exc.message if isinstance(exc, FailureError) else str(exc)
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the causes Temporal's failure converter would serialize below it."""
+def _next_link(exc: BaseException) -> BaseException | None:
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    if isinstance(exc, FailureError) and not exc.__suppress_context__:
+        return exc.__context__  # the converter follows the context for these only
+    return None
+
+
+def _chain(exc: BaseException) -> tuple[list[BaseException], bool]:
+    """``exc`` and the causes Temporal's failure converter would serialize below it (a
+    cycle ends the chain), and whether more links than ``MAX_CHAIN`` were left out."""
     links: list[BaseException] = []
     seen: set[int] = set()
     current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(links) < MAX_CHAIN:
+    while current is not None and id(current) not in seen:
+        if len(links) == MAX_CHAIN:
+            return links, True
         seen.add(id(current))
         links.append(current)
-        if current.__cause__ is not None:
-            current = current.__cause__
-        elif isinstance(current, FailureError) and not current.__suppress_context__:
-            current = current.__context__  # the converter follows context for these only
-        else:
-            current = None
-    return links
+        current = _next_link(current)
+    return links, False
 
 
 def redacted_error(exc: BaseException) -> ApplicationError | None:
     """``exc`` and its cause chain rebuilt as ``ApplicationError`` objects with secrets redacted,
     or ``None`` if no message in the chain holds one."""
-    links = _chain(exc)
+    links, cut = _chain(exc)
     messages = [_message(link) for link in links]
     cleaned = [redact_secrets(message) for message in messages]
-    if cleaned == messages:
+    if cleaned == messages and not cut:  # a cut chain is rebuilt: its tail went unscanned
         return None
     rebuilt: ApplicationError | None = None
-    if len(links) == MAX_CHAIN:
+    if cut:
         rebuilt = ApplicationError(f"(causes beyond {MAX_CHAIN} links not kept)",
                                    type="TruncatedCause")
     for link, clean in zip(reversed(links), reversed(cleaned), strict=True):

@@ -141,3 +141,30 @@ async def test_the_whole_cause_chain_is_scanned_and_rebuilt_with_its_types() -> 
     loop.__cause__ = ValueError("b")
     loop.__cause__.__cause__ = loop
     assert redacted_error(loop) is not None
+    from activities.error_redaction import MAX_CHAIN
+
+    def chain_of(length: int) -> BaseException:
+        top: BaseException = ValueError(f"token {AWS_KEY}")
+        for _ in range(length - 1):
+            link = ValueError("clean")
+            link.__cause__ = top
+            top = link
+        return top
+
+    def types(error: BaseException | None) -> list[str]:
+        found = []
+        while error is not None:
+            assert isinstance(error, ApplicationError)
+            found.append(error.type or "")
+            error = error.__cause__
+        return found
+
+    exact = types(redacted_error(chain_of(MAX_CHAIN)))
+    assert exact == ["ValueError"] * MAX_CHAIN  # all kept, no note
+    longer = redacted_error(chain_of(MAX_CHAIN + 5))  # the secret is in a link left out:
+    assert longer is not None  # rebuilt anyway, or Temporal would send the unscanned tail
+    assert types(longer) == ["ValueError"] * MAX_CHAIN + ["TruncatedCause"]
+    secret_on_top = chain_of(MAX_CHAIN + 5)
+    secret_on_top.args = (f"token {AWS_KEY}",)
+    assert types(redacted_error(secret_on_top)) == ["ValueError"] * MAX_CHAIN + [
+        "TruncatedCause"]
