@@ -211,16 +211,25 @@ class ConsoleBackend:
         number_turns(steps)
         return steps
 
+    async def _head_body(self, kind: str, artifact_id: str,
+                         principal: artifacts.Principal) -> bytes | None:
+        """The head revision's verified bytes, or ``None`` when there is none to see — one
+        store read (not a head lookup and then a read: a long loop's page makes hundreds)."""
+        try:
+            _, body = await self.store.get(kind, artifact_id, principal=principal)
+        except ScopeDenied:  # none in this scope: missing and foreign look alike
+            return None
+        data: bytes = body
+        return data
+
     async def _turns(self, job_id: str, principal: artifacts.Principal) -> list[Turn]:
         turns: list[Turn] = []
         number = 1
         while True:
-            head = await self.store.head("model_decision", f"{job_id}.turn.{number:04d}",
-                                         principal=principal)
-            if head is None:
+            raw = await self._head_body("model_decision", f"{job_id}.turn.{number:04d}",
+                                        principal)
+            if raw is None:
                 return turns
-            _, raw = await self.store.get("model_decision", head.artifact_id,
-                                          principal=principal, revision=head.revision)
             decision = json.loads(raw)
             usage = decision.get("usage") or {}
             turn = Turn(number=number, model=str(decision.get("model", "")),
@@ -228,14 +237,9 @@ class ConsoleBackend:
                         output_tokens=int(usage.get("output_tokens") or 0),
                         manifest_id=str(decision.get("manifest_id", "")))
             for call in decision.get("planned") or []:
-                result = None
-                record = await self.store.head("tool_record", f"{job_id}:tool:{call['call_id']}",
-                                               principal=principal)
-                if record is not None:
-                    _, body = await self.store.get("tool_record", record.artifact_id,
-                                                   principal=principal,
-                                                   revision=record.revision)
-                    result = json.loads(body).get("result")
+                body = await self._head_body("tool_record",
+                                             f"{job_id}:tool:{call['call_id']}", principal)
+                result = None if body is None else json.loads(body).get("result")
                 turn.calls.append({
                     "call_id": call.get("call_id"), "tool": call.get("tool_name"),
                     "arguments": argument_line(call.get("arguments") or {}),

@@ -101,6 +101,17 @@ async def test_review_flow_refusals_and_escaping(
             assert [step for _id, step, _status in sealed_steps][:2] == ["plan-1", "research-2"]
             assert {status for _id, _step, status in sealed_steps} == {"ready"}
             assert first.manifest_ids[-1] in [manifest_id for manifest_id, _s, _t in sealed_steps]
+            # the research turns, each with its tool calls and what their results held
+            turns = job_page.text[job_page.text.index('id="turns"'):
+                                  job_page.text.index('id="manifests"')]
+            assert first.research is not None
+            assert turns.count('<details class="turn"') == first.research.turn
+            calls = re.findall(r"<tr><td>(t\d{4}-\d+)</td><td>(\w+)</td><td><code>.*?</code>"
+                               r"</td><td>(\w+)(?: \([^)]*\))? · (\d+) chars</td></tr>", turns)
+            assert calls and calls[0][0] == "t0001-1"
+            assert {tool for _c, tool, _s, _n in calls} >= {"search", "note", "finish"}
+            assert all(status == "success" and int(chars) > 0
+                       for _c, tool, status, chars in calls if tool == "search")
 
             # another tenant's job, and a job that does not list alice: no such job
             assert (await web.get(f"/jobs/{other.job_id}")).status_code == 404
