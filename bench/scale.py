@@ -35,7 +35,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from artifacts import open_store
@@ -44,17 +43,12 @@ from contracts.job_spec import JobSpec, parse_job_spec
 from tests.workflows.clusterkit import (
     WorkerProcess,
     activity_runs,
+    approve_when_waiting,
     fresh_database,
     spawn_worker,
     wait_polling,
 )
-from tests.workflows.jobkit import job_dict, review, start_job
-from workflows.research_job import ResearchJobWorkflow
-
-_CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT}
+from tests.workflows.jobkit import job_dict, start_job
 
 
 def _docs(folder: Path) -> Path:
@@ -75,15 +69,7 @@ async def _one(client: Client, spec: JobSpec, queue: str) -> tuple[float, Any]:
     """Start, approve when it waits (history long-poll), return its wall and handle."""
     t0 = time.perf_counter()
     handle: WorkflowHandle[Any, Any] = await start_job(client, spec, queue)
-    async for event in handle.fetch_history_events(wait_new_event=True):
-        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
-            status = await handle.query(ResearchJobWorkflow.status)
-            if status.status == "awaiting_review":
-                await review(client, spec.job_id, "approve", reviewer="alice")
-                break
-        elif event.event_type in _CLOSED:
-            break
-    result = await handle.result()
+    result = await approve_when_waiting(client, handle, spec)
     if result.status != "published":
         raise RuntimeError(f"{spec.job_id}: {result.status}")
     return time.perf_counter() - t0, handle

@@ -35,12 +35,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.job_spec import JobSpec, parse_job_spec
-from contracts.workflow_messages import JobResult
+from contracts.job_spec import parse_job_spec
 from tests.artifacts.conftest import postgres_url
 from tests.faults.matrix import Row, inspect_job
 from tests.waiting import wait_for
@@ -48,13 +46,13 @@ from tests.workflows.clusterkit import (
     ActivityRun,
     WorkerProcess,
     activity_runs,
+    approve_when_waiting,
     fresh_database,
     run_cli,
     spawn_worker,
     wait_polling,
 )
-from tests.workflows.jobkit import job_dict, published_files, review, start_job
-from workflows.research_job import ResearchJobWorkflow
+from tests.workflows.jobkit import job_dict, published_files, start_job
 
 pytestmark = [pytest.mark.postgres, pytest.mark.temporal, pytest.mark.slow,
               pytest.mark.asyncio(loop_scope="session")]
@@ -65,36 +63,12 @@ JOBS = 30 if FULL else 6
 WORKERS = ("doomed", "w1", "w2")
 #: a job's deadline from its start to its end, on a loaded two-core machine
 JOB_DEADLINE = 420.0 if FULL else 240.0
-_CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
-           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT}
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def scale_store_url() -> AsyncIterator[str]:
     async with fresh_database(postgres_url()) as url:
         yield url
-
-
-async def _approve_when_waiting(client: Client, handle: WorkflowHandle[Any, Any],
-                                spec: JobSpec) -> JobResult:
-    """Approve once the job waits for review and return its result.
-
-    The wait long-polls the history (the review wait starts the workflow's first timer)
-    instead of querying the status every few hundred ms: 30 jobs polled that way would be
-    a load of their own on the workers under test (as ``bench/jobs.py`` found).
-    """
-    async for event in handle.fetch_history_events(wait_new_event=True):
-        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
-            status = await handle.query(ResearchJobWorkflow.status)
-            if status.status == "awaiting_review":
-                await review(client, spec.job_id, "approve", reviewer="alice")
-                break
-        elif event.event_type in _CLOSED:
-            break
-    result: JobResult = await handle.result()
-    return result
 
 
 async def _doomed_ran_something(handles: list[WorkflowHandle[Any, Any]]) -> bool:
@@ -129,7 +103,7 @@ async def test_jobs_on_three_workers_one_killed(
         doomed = workers[0]
         await wait_polling(client, task_queue, workers)
         handles = [await start_job(client, s, task_queue) for s in specs]
-        finishing = [asyncio.create_task(_approve_when_waiting(client, h, s))
+        finishing = [asyncio.create_task(approve_when_waiting(client, h, s))
                      for h, s in zip(handles, specs, strict=True)]
 
         await wait_for((markers / "run_tool.reached").exists, 120,

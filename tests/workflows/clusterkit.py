@@ -23,12 +23,15 @@ from typing import Any
 
 import asyncpg
 from sqlalchemy.engine import make_url
-from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowHandle
 
-from tests.workflows.jobkit import roots_env
+from contracts.job_spec import JobSpec
+from contracts.workflow_messages import JobResult
+from tests.workflows.jobkit import review, roots_env
+from workflows.research_job import ResearchJobWorkflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRESSROOM = Path(sys.executable).parent / "pressroom"  # the console script an operator runs
@@ -180,3 +183,29 @@ async def activity_runs(handle: WorkflowHandle[Any, Any]) -> list[ActivityRun]:
             runs.append(ActivityRun(names[attrs.scheduled_event_id], attrs.identity,
                                     attrs.attempt, attrs.last_failure.message))
     return runs
+
+
+_CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT}
+
+
+async def approve_when_waiting(client: Client, handle: WorkflowHandle[Any, Any],
+                               spec: JobSpec) -> JobResult:
+    """Approve (as alice) once the job waits for review, and return its result.
+
+    The wait long-polls the history (the review wait starts the workflow's first timer)
+    instead of querying the status every few hundred ms: many jobs polled that way would be
+    a load of their own on the workers under test (as ``bench/jobs.py`` found).
+    """
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
+            status = await handle.query(ResearchJobWorkflow.status)
+            if status.status == "awaiting_review":
+                await review(client, spec.job_id, "approve", reviewer="alice")
+                break
+        elif event.event_type in _CLOSED:
+            break
+    result: JobResult = await handle.result()
+    return result
