@@ -37,6 +37,7 @@ from webconsole.pages import job, jobs, manifest, review, signin
 from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_signin
 from webconsole.sessions import Sessions
 from webconsole.shown import shown
+from workflows.commands import argument_line
 from workflows.errors import TemporalUnavailable
 
 HERE = Path(__file__).resolve().parent
@@ -77,6 +78,7 @@ def templates() -> Jinja2Templates:
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["shown"] = shown
+    env.filters["argument_line"] = argument_line  # a tool call's arguments, one short line
     return Jinja2Templates(env=env)
 
 

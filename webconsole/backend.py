@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -44,7 +44,7 @@ from contracts.workflow_messages import PendingDraft, ReviewResult
 from webconsole.evidence import request_blocks
 from webconsole.timeline import Stage, Step, number_turns, stage_of, stages
 from workflows import client as jobs
-from workflows.commands import argument_line
+from workflows.commands import TraceTurn, research_turns
 from workflows.errors import JobNotFound
 
 CONSOLE_PRINCIPAL = "pressroom-console"
@@ -61,22 +61,12 @@ class DraftUnavailable(JobError):
 
 
 @dataclass
-class Turn:
-    number: int
-    model: str
-    input_tokens: int
-    output_tokens: int
-    manifest_id: str
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
 class JobDetail:
     job_id: str
     spec: JobSpec
     view: jobs.JobView
     stages: list[Stage]
-    turns: list[Turn]
+    turns: list[TraceTurn]
     manifests: list[dict[str, Any]]
     receipt: dict[str, Any] | None
     viewer_is_reviewer: bool
@@ -153,7 +143,7 @@ class ConsoleBackend:
         view = await jobs.view_job(self.client, job_id, worker_grace=self.worker_grace)
         steps = await self._steps(job_id)
         principal = _principal(spec)
-        turns = await self._turns(job_id, principal)
+        turns = await research_turns(self.store, job_id, principal)
         # columns only: a long loop's 200 bodies would be megabytes read and re-hashed
         # for one page view; the manifest page opens and verifies the one asked for
         manifests = [{"id": row["manifest_id"], "step_id": row["step_id"],
@@ -210,45 +200,6 @@ class ConsoleBackend:
                                   started_at=at, finished_at=at, outcome="received"))
         number_turns(steps)
         return steps
-
-    async def _head_body(self, kind: str, artifact_id: str,
-                         principal: artifacts.Principal) -> bytes | None:
-        """The head revision's verified bytes, or ``None`` when there is none to see — one
-        store read (not a head lookup and then a read: a long loop's page makes hundreds)."""
-        try:
-            _, body = await self.store.get(kind, artifact_id, principal=principal)
-        except ScopeDenied:  # none in this scope: missing and foreign look alike
-            return None
-        data: bytes = body
-        return data
-
-    async def _turns(self, job_id: str, principal: artifacts.Principal) -> list[Turn]:
-        turns: list[Turn] = []
-        number = 1
-        while True:
-            raw = await self._head_body("model_decision", f"{job_id}.turn.{number:04d}",
-                                        principal)
-            if raw is None:
-                return turns
-            decision = json.loads(raw)
-            usage = decision.get("usage") or {}
-            turn = Turn(number=number, model=str(decision.get("model", "")),
-                        input_tokens=int(usage.get("input_tokens") or 0),
-                        output_tokens=int(usage.get("output_tokens") or 0),
-                        manifest_id=str(decision.get("manifest_id", "")))
-            for call in decision.get("planned") or []:
-                body = await self._head_body("tool_record",
-                                             f"{job_id}:tool:{call['call_id']}", principal)
-                result = None if body is None else json.loads(body).get("result")
-                turn.calls.append({
-                    "call_id": call.get("call_id"), "tool": call.get("tool_name"),
-                    "arguments": argument_line(call.get("arguments") or {}),
-                    "status": (result or {}).get("status", "not run yet"),
-                    "rejection": (result or {}).get("rejection"),
-                    "chars": len(str((result or {}).get("content", ""))),
-                })
-            turns.append(turn)
-            number += 1
 
     async def draft_review(self, job_id: str, viewer: str) -> DraftReview:
         spec = await self.spec(job_id, viewer)
@@ -343,4 +294,4 @@ def _input_field(payloads: Any, name: str) -> str | None:
 
 
 __all__ = ["ConsoleBackend", "DraftReview", "DraftUnavailable", "JobDetail", "NotVisible",
-           "Turn", "listed", "may_decide"]
+           "listed", "may_decide"]

@@ -453,19 +453,45 @@ async def _scope(settings: Settings, job_id: str, view: jobs.JobView,
     return spec.scope.tenant, spec.scope.project, []
 
 
-async def _decisions(store: Any, job_id: str, principal: Any) -> list[dict[str, Any]]:
-    """Every research turn's stored model reply, in turn order."""
-    found: list[dict[str, Any]] = []
-    turn = 1
-    while True:
-        head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}",
-                                principal=principal)
-        if head is None:
-            return found
-        _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
-                                 revision=head.revision)
-        found.append(json.loads(raw))
-        turn += 1
+async def _head_json(store: Any, kind: str, artifact_id: str,
+                     principal: Any) -> dict[str, Any] | None:
+    """The head revision of an artifact as JSON (its bytes verified by the store), or
+    ``None`` when there is none to see — one read, not a head lookup and then a read."""
+    try:
+        _, raw = await store.get(kind, artifact_id, principal=principal)
+    except artifacts.ScopeDenied:  # none in this scope: missing and foreign look alike
+        return None
+    found: dict[str, Any] = json.loads(raw)
+    return found
+
+
+async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceTurn]:
+    """Every research turn of ``job_id`` in order, each with its tool calls and what their
+    results were (``pressroom trace`` and the console's job page both show these): one
+    store read per turn and one per call."""
+    turns: list[TraceTurn] = []
+    number = 1
+    while (decision := await _head_json(store, "model_decision",
+                                        f"{job_id}.turn.{number:04d}", principal)) is not None:
+        usage = decision.get("usage") or {}
+        turn = TraceTurn(turn=int(decision.get("turn", number)),
+                         model=str(decision.get("model", "")),
+                         input_tokens=int(usage.get("input_tokens") or 0),
+                         output_tokens=int(usage.get("output_tokens") or 0),
+                         manifest_id=str(decision.get("manifest_id", "")), calls=[])
+        for call in decision.get("planned") or []:
+            record = await _head_json(store, "tool_record",
+                                      f"{job_id}:tool:{call['call_id']}", principal)
+            result = None if record is None else record.get("result")
+            turn.calls.append(TraceCall(
+                call_id=str(call["call_id"]), tool_name=str(call.get("tool_name", "")),
+                arguments=call.get("arguments") or {},
+                status=result["status"] if result else None,
+                rejection=(result.get("rejection") or None) if result else None,
+                result_chars=len(str(result.get("content", ""))) if result else None))
+        turns.append(turn)
+        number += 1
+    return turns
 
 
 async def trace(console: Console, settings: Settings, job_id: str,
@@ -476,45 +502,22 @@ async def trace(console: Console, settings: Settings, job_id: str,
     principal = _principal(tenant, project)
     store = await _store(settings)
     try:
-        decisions = await _decisions(store, job_id, principal)
-        results: dict[str, dict[str, Any]] = {}
-        for decision in decisions:
-            for call in decision["planned"]:
-                head = await store.head("tool_record", f"{job_id}:tool:{call['call_id']}",
-                                        principal=principal)
-                if head is not None:
-                    _, raw = await store.get("tool_record", head.artifact_id,
-                                             principal=principal, revision=head.revision)
-                    results[call["call_id"]] = json.loads(raw)["result"]
+        turns = await research_turns(store, job_id, principal)
     finally:
         await store.close()
-    if not decisions:
+    if not turns:
         raise JobNotFound(f"job {job_id!r} has no research turns ({view.summary})")
-    report = TraceReport(job_id=job_id, turns=[])
-    for decision in decisions:
-        usage = decision["usage"]
-        turn = TraceTurn(turn=decision["turn"], model=decision["model"],
-                         input_tokens=usage["input_tokens"],
-                         output_tokens=usage["output_tokens"],
-                         manifest_id=decision["manifest_id"], calls=[])
-        report.turns.append(turn)
-        console.print(f"[bold]turn {decision['turn']}[/bold] {decision['model']} "
-                      f"in {usage['input_tokens']} out {usage['output_tokens']} tokens "
-                      f"(manifest {decision['manifest_id']})")
-        for call in decision["planned"]:
-            result = results.get(call["call_id"])
-            turn.calls.append(TraceCall(
-                call_id=call["call_id"], tool_name=call["tool_name"],
-                arguments=call["arguments"],
-                status=result["status"] if result else None,
-                rejection=(result["rejection"] or None) if result else None,
-                result_chars=len(result["content"]) if result else None))
-            shown = "not run yet" if result is None else (
-                f"{result['status']}{' ' + result['rejection'] if result['rejection'] else ''}"
-                f" {len(result['content'])} chars")
-            console.print(f"  {call['call_id']:<9} {call['tool_name']:<11} "
-                          f"{argument_line(call['arguments'])[:80]:<80} → {shown}")
-    return report
+    for turn in turns:
+        console.print(f"[bold]turn {turn.turn}[/bold] {turn.model} "
+                      f"in {turn.input_tokens} out {turn.output_tokens} tokens "
+                      f"(manifest {turn.manifest_id})")
+        for call in turn.calls:
+            shown = "not run yet" if call.status is None else (
+                f"{call.status}{' ' + call.rejection if call.rejection else ''}"
+                f" {call.result_chars} chars")
+            console.print(f"  {call.call_id:<9} {call.tool_name:<11} "
+                          f"{argument_line(call.arguments)[:80]:<80} → {shown}")
+    return TraceReport(job_id=job_id, turns=turns)
 
 
 def argument_line(arguments: dict[str, Any]) -> str:
