@@ -12,6 +12,7 @@ after — run clean and concurrently. Waiting is on observable conditions with d
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,7 @@ from tests.workflows.jobkit import (
     wait_status,
 )
 from tests.workflows.test_needs_operator import wait_parked
+from webconsole.pages.job import ADD_SOURCE_HINT
 from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
@@ -155,7 +157,7 @@ async def test_job_pages_in_every_state(
             why = section(page.text, "blocked")
             assert why is not None, "no reason section for a job that needs an operator"
             assert "needs_operator: write_plan failed (a permanent error): ScopeDenied" in why
-            assert _RESOLVE.findall(why) == [f"{operator_stuck.job_id} --retry",
+            assert _RESOLVE.findall(why) == [f"{operator_stuck.job_id}",
                                              f"{operator_stuck.job_id} --abandon"]
             assert 'id="open-review"' not in page.text
             await no_draft(web, operator_stuck.job_id)
@@ -175,7 +177,7 @@ async def test_job_pages_in_every_state(
             assert why is not None, "no reason section for a blocked job"
             assert "required_evidence_missing (no verified note for: quotas)" in why
             actions = _RESOLVE.findall(why)
-            assert f"{blocked.job_id} --add-source FILE.yaml" in actions
+            assert f"{blocked.job_id} {ADD_SOURCE_HINT}" in [html.unescape(a) for a in actions]
             assert actions[-1] == f"{blocked.job_id} --abandon"
             await no_draft(web, blocked.job_id)
 

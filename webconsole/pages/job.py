@@ -8,32 +8,37 @@ from starlette.responses import Response
 
 from webconsole.pages.common import Deps, render, signed_in
 
-#: what each blocked reason can be resolved with (``pressroom resolve JOB <flag>``)
+#: the ``--add-source`` value a hint shows: the option takes the source spec itself as
+#: YAML or JSON (``workflows/resolution.py``), not a file name
+ADD_SOURCE_HINT = "--add-source '{kind: document, name: NAME, path: PATH}'"
+
+#: what each blocked reason can be resolved with (``pressroom resolve JOB <flags>``); the
+#: empty string is ``resolve`` with no option, which assembles or runs the step again
 _FIXES = {
-    "required_evidence_missing": ["--add-source FILE.yaml", "--refresh SOURCE",
-                                  "--accept-gathered"],
-    "required_partition_missing": ["--add-source FILE.yaml", "--refresh SOURCE"],
+    "required_evidence_missing": [ADD_SOURCE_HINT, "--refresh SOURCE", "--accept-gathered"],
+    "required_partition_missing": [ADD_SOURCE_HINT, "--refresh SOURCE"],
     "minimums_exceed_budget": ["--budget TOKENS", "--context-limit TOKENS"],
     "transform_blocked": ["--context-limit TOKENS", "--budget TOKENS"],
-    "unsafe_tool_repair": ["--retry"],
-    "serialization_invalid": ["--retry"],
+    "unsafe_tool_repair": [""],
+    "serialization_invalid": [""],
     "budget_exhausted": ["--token-budget TOKENS"],
-    "stale": ["--accept KEY@REVISION", "--refresh SOURCE"],
+    "stale": ["--accept CANONICAL_KEY=REVISION", "--refresh SOURCE"],
 }
 
 
 def resolve_actions(status: str, reason: str | None) -> list[str]:
     """The ``pressroom resolve`` flags a blocked (or needs-operator) job accepts, best
-    first; ``--abandon`` always ends it without publishing."""
+    first; ``""`` (no option) retries the step and ``--abandon`` always ends the job without
+    publishing. Every one parses with the real CLI (``tests/test_cli_hints.py``)."""
     if status == "needs_operator":
-        return ["--retry", "--abandon"]
+        return ["", "--abandon"]
     if status != "blocked":
         return []
     text = reason or ""
     for key, flags in _FIXES.items():
         if key in text:
             return [*flags, "--abandon"]
-    return ["--retry", "--add-source FILE.yaml", "--budget TOKENS", "--abandon"]
+    return ["", ADD_SOURCE_HINT, "--budget TOKENS", "--abandon"]
 
 
 async def job_page(request: Request, deps: Deps) -> Response:
@@ -50,4 +55,4 @@ async def job_page(request: Request, deps: Deps) -> Response:
     }, session=session)
 
 
-__all__ = ["job_page", "resolve_actions"]
+__all__ = ["ADD_SOURCE_HINT", "job_page", "resolve_actions"]

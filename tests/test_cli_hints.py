@@ -1,0 +1,58 @@
+"""Every command Pressroom prints or documents is a real command (tests/cli_hints.py says
+how hints are collected and checked)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pressroom import app
+from tests.cli_hints import Hint, check_hint, collect_hints
+from webconsole.pages.job import _FIXES, resolve_actions
+
+
+def test_every_hint_in_the_shipped_files_parses_with_the_real_cli() -> None:
+    hints = collect_hints()
+    # the collector finds what it is meant to: the README's code block, docstrings, the
+    # runtime's printed hints (f-strings) and the console's templates
+    wheres = {h.where.split(":")[0] for h in hints}
+    assert {"README.md", "workflows/commands.py", "webconsole/templates/signin.html"} <= wheres
+    assert len(hints) > 150, len(hints)
+    problems = [p for p in (check_hint(h, app) for h in hints) if p]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_resolve_action_the_console_offers_parses() -> None:
+    reasons = [*(f"{key} (detail)" for key in _FIXES), "something else", None]
+    offered = {(status, a) for status in ("blocked", "needs_operator")
+               for reason in reasons for a in resolve_actions(status, reason)}
+    assert ("needs_operator", "") in offered and ("blocked", "--abandon") in offered
+    for status, action in sorted(offered):
+        hint = Hint(f"console {status}", f"pressroom resolve job-1 {action}".strip(),
+                    in_prose=False)
+        assert check_hint(hint, app) is None, (status, action, check_hint(hint, app))
+
+
+@pytest.mark.parametrize(("text", "complaint"), [
+    ("pressroom resolve JOB --retry", "has no option --retry"),
+    ("pressroom resolve JOB --accept KEY@REVISION", "CANONICAL_KEY=REVISION"),
+    ("pressroom resolve JOB --add-source FILE.yaml", "not a valid source spec"),
+    ("pressroom frobnicate JOB", "no command 'frobnicate'"),
+    ("pressroom reviewer grant NAME", "no command 'reviewer grant'"),
+    ("pressroom approve", "required argument"),
+    ("pressroom resolve JOB --budget TOKENS --abandon", "one resolution at a time"),
+])
+def test_the_checker_refuses_what_is_not_a_command(text: str, complaint: str) -> None:
+    """The check can fail: each of these was (or could be) shown to someone."""
+    problem = check_hint(Hint("here", text, in_prose=False), app)
+    assert problem is not None and complaint in problem, problem
+
+
+@pytest.mark.parametrize("text", [
+    "pressroom run",  # prose naming a command
+    "pressroom worker --metrics-port",  # prose naming an option
+    "pressroom worker --tls-cert/--tls-key/--tls-ca",
+    "pressroom resolve job-1 …",
+    "pressroom status job-1 --json | jq -r .status",
+])
+def test_prose_references_are_read_as_references(text: str) -> None:
+    assert check_hint(Hint("here", text, in_prose=True), app) is None
