@@ -15,6 +15,8 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from settings import Settings
 
 T = TypeVar("T")
@@ -360,9 +362,55 @@ def _reviewer(reviewer: str | None, settings: Settings) -> str:
     return reviewer or settings.reviewer or getpass.getuser()
 
 
+def _account_key(settings: Settings, signer: str, key: Path | None,
+                 password_stdin: bool) -> Ed25519PrivateKey | None:
+    """The signing key of ``signer``'s review-console account, unlocked with its password,
+    when the command is to sign with the account: ``--password-stdin`` was given, or no key
+    file is named and none is at the default path while the account exists (the password is
+    then asked on a terminal). ``None`` means the key file is used (``signing_key``).
+
+    One key per name: the account's key is the one ``pressroom reviewer add`` registered and
+    ``run`` pinned, so a decision signed with it verifies like the console's (SECURITY.md §8).
+    """
+    import getpass
+
+    from contracts.signing import key_file_name
+    from webconsole.accounts import AccountError, ReviewerAccounts
+
+    def fail(message: str) -> typer.Exit:
+        err_console.print(f"[red]error:[/red] {message}", soft_wrap=True, highlight=False)
+        return typer.Exit(1)
+
+    accounts = ReviewerAccounts(settings.console_accounts_dir)
+    if not password_stdin:
+        default = settings.keys_dir / f"{key_file_name(signer)}.key"
+        named = key or settings.reviewer_key
+        if named is not None or default.exists() or default.is_symlink():
+            return None
+        try:
+            if not accounts.exists(signer):
+                return None  # signing_key names the missing file and both ways to sign
+        except AccountError as exc:
+            raise fail(str(exc)) from None
+        if not sys.stdin.isatty():
+            raise fail(f"no key file for {signer!r}; to sign as the console account "
+                       f"{signer!r} pass --password-stdin and the password on stdin")
+        password = getpass.getpass(f"password of console account {signer}: ")
+    else:
+        if key is not None:
+            raise fail("give --key or --password-stdin, not both")
+        password = sys.stdin.readline().removesuffix("\n").removesuffix("\r")
+    try:
+        return accounts.signing_key(signer, password)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+
+
+_PASSWORD_STDIN_HELP = ("Sign with your review-console account's key, its password read as "
+                        "one line on stdin (without a key file, a terminal asks for it).")
 _REVIEWER_HELP = "Reviewer principal (default $PRESSROOM_REVIEWER or your user name)."
-_KEY_HELP = ("Your Ed25519 private key (default $PRESSROOM_REVIEWER_KEY or "
-             "$PRESSROOM_HOME/keys/NAME.key; make one with `pressroom reviewer keygen NAME`).")
+_KEY_HELP = ("Your Ed25519 private key, the one the job pinned for you (default "
+             "$PRESSROOM_REVIEWER_KEY or $PRESSROOM_HOME/keys/NAME.key).")
 _SIGNER_HELP = ("Who signs: a listed reviewer or operator (default $PRESSROOM_REVIEWER or "
                 "your user name).")
 _DRAFT_HASH_HELP = "Only if the pending draft has this content hash (sha256:…); for scripts."
@@ -374,14 +422,17 @@ def approve(ctx: typer.Context, job: str,
             key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
             draft_hash: str | None = typer.Option(None, "--draft-hash", help=_DRAFT_HASH_HELP),
             yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+            password_stdin: bool = typer.Option(False, "--password-stdin",
+                                                help=_PASSWORD_STDIN_HELP),
             address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show the pending draft and approve it for publication (signed with your key)."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.review(console, settings, job, "approve",
-                             reviewer=_reviewer(reviewer, settings), comments=[], yes=yes,
-                             address=address, key_path=key, draft_hash=draft_hash), settings)
+    name = _reviewer(reviewer, settings)
+    _job_cmd(commands.review(console, settings, job, "approve", reviewer=name, comments=[],
+                             yes=yes, address=address, key_path=key, draft_hash=draft_hash,
+                             key=_account_key(settings, name, key, password_stdin)), settings)
 
 
 @app.command("request-changes")
@@ -393,15 +444,18 @@ def request_changes(
     key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
     draft_hash: str | None = typer.Option(None, "--draft-hash", help=_DRAFT_HASH_HELP),
     yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help=_PASSWORD_STDIN_HELP),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
     """Send the pending draft back with comments (the next turns see them as reviewer data)."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.review(console, settings, job, "request_changes",
-                             reviewer=_reviewer(reviewer, settings), comments=message, yes=yes,
-                             address=address, key_path=key, draft_hash=draft_hash), settings)
+    name = _reviewer(reviewer, settings)
+    _job_cmd(commands.review(console, settings, job, "request_changes", reviewer=name,
+                             comments=message, yes=yes, address=address, key_path=key,
+                             draft_hash=draft_hash,
+                             key=_account_key(settings, name, key, password_stdin)), settings)
 
 
 @app.command()
@@ -410,14 +464,17 @@ def reject(ctx: typer.Context, job: str,
            key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
            draft_hash: str | None = typer.Option(None, "--draft-hash", help=_DRAFT_HASH_HELP),
            yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+           password_stdin: bool = typer.Option(False, "--password-stdin",
+                                               help=_PASSWORD_STDIN_HELP),
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Reject the pending draft; the job ends 'rejected' and nothing is published."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.review(console, settings, job, "reject",
-                             reviewer=_reviewer(reviewer, settings), comments=[], yes=yes,
-                             address=address, key_path=key, draft_hash=draft_hash), settings)
+    name = _reviewer(reviewer, settings)
+    _job_cmd(commands.review(console, settings, job, "reject", reviewer=name, comments=[],
+                             yes=yes, address=address, key_path=key, draft_hash=draft_hash,
+                             key=_account_key(settings, name, key, password_stdin)), settings)
 
 
 @app.command()
@@ -439,6 +496,7 @@ def resolve(
     note: str = typer.Option("", help="Why (recorded with the resolution)."),
     signer: str | None = typer.Option(None, "--as", help=_SIGNER_HELP),
     key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+    password_stdin: bool = typer.Option(False, "--password-stdin", help=_PASSWORD_STDIN_HELP),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
     """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision), or
@@ -446,11 +504,13 @@ def resolve(
     from workflows import commands
 
     settings = _settings(ctx)
+    name = _reviewer(signer, settings)
     _job_cmd(commands.resolve(console, settings, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
         accept=accept, token_budget=token_budget, accept_gathered=accept_gathered,
         abandon=abandon, note=note),
-        address, signer=_reviewer(signer, settings), key_path=key), settings)
+        address, signer=name, key_path=key,
+        key=_account_key(settings, name, key, password_stdin)), settings)
 
 
 @app.command()
@@ -488,13 +548,17 @@ def cancel(ctx: typer.Context, job: str,
            reason: str = typer.Option("", help="Why (recorded with the cancel)."),
            signer: str | None = typer.Option(None, "--as", help=_SIGNER_HELP),
            key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+           password_stdin: bool = typer.Option(False, "--password-stdin",
+                                               help=_PASSWORD_STDIN_HELP),
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Cancel a running job, signed as a listed reviewer or operator (nothing is published)."""
     from workflows import commands
 
     settings = _settings(ctx)
-    _job_cmd(commands.cancel(console, settings, job, address, signer=_reviewer(signer, settings),
-                             key_path=key, reason=reason), settings)
+    name = _reviewer(signer, settings)
+    _job_cmd(commands.cancel(console, settings, job, address, signer=name, key_path=key,
+                             reason=reason,
+                             key=_account_key(settings, name, key, password_stdin)), settings)
 
 
 # --- reviewer keys: `pressroom reviewer keygen` ---

@@ -257,7 +257,9 @@ async def review_job(client: Client, job_id: str, decision: Decision, *, reviewe
     try:
         return await handle.execute_update(ResearchJobWorkflow.review, decision_input)
     except WorkflowUpdateFailedError as exc:
-        raise ReviewRejected(f"review refused: {_failure_text(exc)}") from None
+        text = _failure_text(exc)  # the validator's own words may already say so
+        raise ReviewRejected(text if text.startswith("review refused")
+                             else f"review refused: {text}") from None
 
 
 async def resolve_job(client: Client, job_id: str, resolution: ResolveInput, *,

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markdown import Markdown
@@ -35,12 +36,13 @@ from contracts.path_safety import (
     is_remote,
     read_policy,
 )
+from contracts.signing import normalize_name, public_key_text
 from contracts.source_specs import GitSourceSpec
 from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
-from workflows.errors import JobExists, JobNotFound, JobNotWaiting
+from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
 from workflows.explain import Notes, render_manifest, render_manifests, security_flags
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
@@ -598,19 +600,39 @@ async def show_draft(console: Console, client: Client, job_id: str,
     return view.live, shown_hash
 
 
+def check_reviewer(spec: JobSpec, reviewer: str, key: Ed25519PrivateKey) -> None:
+    """Refuse, before a draft is shown, a decision the workflow would refuse for who signs
+    it: the job's own principal, a name the job does not list as a reviewer, or a key that
+    is not the one pinned for that name. The workflow's validator stays the authority
+    (SECURITY.md §1); this only spares the reviewer a draft they cannot decide on."""
+    name = normalize_name(reviewer)
+    if name == normalize_name(spec.principal.principal_id):
+        raise ReviewRejected(f"review refused: the job's own principal {reviewer!r} can never "
+                             "review its own draft; nothing shown or sent")
+    keys = spec.review.signers(operators=False).get(name)
+    if not keys:
+        raise ReviewRejected(f"review refused: reviewer {reviewer!r} is not allowed for job "
+                             f"{spec.job_id}; nothing shown or sent")
+    if public_key_text(key) not in keys:
+        raise ReviewRejected(f"review refused: the signing key is not the one listed for "
+                             f"{reviewer!r}; nothing shown or sent")
+
+
 async def review(console: Console, settings: Settings, job_id: str, decision: jobs.Decision,
                  *, reviewer: str, comments: list[str], yes: bool,
                  address: str | None = None, key_path: Path | None = None,
-                 draft_hash: str | None = None) -> None:
+                 draft_hash: str | None = None, key: Ed25519PrivateKey | None = None) -> None:
     """Show the draft, ask, sign the decision on the text shown and send it.
 
     ``draft_hash`` (``--draft-hash``) lets a script say which draft it means; a different
-    pending draft is refused before anything is signed.
+    pending draft is refused before anything is signed. ``key`` is a key already unlocked
+    (a console account's); without it the key file is read (``signing_key``).
     """
     import typer
 
-    key = signing_key(settings, reviewer, key_path)
+    key = key or signing_key(settings, reviewer, key_path)
     client = await connect(settings, address)
+    check_reviewer(await jobs.job_spec_of(client, job_id), reviewer, key)
     live, shown_hash = await show_draft(console, client, job_id, settings)
     assert live.pending_draft is not None
     if draft_hash is not None and draft_hash != shown_hash:
@@ -632,12 +654,12 @@ async def review(console: Console, settings: Settings, job_id: str, decision: jo
 
 async def resolve(console: Console, settings: Settings, job_id: str, flags: dict[str, Any],
                   address: str | None = None, *, signer: str,
-                  key_path: Path | None = None) -> None:
+                  key_path: Path | None = None, key: Ed25519PrivateKey | None = None) -> None:
     """``flags`` are the CLI's resolve options; bad combinations are a ``JobError``."""
     resolution: ResolveInput = await pin_resolution(
         checked_source(build_resolution(**flags), settings), settings.locations,
         lambda line: console.print(line, highlight=False))
-    key = signing_key(settings, signer, key_path)
+    key = key or signing_key(settings, signer, key_path)
     await jobs.resolve_job(await connect(settings, address), job_id, resolution,
                            signer=signer, key=key, worker_grace=settings.worker_grace_seconds)
     if resolution.action == "abandon":
@@ -649,8 +671,8 @@ async def resolve(console: Console, settings: Settings, job_id: str, flags: dict
 
 async def cancel(console: Console, settings: Settings, job_id: str,
                  address: str | None = None, *, signer: str, key_path: Path | None = None,
-                 reason: str = "") -> None:
-    key = signing_key(settings, signer, key_path)
+                 reason: str = "", key: Ed25519PrivateKey | None = None) -> None:
+    key = key or signing_key(settings, signer, key_path)
     await jobs.cancel_job(await connect(settings, address), job_id, signer=signer, key=key,
                           reason=reason, worker_grace=settings.worker_grace_seconds)
     console.print(f"{job_id} cancelled by {signer}; nothing will be published")

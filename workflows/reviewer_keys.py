@@ -95,8 +95,12 @@ def signing_key(settings: Settings, signer: str, key_path: Path | None = None
         # O_NONBLOCK: a FIFO put in the key's place cannot hang the command
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        raise ReviewerKeyError(f"no key for {signer!r} at {path} (create one with `pressroom "
-                               f"reviewer keygen {signer}`, or pass --key)") from None
+        # a new key would not be the one a job pinned for this name, so the hint names
+        # the two ways to sign with that one (SECURITY.md §8)
+        raise ReviewerKeyError(f"no key for {signer!r} at {path}: pass the key file the job "
+                               f"pinned for {signer!r} with --key, or sign as the console "
+                               f"account {signer!r} (--password-stdin, or asked on a "
+                               "terminal)") from None
     except OSError as exc:  # a symbolic link (ELOOP), a folder, no permission
         raise ReviewerKeyError(f"cannot open key {path}: {exc.strerror}") from None
     try:
