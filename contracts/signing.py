@@ -197,8 +197,9 @@ def verify(signature: Signature | None, purpose: Purpose, job_id: str,
     ``now``. Deterministic given its arguments, so workflow code may call it.
     """
     if signature is None:
-        raise SignatureError("the command is not signed (sign it with a listed reviewer's "
-                             "key: `pressroom reviewer keygen`, then --key)")
+        raise SignatureError("the command is not signed (sign it with the key the job pinned "
+                             "for a listed reviewer or operator: --key FILE, or --as NAME "
+                             "with a console account's password)")
     signer = normalize_name(signature.signer)
     keys = set(allowed.get(signer, ()))
     if not keys:

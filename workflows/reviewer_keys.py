@@ -168,5 +168,6 @@ def pin_reviewers(spec: JobSpec, settings: Settings) -> tuple[JobSpec, list[str]
         raise JobSpecError(
             f"job spec {spec.job_id}: field 'review.reviewers': no public key for "
             f"{sorted(missing)} — list `{{name: ..., public_key: ed25519:...}}` or register "
-            f"them (`pressroom reviewer keygen NAME --register`) in {settings.reviewers_dir}")
+            f"them in {settings.reviewers_dir} (`pressroom reviewer add NAME` for a console "
+            "account, or `pressroom reviewer keygen NAME --register`)")
     return spec.model_copy(update={"review": review}), lines
