@@ -17,14 +17,18 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 import context
 from activities.candidates import CandidateSet, attestation_summary, load_candidates
 from activities.job_policy import job_policy
 from activities.research_tools import TOOL_DEFINITIONS
-from activities.runtime import ActivityRuntime, pause_point, scope_of
+from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, manifest_counts, now_ns
+from artifacts.store import ArtifactStore
 from context.admission.security import redact_secrets
 from context.items import ScopeRef
+from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy
 from context.request import ModelSpec, PrincipalContext, TopicSpec
 from contracts.activity_messages import AssembleContextInput, ContextRef
@@ -42,8 +46,30 @@ DECISIONS = {
 EVIDENCE_STAGES = frozenset({"draft", "revise", "publish"})
 
 
+async def previous_manifest(store: ArtifactStore, spec: JobSpec, step_id: str
+                            ) -> ContextAssemblyManifest | None:
+    """The latest manifest sealed by an earlier step of the job, which the prompt-cache
+    identity is compared with (docs/context-engine.md#prompt-cache-identity): without it
+    every step said "bypassed: no previous manifest of this run". A retried step skips its
+    own earlier attempt, so it seals the same assembly again. One indexed listing and one
+    verified read per step; a manifest an older engine wrote that no longer parses
+    compares as none."""
+    rows = [row for row in await store.manifest_summaries(spec.job_id,
+                                                          principal=principal_of(spec))
+            if row["step_id"] != step_id]
+    if not rows:
+        return None
+    body = await store.get_manifest(str(rows[-1]["manifest_id"]), principal=principal_of(spec))
+    fields = ContextAssemblyManifest.model_fields
+    try:
+        return ContextAssemblyManifest.model_validate(
+            {k: v for k, v in body.items() if k in fields})
+    except ValidationError:
+        return None
+
+
 def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet,
-             policy: ContextPolicy) -> Any:
+             policy: ContextPolicy, previous: ContextAssemblyManifest | None = None) -> Any:
     scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
     topics = [TopicSpec(name=t.name, terms=tuple(t.terms), blocking=t.blocking)
               for t in spec.topics] if inp.stage in EVIDENCE_STAGES else []
@@ -68,6 +94,7 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet,
         tool_history=candidates.tool_history,
         tool_definitions=TOOL_DEFINITIONS if inp.stage == "research" else (),
         evidence_budget=inp.state.evidence_budget,
+        previous_manifest=previous,
     )
 
 
@@ -79,7 +106,8 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
     # source roots and its errors quote nothing from it (activities.job_policy)
     policy = job_policy(spec.policy, runtime.roots)
     candidates = await load_candidates(store, spec, inp, policy, roots=runtime.roots)
-    request = _request(spec, inp, candidates, policy)
+    previous = await previous_manifest(store, spec, inp.step_id)
+    request = _request(spec, inp, candidates, policy, previous)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
     # event loop free to heartbeat and run other activities meanwhile.
     outcome = await asyncio.to_thread(context.assemble, request)

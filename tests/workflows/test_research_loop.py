@@ -64,6 +64,20 @@ async def test_the_agent_researches_every_topic_then_finishes(
                                  principal=principal_of(spec))
     text = body.decode()
     assert "## retries" in text and "## resume" in text, text
+    # each step's prompt-cache identity is compared with the step before it: the research
+    # turns share their stable prefix (same control zone and tools), the draft does not
+    caches = []
+    for row in await store.manifest_summaries(spec.job_id, principal=principal_of(spec)):
+        sealed = await store.get_manifest(row["manifest_id"], principal=principal_of(spec))
+        caches.append((sealed["stage"], sealed["cache"]["status"],
+                       sealed["cache"]["previous_assembly_id"]))
+    stages = [stage for stage, _status, _prev in caches]
+    assert stages[0] == "plan" and stages[-1] == "draft", stages
+    turns = [c for c in caches if c[0] == "research"]
+    assert len(turns) == research.turn, caches
+    assert all(prev is not None for _s, _st, prev in caches[1:]), caches
+    assert [st for _s, st, _p in turns[1:]] == ["hit"] * (len(turns) - 1), caches
+    assert caches[-1][1] == "miss", caches
     tools = await loop_tool_history(runtime, spec)
     assert [c["call_id"] for c in tools["calls"]] == [r["call_id"] for r in tools["results"]]
     assert tools["revisions"] == research.turn  # one write per turn
