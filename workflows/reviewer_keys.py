@@ -144,10 +144,10 @@ def pin_reviewers(spec: JobSpec, settings: Settings) -> tuple[JobSpec, list[str]
     """
     if not spec.review.unpinned():
         return spec, []
-    lines: list[str] = []
+    pinned: dict[str, tuple[str, list[str]]] = {}  # name → (key, the roles it is pinned for)
     missing: list[str] = []
 
-    def pin(people: list[ReviewerSpec]) -> list[ReviewerSpec]:
+    def pin(people: list[ReviewerSpec], role: str) -> list[ReviewerSpec]:
         out = []
         for person in people:
             if person.public_key is None:
@@ -156,14 +156,17 @@ def pin_reviewers(spec: JobSpec, settings: Settings) -> tuple[JobSpec, list[str]
                     missing.append(person.name)
                     out.append(person)
                     continue
-                lines.append(f"reviewer {person.name}: pinned {key[:20]}… from "
-                             f"{settings.reviewers_dir}")
+                pinned.setdefault(person.name, (key, []))[1].append(role)
                 person = person.model_copy(update={"public_key": key})
             out.append(person)
         return out
 
-    review = spec.review.model_copy(update={"reviewers": pin(list(spec.review.reviewers)),
-                                            "operators": pin(list(spec.review.operators))})
+    review = spec.review.model_copy(update={
+        "reviewers": pin(list(spec.review.reviewers), "reviewer"),
+        "operators": pin(list(spec.review.operators), "operator")})
+    # one line per person: a reviewer who is also an operator is one key, pinned once
+    lines = [f"{' and '.join(roles)} {name}: pinned {key[:20]}… from {settings.reviewers_dir}"
+             for name, (key, roles) in pinned.items()]
     if missing:
         raise JobSpecError(
             f"job spec {spec.job_id}: field 'review.reviewers': no public key for "
