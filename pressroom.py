@@ -6,6 +6,7 @@ engine or the artifact store, and turns their typed errors into one clear line.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -23,7 +24,11 @@ T = TypeVar("T")
 
 app = typer.Typer(help="Pressroom: durable research jobs with auditable context assembly.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-console = Console()
+#: without a terminal rich lays everything out for 80 columns, and `explain`'s tables wrap
+#: mid-cell in a pipe or a log; piped output gets 200 unless $COLUMNS says otherwise
+_PIPE_WIDTH = 200
+console = Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ
+                  else _PIPE_WIDTH)
 err_console = Console(stderr=True)
 
 

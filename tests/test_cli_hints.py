@@ -3,6 +3,8 @@ how hints are collected and checked)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pressroom import app
@@ -56,3 +58,21 @@ def test_the_checker_refuses_what_is_not_a_command(text: str, complaint: str) ->
 ])
 def test_prose_references_are_read_as_references(text: str) -> None:
     assert check_hint(Hint("here", text, in_prose=True), app) is None
+
+
+def test_piped_output_is_laid_out_wider_than_80_columns() -> None:
+    """Without a terminal rich would wrap `explain`'s tables at 80 columns; a pipe gets the
+    CLI's own width unless $COLUMNS is set."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    probe = "import pressroom; print(pressroom.console.width)"
+    piped = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                           text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+    assert piped.stdout.strip() == "200", piped
+    narrow = subprocess.run([sys.executable, "-c", probe], env={**env, "COLUMNS": "100"},
+                            capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert narrow.stdout.strip() == "100", narrow
