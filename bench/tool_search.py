@@ -36,10 +36,9 @@ HERE = Path(__file__).resolve().parents[1]
 def _measure(code: Path, calls: int) -> dict[str, Any]:
     sys.path.insert(0, str(code))
     from activities.research_tools import run_source_tool
+    from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
     from examples.build_fixtures import EXPECTED_COMMITS, build_fixtures
     from tests.sources.conftest import locations, roots
-
-    from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
 
     with tempfile.TemporaryDirectory() as name:
         fixtures = Path(name) / "fixtures"
