@@ -26,16 +26,20 @@ from activities.research_tools.arguments import (
     SearchArguments,
     UpdatePlanArguments,
 )
+from activities.research_tools.budget import MAX_CALL_BYTES, MAX_REGEX_SECONDS, CallBudget
 from activities.research_tools.notes import verify_note
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from activities.research_tools.source_tools import run_source_tool, search_hits
 
 __all__ = [
+    "MAX_CALL_BYTES",
     "MAX_HITS",
     "MAX_LIST_ENTRIES",
     "MAX_QUERY_CHARS",
     "MAX_READ_LINES",
+    "MAX_REGEX_SECONDS",
     "TOOL_DEFINITIONS",
+    "CallBudget",
     "Citation",
     "FinishArguments",
     "ListArguments",

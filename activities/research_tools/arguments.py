@@ -28,8 +28,6 @@ MAX_HITS = 50
 MAX_HIT_LINE_CHARS = 300
 #: a ``read`` returns at most this many lines
 MAX_READ_LINES = 200
-#: a regular expression gets this long per file before the search is refused
-REGEX_TIMEOUT_S = 0.25
 
 
 class _Arguments(BaseModel):

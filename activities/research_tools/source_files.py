@@ -15,15 +15,25 @@ out — a link out of the roots or to a folder, a FIFO, socket or device, a file
 ``MAX_FILE_BYTES`` — it reports with the reason (``FolderFiles.excluded``; ``list`` shows
 them), never silently. A declared location outside the roots is ``PathRefused``, a bad job
 spec that fails the step.
+
+Reading is split in two so that nothing blocking runs on the worker's event loop
+(SECURITY.md, "A tool call cannot hold a worker"): ``prefetch`` does what is asynchronous
+(a repository's blobs, streamed from git within the call's byte budget), ``load`` is plain
+blocking code — a file read, decoding, a page's text — that the source tools call from a
+worker thread. Both spend the call's ``CallBudget`` and record in it each file a limit
+kept them from reading.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from activities.research_tools.budget import CallBudget
 from activities.research_tools.rejected import ToolRejected
 from activities.sources.documents import MAX_FILE_BYTES, document_files
 from activities.sources.errors import RetrievalFailed
@@ -49,12 +59,15 @@ class SourceFiles(Protocol):
         """Every readable file, as a relative POSIX path, sorted."""
         ...
 
-    async def lines(self, path: str) -> tuple[str, list[str]]:
-        """The revision ``path`` was read at and its text lines (``path`` from ``paths``)."""
+    async def prefetch(self, paths: Sequence[str], budget: CallBudget) -> None:
+        """Read ``paths`` ahead, within ``budget``, where that is asynchronous (a
+        repository's blobs, in one streamed read); ``load`` reads the rest."""
         ...
 
-    async def prefetch(self, paths: Sequence[str]) -> None:
-        """Read ``paths`` ahead in one go where that is cheaper (a search over many files)."""
+    def load(self, path: str, budget: CallBudget) -> tuple[str, list[str]]:
+        """The revision ``path`` (from ``paths``, prefetched) was read at and its text
+        lines; blocking, so called from a worker thread. ``ToolRejected`` if it holds no
+        text or a limit keeps it from being read (then recorded in ``budget``)."""
         ...
 
     def excluded(self) -> list[tuple[str, str]]:
@@ -89,6 +102,7 @@ class GitFiles:
         self._tree = tree
         self._paths = sorted(p for p in tree.files if in_scope(p, spec.paths))
         self._read: dict[str, bytes] = {}
+        self._skipped: dict[str, str] = {}
 
     def paths(self) -> list[str]:
         return self._paths
@@ -96,20 +110,27 @@ class GitFiles:
     def excluded(self) -> list[tuple[str, str]]:
         return []
 
-    async def prefetch(self, paths: Sequence[str]) -> None:
-        # one `git cat-file --batch` for every file a search will visit, not one per file
-        wanted = [p for p in paths if p not in self._read
-                  and self._tree.files[p][1] <= MAX_BLOB_BYTES]
-        self._read.update(await self._tree.read(wanted))
+    async def prefetch(self, paths: Sequence[str], budget: CallBudget) -> None:
+        # one streamed `git cat-file --batch` for every file a search will visit, not one
+        # per file, and never more bytes than the call has left
+        wanted = [p for p in paths if p not in self._read and p not in self._skipped]
+        found = await self._tree.read_within(wanted, budget.max_bytes - budget.bytes_read)
+        budget.spend(found.bytes_read)
+        self._read.update(found.contents)
+        for path, reason in found.skipped:
+            self._skipped[path] = reason
+            budget.skip(path, reason)
 
-    async def lines(self, path: str) -> tuple[str, list[str]]:
+    def load(self, path: str, budget: CallBudget) -> tuple[str, list[str]]:
         size = self._tree.files[path][1]
         if size > MAX_BLOB_BYTES:
             raise ToolRejected("not_found", f"{self.name}:{path} is {size} bytes; files over "
                                             f"{MAX_BLOB_BYTES} are not read")
-        data = self._read.get(path)
+        data = self._read.pop(path, None)  # read once: dropped as soon as it is decoded
         if data is None:
-            data = (await self._tree.read([path]))[path]
+            reason = self._skipped.get(path, "it was not read ahead")
+            raise ToolRejected("arguments_over_limit", f"{self.name}:{path} is not read: "
+                                                       f"{reason}")
         return self._tree.sha, _decode(self.name, path, data)
 
 
@@ -133,18 +154,29 @@ class FolderFiles:
     def excluded(self) -> list[tuple[str, str]]:
         return self._excluded
 
-    async def prefetch(self, paths: Sequence[str]) -> None:
-        del paths  # files are read as the search reaches them
+    async def prefetch(self, paths: Sequence[str], budget: CallBudget) -> None:
+        del paths, budget  # files are read as the search reaches them
 
-    async def lines(self, path: str) -> tuple[str, list[str]]:
+    def load(self, path: str, budget: CallBudget) -> tuple[str, list[str]]:
+        located = self._files[path]
         try:
-            data = read_file(self._files[path], what=f"{self.name}:{path}",
-                             max_bytes=MAX_FILE_BYTES)
+            # the listing's size check is repeated by read_file; this one is the budget's
+            size = os.lstat(located.real).st_size
+        except OSError:
+            size = 0  # read_file says what is wrong with it
+        if not budget.fits(size):
+            budget.skip(path, budget.over_budget())
+            raise ToolRejected("arguments_over_limit", f"{self.name}:{path} is not read: "
+                                                       f"{budget.over_budget()}")
+        try:
+            data = read_file(located, what=f"{self.name}:{path}",
+                             max_bytes=min(MAX_FILE_BYTES, budget.max_bytes - budget.bytes_read))
         except PathRefused as exc:
             raise ToolRejected("not_found", f"{self.name}:{path} is not read: {exc}") from None
         except OSError as exc:
             raise ToolRejected("not_found", f"{self.name}:{path} cannot be read "
                                             f"({exc.strerror})") from None
+        budget.spend(len(data))
         return "sha256:" + hashlib.sha256(data).hexdigest(), _decode(self.name, path, data)
 
 
@@ -165,14 +197,15 @@ class PageFiles:
     def excluded(self) -> list[tuple[str, str]]:
         return []
 
-    async def prefetch(self, paths: Sequence[str]) -> None:
-        del paths  # one page, read when asked
+    async def prefetch(self, paths: Sequence[str], budget: CallBudget) -> None:
+        del paths, budget  # one page, read when asked
 
-    async def lines(self, path: str) -> tuple[str, list[str]]:
+    def load(self, path: str, budget: CallBudget) -> tuple[str, list[str]]:
         try:
             data, _named = read_page(self._location, self._roots)
         except (PathRefused, RetrievalFailed) as exc:
             raise ToolRejected("not_found", f"{self.name}:{path} is not read: {exc}") from None
+        budget.spend(len(data))  # one page, bounded by read_page's own size limit
         text = "\n".join(_decode(self.name, path, data))
         lines = html_to_lines(text) if looks_like_html(self._path, text) else text.splitlines()
         return "sha256:" + hashlib.sha256(data).hexdigest(), lines
@@ -187,9 +220,13 @@ async def open_source(spec: SourceSpec, locations: Mapping[str, str],
     try:
         if isinstance(spec, GitSourceSpec):
             return GitFiles(spec, await open_pinned(spec, locations, roots=roots))
+        # a folder is listed (a stat per entry) and a page located in a worker thread:
+        # blocking file-system work stays off the event loop
         if isinstance(spec, DocumentSourceSpec):
-            return FolderFiles(spec, expand_location(spec.path, locations), roots)
-        return PageFiles(spec, expand_location(spec.path, locations), roots)
+            return await asyncio.to_thread(FolderFiles, spec,
+                                           expand_location(spec.path, locations), roots)
+        return await asyncio.to_thread(PageFiles, spec, expand_location(spec.path, locations),
+                                       roots)
     except RetrievalFailed as exc:
         raise ToolRejected("source_unavailable", f"source {spec.name!r}: {exc}") from None
 

@@ -7,14 +7,23 @@ line was read at (a commit sha, or the file's content hash), so a note can cite 
 what the model saw. Bad input raises ``ToolRejected``; the caller records it as an error
 result for the model, never as a crash.
 
-Search is one engine for every source kind — the ``regex`` module, case-insensitive, with
-a per-file time limit — so a literal and a pattern mean the same over a repository, a
-folder and a page, and a pathological pattern is refused instead of stalling the worker.
+Search is one engine for every source kind — the ``regex`` module, case-insensitive — so
+a literal and a pattern mean the same over a repository, a folder and a page.
 (Repositories are still read only at the pinned commit, through ``git cat-file``.)
+
+A call cannot hold its worker (SECURITY.md, "A tool call cannot hold a worker"): each call
+has one ``CallBudget`` — ``MAX_REGEX_SECONDS`` of matching over all its lines and files,
+``MAX_CALL_BYTES`` of content read — and its blocking part (reading files, decoding,
+matching) runs in a worker thread, with the ``regex`` module releasing the interpreter lock
+while it matches, so the event loop keeps heartbeating and serving the worker's other jobs
+while a pathological pattern spends its two seconds. A call that spends its regex time is
+refused with ``arguments_over_limit`` saying so; files past the byte budget are skipped and
+named in the result.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -25,12 +34,12 @@ from activities.research_tools.arguments import (
     MAX_HITS,
     MAX_LIST_ENTRIES,
     MAX_READ_LINES,
-    REGEX_TIMEOUT_S,
     ListArguments,
     ReadArguments,
     SearchArguments,
     parse_arguments,
 )
+from activities.research_tools.budget import CallBudget
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from activities.research_tools.source_files import SourceFiles, confine, declared, open_source
 from contracts.path_safety import PathRoots
@@ -64,9 +73,10 @@ async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[
     files = await open_source(source, locations, roots)
     if isinstance(arguments, ListArguments):
         return _list(files, arguments)
+    budget = CallBudget()  # one per call: every line and file it touches shares it
     if isinstance(arguments, SearchArguments):
-        return await _search(files, arguments)
-    return await _read(files, arguments)
+        return await _search(files, arguments, budget)
+    return await _read(files, arguments, budget)
 
 
 def _list(files: SourceFiles, arguments: ListArguments) -> dict[str, Any]:
@@ -103,33 +113,53 @@ def _selected(files: SourceFiles, scopes: Sequence[str]) -> list[str]:
     return sorted(chosen)
 
 
-async def _search(files: SourceFiles, arguments: SearchArguments) -> dict[str, Any]:
+#: a search result names at most this many of the files its limits kept it from reading
+MAX_SKIPPED_SHOWN = 20
+
+
+async def _search(files: SourceFiles, arguments: SearchArguments,
+                  budget: CallBudget) -> dict[str, Any]:
     try:
         pattern = regex.compile(arguments.query if arguments.regex
                                 else regex.escape(arguments.query), regex.IGNORECASE)
     except regex.error as exc:
         raise ToolRejected("malformed_arguments",
                            f"search.query is not a valid pattern: {exc}") from None
+    selected = _selected(files, arguments.paths)
+    await files.prefetch(selected, budget)
+    # reading, decoding and matching block: one worker thread for the whole scan
+    result = await asyncio.to_thread(_scan, files, arguments, pattern, selected, budget)
+    if budget.skipped:  # what a limit kept out is named, never dropped silently
+        result["skipped"] = [{"path": path, "reason": reason}
+                             for path, reason in budget.skipped[:MAX_SKIPPED_SHOWN]]
+        result["skipped_count"] = len(budget.skipped)
+    return result
+
+
+def _scan(files: SourceFiles, arguments: SearchArguments, pattern: regex.Pattern[str],
+          selected: Sequence[str], budget: CallBudget) -> dict[str, Any]:
+    """The search itself, in a worker thread, within ``budget``'s regex time."""
     files_hit: list[dict[str, Any]] = []
     count = 0
     truncated = False
     searched = 0
-    selected = _selected(files, arguments.paths)
-    await files.prefetch(selected)
     for path in selected:
         try:
-            revision, lines = await files.lines(path)
+            revision, lines = files.load(path, budget)
         except ToolRejected:
-            continue  # binary or oversized files hold no searchable lines
+            continue  # binary files hold no searchable lines; limits are in the budget
         searched += 1
         shown: list[list[Any]] = []
         for number, line in enumerate(lines, start=1):
             try:
-                found = pattern.search(line, timeout=REGEX_TIMEOUT_S)
+                # concurrent: the lock is released while matching, so the event loop runs
+                found = pattern.search(line, timeout=budget.regex_left(), concurrent=True)
             except TimeoutError:
-                raise ToolRejected("arguments_over_limit",
-                                   f"search.query took over {REGEX_TIMEOUT_S}s on one line; "
-                                   "use a simpler pattern") from None
+                raise ToolRejected(
+                    "arguments_over_limit",
+                    f"search.query used the call's {budget.regex_seconds:g} s of regex time "
+                    f"(stopped in file {searched} of {len(selected)}, {count} hits so far); "
+                    "use a simpler pattern or fewer paths") from None
             if found is None:
                 continue
             if count == MAX_HITS:
@@ -156,11 +186,13 @@ def search_hits(content: Mapping[str, Any]) -> Iterator[tuple[str, str, int, str
             yield hit_file["path"], hit_file["revision"], number, text
 
 
-async def _read(files: SourceFiles, arguments: ReadArguments) -> dict[str, Any]:
+async def _read(files: SourceFiles, arguments: ReadArguments,
+                budget: CallBudget) -> dict[str, Any]:
     path = confine(arguments.path)
     if path not in files.paths():
         raise ToolRejected("not_found", f"{files.name}:{path} is no file of this source")
-    revision, lines = await files.lines(path)
+    await files.prefetch([path], budget)
+    revision, lines = await asyncio.to_thread(files.load, path, budget)
     if arguments.start_line > len(lines):
         raise ToolRejected("not_found", f"{files.name}:{path} has {len(lines)} lines; "
                                         f"start_line {arguments.start_line} is past its end")

@@ -32,6 +32,11 @@ exact arguments), so the next job over the same pins does not spawn those git pr
 again. The two checks that can change — the directory is a repository, the commit is in
 it — run on every acquisition.
 
+The research tools read blobs through ``PinnedTree.read_within``: one streamed ``cat-file
+--batch`` per call, within that call's byte budget (``research_tools.budget``), so a
+repository of highly compressible blobs cannot expand into the worker's memory; the files
+past the budget are skipped and named.
+
 Record identity: ``item_id = <name>@<sha12>:<path>#L<a>-L<b>``; ``canonical_key =
 git:<name>:<path>#L<a>-L<b>`` (the same excerpt at another commit shares the key, so the
 engine's required-revision gate and supersession compare like with like); ``revision`` is
@@ -52,6 +57,7 @@ import shutil
 import tempfile
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -103,20 +109,24 @@ _pinned_bytes = 0
 async def _at_commit(key: tuple[Any, ...], size_of: Callable[[Any], int],
                      compute: Callable[[], Awaitable[Any]]) -> Any:
     """``compute()`` once per key (a read at a resolved commit sha; see the docstring)."""
-    global _pinned_bytes
     hit = _pinned.get(key)
     if hit is not None:
         _pinned.move_to_end(key)
         return hit[0]
     value = await compute()
-    size = size_of(value)
-    if size <= _PINNED_CACHE_BYTES // 4:
+    _keep(key, value, size_of(value))
+    return value
+
+
+def _keep(key: tuple[Any, ...], value: Any, size: int) -> None:
+    """Remember ``value`` (``size`` bytes) under ``key``, oldest entries out first."""
+    global _pinned_bytes
+    if size <= _PINNED_CACHE_BYTES // 4 and key not in _pinned:
         _pinned[key] = (value, size)
         _pinned_bytes += size
         while _pinned_bytes > _PINNED_CACHE_BYTES:
             _k, (_v, old) = _pinned.popitem(last=False)
             _pinned_bytes -= old
-    return value
 
 
 def is_log_path(path: str) -> bool:
@@ -317,6 +327,67 @@ async def _read_blobs(repo: str, blob_ids: Sequence[str], timeout: float) -> dic
     return found
 
 
+async def _stream_blobs(repo: str, blobs: Sequence[tuple[str, int]], timeout: float,
+                        arrived: Callable[[str, bytes], None]) -> None:
+    """Stream ``blobs`` (id, expected size) through one ``git cat-file --batch`` process,
+    handing each to ``arrived`` as it comes: each header's size is read before its
+    content, and a blob whose header does not give exactly the expected size stops the
+    read (``RetrievalFailed``) before any of its content is taken — the stream never
+    reads more than the sizes it was given."""
+    if not blobs:
+        return
+    request = ("".join(f"{blob}\n" for blob, _ in blobs)).encode()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git", "-C", repo, "cat-file", "--batch",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **_ENV})
+    except FileNotFoundError as exc:
+        raise RetrievalFailed("git executable not found on this worker") from exc
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def send() -> None:  # beside the reads: a long request would fill the pipe
+        assert proc.stdin is not None
+        with contextlib.suppress(ConnectionError):  # git stopped reading: the reads say why
+            proc.stdin.write(request)
+            await proc.stdin.drain()
+            proc.stdin.close()
+
+    sender = asyncio.create_task(send())
+    try:
+        async with asyncio.timeout(timeout):
+            for blob, size in blobs:
+                header = (await proc.stdout.readline()).split()
+                if (len(header) != 3 or header[0].decode("ascii", "replace") != blob
+                        or header[1] != b"blob" or header[2] != str(size).encode()):
+                    raise RetrievalFailed(f"git cat-file could not read blob {blob}")
+                data = await proc.stdout.readexactly(size)
+                await proc.stdout.readexactly(1)  # content is followed by a newline
+                arrived(blob, data)
+    except TimeoutError as exc:
+        raise RetrievalFailed(f"git cat-file timed out after {timeout:g}s") from exc
+    except asyncio.IncompleteReadError as exc:
+        raise RetrievalFailed("git cat-file ended before every blob was read") from exc
+    finally:
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # done, or stopped half-way
+                proc.kill()
+        await proc.wait()
+
+
+@dataclass
+class BlobsRead:
+    """What ``PinnedTree.read_within`` read: contents by path, the paths it skipped with
+    the reason, and the bytes the contents add up to."""
+
+    contents: dict[str, bytes] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    bytes_read: int = 0
+
+
 class PinnedTree:
     """One repository at one resolved commit: its files and their contents, read through
     the object database (never a working tree) and kept per worker like every read at a
@@ -330,13 +401,51 @@ class PinnedTree:
         self.files = files
         self._timeout = timeout
 
-    async def read(self, paths: Sequence[str]) -> dict[str, bytes]:
-        """The contents of ``paths`` (each a key of ``files``) at the pinned commit."""
-        wanted = tuple(sorted({self.files[p][0] for p in paths}))
-        contents: dict[str, bytes] = await _at_commit(
-            ("blobs", self.repo, wanted), lambda c: sum(len(v) for v in c.values()) + 1,
-            lambda: _read_blobs(self.repo, wanted, self._timeout))
-        return {p: contents[self.files[p][0]] for p in paths}
+    async def read_within(self, paths: Sequence[str], max_bytes: int) -> BlobsRead:
+        """The contents of ``paths`` (each a key of ``files``) at the pinned commit, in
+        order, until the next one would take the total past ``max_bytes``.
+
+        A file over ``MAX_BLOB_BYTES`` and every file past the budget is skipped with its
+        reason. Sizes come from the tree listing and are checked against each blob's
+        ``cat-file`` header as it streams in, so no more than ``max_bytes`` is ever read
+        or held, however well the repository's blobs compress; a blob another call read
+        is taken from the worker's cache (and still counts against the budget).
+        """
+        found = BlobsRead()
+        planned: dict[str, list[str]] = {}  # blob id -> the paths holding it
+        stream: list[tuple[str, int]] = []
+        for path in paths:
+            blob, size = self.files[path]
+            if blob in planned:  # the same content twice is read (and counted) once
+                planned[blob].append(path)
+                continue
+            if size > MAX_BLOB_BYTES:
+                found.skipped.append((path, f"{size} bytes; files over {MAX_BLOB_BYTES} "
+                                            "are not read"))
+                continue
+            if found.bytes_read + size > max_bytes:
+                found.skipped.append((path, f"the call's read budget of {max_bytes} bytes "
+                                            "is spent"))
+                continue
+            found.bytes_read += size
+            planned[blob] = [path]
+            cached = _pinned.get(("blob", self.repo, blob))
+            if cached is None:
+                stream.append((blob, size))
+            else:
+                _pinned.move_to_end(("blob", self.repo, blob))
+                found.contents[path] = cached[0]
+
+        def arrived(blob: str, data: bytes) -> None:
+            _keep(("blob", self.repo, blob), data, len(data) + 1)
+            for path in planned[blob]:
+                found.contents[path] = data
+
+        await _stream_blobs(self.repo, stream, self._timeout, arrived)
+        for holders in planned.values():  # a later path holding an earlier path's blob
+            for path in holders:
+                found.contents.setdefault(path, found.contents[holders[0]])
+        return found
 
 
 async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],

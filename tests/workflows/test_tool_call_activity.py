@@ -3,13 +3,16 @@
 A tool call is run once and stored once by its call id — a retry after a crash (the same
 call id again, even while the first attempt is still running) gets the stored exchange
 back and writes nothing — and a call the runtime refuses is stored as a typed error result
-instead of failing the activity.
+instead of failing the activity. A call cannot hold its worker: a pathological pattern
+spends the call's regex time in a worker thread while the event loop keeps running.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from activities import store_activities
-from activities.research_tools import search_hits
+from activities.research_tools import MAX_REGEX_SECONDS, search_hits
 from activities.runtime import ActivityRuntime, principal_of
 from activities.tool_call import exchange_id, run_tool_call
 from contracts.activity_messages import JobRef, ToolCallInput
@@ -97,6 +100,72 @@ async def test_a_refused_call_is_a_stored_error_result(
     assert (result.status, result.rejection) == ("error", kind)
     content = json.loads((await _exchange(runtime, spec, f"bad-{tool}"))["result"]["content"])
     assert content["error"] == kind and content["detail"]
+
+
+#: backtracks exponentially on a line of word characters that ends in one that is not
+CATASTROPHIC = r"^(?:(?:\w|\s){1,2}){1,18}$"
+
+
+def slow_file(folder: Any) -> str:
+    """200 lines of about 70 ms each for ``CATASTROPHIC``: 15 s of matching in all."""
+    (folder / "slow.md").write_text(
+        "".join(f"line {n:03d} abcdefghij klmnopqrstu vwxyzab!\n" for n in range(200)),
+        encoding="utf-8")
+    return "slow.md"
+
+
+class Ticks:
+    """An event-loop tick every 10 ms beside a call; ``longest`` is the worst gap."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._last = time.monotonic()
+        self._task: asyncio.Task[None] | None = None
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self.longest, self._last = max(self.longest, now - self._last), now
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0.01)
+            self._tick()
+
+    async def __aenter__(self) -> Ticks:
+        self._last = time.monotonic()
+        self._task = asyncio.create_task(self._run())
+        await asyncio.sleep(0)  # ticking before the call starts
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._tick()  # the gap up to now: a call that blocked the loop to its end counts
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def test_a_catastrophic_pattern_ends_at_the_calls_deadline_and_never_stalls_the_loop(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec], docs: Any) -> None:
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    path = slow_file(docs)
+    started = time.monotonic()
+    async with Ticks() as ticks:
+        result = await run_tool_call(runtime, ToolCallInput(
+            job=job, call_id="slow-1", tool_name="search", turn=1,
+            arguments={"source": "handbook", "query": CATASTROPHIC, "regex": True,
+                       "paths": [path]}))
+    elapsed = time.monotonic() - started
+    # the loop kept ticking (heartbeats, the worker's other jobs) the whole time
+    assert ticks.longest < 0.25, f"event loop stalled for {ticks.longest:.2f} s"
+    # one deadline for the whole call, not one per line: about 2 s, not 15
+    assert elapsed < MAX_REGEX_SECONDS + 1.5, elapsed
+    assert (result.status, result.rejection) == ("error", "arguments_over_limit")
+    content = json.loads((await _exchange(runtime, spec, "slow-1"))["result"]["content"])
+    assert content["error"] == "arguments_over_limit"
+    assert f"used the call's {MAX_REGEX_SECONDS:g} s of regex time" in content["detail"]
+    assert "abcdefghij" not in content["detail"]  # names the limit, never file content
 
 
 def test_oversized_arguments_are_refused_before_they_reach_history() -> None:
