@@ -475,7 +475,10 @@ def check_source(source: SourceSpec, roots: PathRoots, locations: Mapping[str, s
 
 def _check(what: str, path: str, kind: Kind, types: Sequence[str], roots: PathRoots) -> None:
     if what.endswith(" repository"):
-        locate_repository(path, roots, what=what)
+        # imported here: contracts.git_safety builds on this module's ``locate``
+        from contracts.git_safety import confine_repository
+
+        confine_repository(locate_repository(path, roots, what=what), roots, what=what)
     else:
         _check_existing(locate(path, roots, kind, what=what), types, what, path)
 
