@@ -42,11 +42,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from contracts.errors import PathRefused, RepositoryRefused
-from contracts.path_safety import Located, PathRoots, locate
+from contracts.errors import RepositoryRefused
+
+#: whether a resolved folder may be read as a job's source (the source roots, minus what
+#: ``contracts.path_safety`` never reads: ``path_safety.readable_source``)
+Readable = Callable[[Path], bool]
 
 GIT = "git"
 #: command-line config that wins over a repository's own (see the module docstring)
@@ -93,15 +96,14 @@ def git_invocation(folder: str | Path, *args: str,
     return [GIT, *SAFE_OPTIONS, "-C", str(folder), *args], env
 
 
-def check_git_dirs(located: Located, query_output: bytes, roots: PathRoots, *,
+def check_git_dirs(folder: Path, query_output: bytes, *, readable: Readable,
                    what: str) -> None:
-    """Refuse a repository whose git folders (``GIT_DIRS_QUERY``'s output, run in
-    ``located``) lie outside ``located`` or whose alternates lie outside ``roots``."""
+    """Refuse a repository whose git folders (``GIT_DIRS_QUERY``'s output, run in the
+    resolved ``folder``) lie outside ``folder`` or whose alternates are not ``readable``."""
     lines = query_output.decode("utf-8", "surrogateescape").splitlines()
-    shown = located.real
+    shown = folder
     if len(lines) != 2 or not all(Path(line).is_absolute() for line in lines):
         raise RepositoryRefused(f"{what} {shown}: git did not say where its repository is")
-    folder = located.real
     for line, name in ((lines[0], "git directory"), (lines[1], "shared git directory")):
         real = Path(os.path.realpath(line))
         if real != folder and folder not in real.parents:
@@ -109,11 +111,11 @@ def check_git_dirs(located: Located, query_output: bytes, roots: PathRoots, *,
                 f"{what} {shown}: its {name} lies outside the repository folder (a .git file "
                 "or commondir pointing elsewhere); only a repository inside its own folder "
                 "is read")
-    _check_alternates(Path(os.path.realpath(lines[1])) / "objects", roots, what=what,
+    _check_alternates(Path(os.path.realpath(lines[1])) / "objects", readable, what=what,
                       shown=shown)
 
 
-def _check_alternates(objects: Path, roots: PathRoots, *, what: str, shown: Path) -> None:
+def _check_alternates(objects: Path, readable: Readable, *, what: str, shown: Path) -> None:
     """Every object folder ``objects/info/alternates`` names, recursively as git follows
     them, inside the source roots; never quoting the file's lines."""
     pending, seen = [(objects, 0)], {objects}
@@ -134,50 +136,49 @@ def _check_alternates(objects: Path, roots: PathRoots, *, what: str, shown: Path
                 raise RepositoryRefused(f"{what} {shown}: its objects/info/alternates names a "
                                         "quoted object folder, which is never followed")
             target = Path(os.path.realpath(folder / entry))
-            try:
-                locate(target, roots, "source", what="alternate")
-            except PathRefused:
+            if not readable(target):
                 raise RepositoryRefused(
                     f"{what} {shown}: its objects/info/alternates names an object folder "
-                    "outside the source roots (or in Pressroom's own state); refused") from None
+                    "outside the source roots (or in Pressroom's own state); refused")
             if target not in seen and depth + 1 < MAX_ALTERNATE_DEPTH:
                 seen.add(target)
                 pending.append((target, depth + 1))
 
 
-def confine_repository(located: Located | None, roots: PathRoots, *, what: str) -> None:
-    """The submit-time and spec-time check of a local repository folder that exists:
+def confine_repository(folder: Path, *, readable: Readable, what: str) -> None:
+    """The submit-time and spec-time check of a local repository's resolved ``folder``:
     a repository of its own (git never looks above it) whose git folders and alternates
     stay where ``check_git_dirs`` says. A missing folder passes (it is a recorded
-    retrieval failure when read); ``None`` (a URL) has nothing local to check."""
-    if located is None or not located.real.is_dir():
+    retrieval failure when read)."""
+    if not folder.is_dir():
         return
-    argv, env = git_invocation(located.real, *GIT_DIRS_QUERY)
+    argv, env = git_invocation(folder, *GIT_DIRS_QUERY)
     try:
         done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=TIMEOUT_S, check=False)
     except FileNotFoundError:
-        raise RepositoryRefused(f"{what} {located.real} cannot be checked: git is not "
+        raise RepositoryRefused(f"{what} {folder} cannot be checked: git is not "
                                 "installed here") from None
     except subprocess.TimeoutExpired:
-        raise RepositoryRefused(f"{what} {located.real} cannot be checked: git timed out "
+        raise RepositoryRefused(f"{what} {folder} cannot be checked: git timed out "
                                 f"after {TIMEOUT_S:g}s") from None
     if done.returncode != 0 and b"dubious ownership" in done.stderr:
         raise RepositoryRefused(
-            f"{what} {located.real} belongs to another user and git refuses it; an operator "
+            f"{what} {folder} belongs to another user and git refuses it; an operator "
             "who trusts it may list it in git's safe.directory (global config)")
     if done.returncode != 0:
         raise RepositoryRefused(
-            f"{what} {located.real} is not a git repository of its own (git never looks in "
+            f"{what} {folder} is not a git repository of its own (git never looks in "
             "the folders above it, so a folder inside a larger repository is none); name "
             "the repository's own folder")
-    check_git_dirs(located, done.stdout, roots, what=what)
+    check_git_dirs(folder, done.stdout, readable=readable, what=what)
 
 
 __all__ = [
     "GIT_DIRS_QUERY",
     "RELOCATING_VARIABLES",
     "SAFE_OPTIONS",
+    "Readable",
     "check_git_dirs",
     "confine_repository",
     "git_invocation",

@@ -71,7 +71,12 @@ from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
 from contracts.errors import UnpinnedSource
 from contracts.git_safety import GIT_DIRS_QUERY, check_git_dirs, git_invocation
-from contracts.path_safety import PathRoots, locate_repository, undecodable_name
+from contracts.path_safety import (
+    PathRoots,
+    locate_repository,
+    readable_source,
+    undecodable_name,
+)
 from contracts.source_specs import (
     REMOTE_LOCATION,
     GitSourceSpec,
@@ -358,7 +363,8 @@ async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
         """The folder's git folders and alternates, before anything is read from it
         (``contracts.git_safety``)."""
         if located is not None:
-            check_git_dirs(located, query_output, roots, what=what)
+            check_git_dirs(located.real, query_output, readable=readable_source(roots),
+                           what=what)
 
     if located is not None and REMOTE_LOCATION.match(location) and located.real.is_dir():
         # a ``file://`` URL: cloning it reads its git folders and alternates too
