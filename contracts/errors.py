@@ -19,7 +19,9 @@ them without importing each other:
   ``/proc``, ``/sys`` or ``/dev``, inside Pressroom's own state, not a regular file (a FIFO,
   socket or device), over the size limit, relative, or turned into a symbolic link after it
   was checked; its subclass ``PathOutsideRoots``: resolved, it lies outside every root the
-  operator set for its kind (source or publish roots). Both are ``JobError``s (the CLI
+  operator set for its kind (source or publish roots); its subclass ``RepositoryRefused``:
+  a local repository that is not one of its own folder, or whose git folders or alternates
+  lie elsewhere (``contracts.git_safety``). Both are ``JobError``s (the CLI
   prints one line at submit) and non-retryable ``ApplicationError``s (a worker refusing a
   path fails the step at once).
 - ``ProviderError`` and its subclasses — a model provider failed (``activities.providers``):
@@ -90,6 +92,15 @@ class PathOutsideRoots(PathRefused):
                                   non_retryable=True)
 
 
+class RepositoryRefused(PathRefused):
+    """A local repository reaches outside its folder or the roots (``contracts.git_safety``):
+    no repository of its own, a git folder elsewhere, or alternates outside the roots."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=RepositoryRefused.__name__,
+                                  non_retryable=True)
+
+
 class ProviderError(ApplicationError):
     """Root of every model-provider error."""
 
@@ -153,6 +164,7 @@ __all__ = [
     "ProviderInputError",
     "ProviderUnavailable",
     "PublishRefused",
+    "RepositoryRefused",
     "SourceError",
     "SourceSpecError",
     "UnpinnedSource",

@@ -65,6 +65,7 @@ from context.policy import (
     policy_from_text,
 )
 from contracts.errors import PathOutsideRoots, PathRefused
+from contracts.git_safety import Readable, confine_repository
 from contracts.job_spec import JobSpec
 from contracts.source_specs import (
     DocumentSourceSpec,
@@ -449,6 +450,18 @@ def locate_repository(location: str, roots: PathRoots, *, what: str) -> Located 
     return located
 
 
+def readable_source(roots: PathRoots) -> Readable:
+    """Whether a resolved path may be read as a source under ``roots`` (``locate``'s
+    checks): for what a repository's alternates name (``contracts.git_safety``)."""
+    def readable(real: Path) -> bool:
+        try:
+            locate(real, roots, "source", what="object folder")
+        except PathRefused:
+            return False
+        return True
+    return readable
+
+
 def _check_existing(located: Located, allowed: Sequence[str], what: str, shown: str) -> None:
     kind = existing_type(located.real)
     if kind not in (*allowed, "missing"):
@@ -475,7 +488,9 @@ def check_source(source: SourceSpec, roots: PathRoots, locations: Mapping[str, s
 
 def _check(what: str, path: str, kind: Kind, types: Sequence[str], roots: PathRoots) -> None:
     if what.endswith(" repository"):
-        locate_repository(path, roots, what=what)
+        located = locate_repository(path, roots, what=what)
+        if located is not None:
+            confine_repository(located.real, readable=readable_source(roots), what=what)
     else:
         _check_existing(locate(path, roots, kind, what=what), types, what, path)
 
@@ -560,6 +575,7 @@ __all__ = [
     "open_folder",
     "read_file",
     "read_policy",
+    "readable_source",
     "source_path",
     "undecodable_name",
 ]

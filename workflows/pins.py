@@ -11,7 +11,9 @@ changes nothing for the job; ``pressroom resolve --add-source`` pins the same wa
 
 A URL is asked with ``git ls-remote``; a local repository (``${PRESSROOM_FIXTURES}`` /
 ``${PRESSROOM_HOME}`` expanded with the settings' locations) with ``git rev-parse --verify
-<ref>^{commit}``. A plain name is looked up as ``refs/tags/<name>`` and ``refs/heads/<name>``
+<ref>^{commit}`` — in that folder's own repository, never a parent one git would find
+above it (``contracts.git_safety``; the submit check has refused such a folder already).
+A plain name is looked up as ``refs/tags/<name>`` and ``refs/heads/<name>``
 (a name that is both, at different commits, is refused as ambiguous); ``refs/...`` and
 ``HEAD`` are looked up as written. User text is never an option: locations follow ``--``
 or ``-C``, names are safe ref names (``contracts.source_specs.ref_name_problem``) and follow
@@ -23,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
 from contracts.errors import SourceSpecError
+from contracts.git_safety import git_invocation
 from contracts.job_spec import JobSpec
 from contracts.source_specs import (
     REMOTE_LOCATION,
@@ -40,8 +43,6 @@ from workflows.errors import UnresolvedRef
 
 #: how long one ``ls-remote`` / ``rev-parse`` may take before the submit gives up
 TIMEOUT_S = 60.0
-_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "GIT_CONFIG_NOSYSTEM": "1",
-        "LC_ALL": "C"}
 
 Report = Callable[[str], object]
 
@@ -106,7 +107,10 @@ async def _remote(url: str, ref: str, where: str) -> dict[str, str]:
     """``ls-remote``: full ref name → commit (an annotated tag by its peeled ``^{}`` line)."""
     wanted = _candidates(ref)
     patterns = [p for c in wanted for p in (c, c + "^{}")]
-    out = await _git(["ls-remote", "--", url, *patterns], where)
+    # git runs in an empty folder of its own: never inside whatever repository the CLI's
+    # working folder is (its config would apply), and never above it (contracts.git_safety)
+    with tempfile.TemporaryDirectory(prefix="pressroom-ls-remote-") as neutral:
+        out = await _git(neutral, ["ls-remote", "--", url, *patterns], where)
     direct: dict[str, str] = {}
     peeled: dict[str, str] = {}
     for line in out.splitlines():
@@ -126,8 +130,8 @@ async def _local(path: str, ref: str, where: str) -> dict[str, str]:
     """``rev-parse --verify <candidate>^{commit}`` in the repository at ``path``."""
     found: dict[str, str] = {}
     for candidate in _candidates(ref):
-        code, out, _ = await _run(["-C", path, "rev-parse", "--verify", "--quiet",
-                                "--end-of-options", f"{candidate}^{{commit}}"], where)
+        code, out, _ = await _run(path, ["rev-parse", "--verify", "--quiet",
+                                         "--end-of-options", f"{candidate}^{{commit}}"], where)
         sha = out.strip()
         if code == 0 and is_object_id(sha):
             found[candidate] = sha
@@ -136,8 +140,8 @@ async def _local(path: str, ref: str, where: str) -> dict[str, str]:
     return found
 
 
-async def _git(args: Sequence[str], where: str) -> str:
-    code, out, err = await _run(args, where)
+async def _git(folder: str, args: Sequence[str], where: str) -> str:
+    code, out, err = await _run(folder, args, where)
     if code != 0:
         lines = err.strip().splitlines()
         raise UnresolvedRef(f"{where}: the repository cannot be read (git {args[0]} exited "
@@ -145,11 +149,13 @@ async def _git(args: Sequence[str], where: str) -> str:
     return out
 
 
-async def _run(args: Sequence[str], where: str) -> tuple[int, str, str]:
+async def _run(folder: str, args: Sequence[str], where: str) -> tuple[int, str, str]:
+    """``git -C folder args``, confined to ``folder`` (``contracts.git_safety``)."""
+    argv, env = git_invocation(folder, *args)
     try:
         proc = await asyncio.create_subprocess_exec(
-            "git", *args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={**os.environ, **_ENV})
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env)
     except FileNotFoundError:
         raise UnresolvedRef(f"{where}: git is not installed here") from None
     try:

@@ -12,7 +12,10 @@ Everything is read through the object database at that commit: ``git rev-parse
 it gives the file list and blob ids, ``git grep -n`` the hit lines and ``git cat-file`` the
 blob contents. Uncommitted edits, untracked files and a different checked-out branch
 therefore cannot leak into evidence. Each git call runs via
-``asyncio.create_subprocess_exec`` with a timeout; a failure is a ``RetrievalFailed``
+``asyncio.create_subprocess_exec`` with a timeout, confined to the repository's own folder
+and with a safe config (``contracts.git_safety``: git never walks up to a parent
+repository; a ``.git`` file, ``commondir`` or alternates reaching out of the folder or the
+roots is ``RepositoryRefused`` before anything is read); a failure is a ``RetrievalFailed``
 naming what failed.
 
 A repository given as a URL is cloned bare once into ``$PRESSROOM_HOME/git-cache``, one
@@ -73,7 +76,13 @@ from activities.sources.excerpts import (
 from activities.sources.toolrecord import result_hash
 from context.vocabulary import SourceType, Trust
 from contracts.errors import UnpinnedSource
-from contracts.path_safety import PathRoots, locate_repository, undecodable_name
+from contracts.git_safety import GIT_DIRS_QUERY, check_git_dirs, git_invocation
+from contracts.path_safety import (
+    PathRoots,
+    locate_repository,
+    readable_source,
+    undecodable_name,
+)
 from contracts.source_specs import (
     REMOTE_LOCATION,
     GitSourceSpec,
@@ -93,12 +102,6 @@ MAX_TOTAL_BYTES = 64_000_000
 #: Pressroom's own namespace (never refs/heads or refs/tags, never a name a spec gives)
 _MIRROR_REFSPECS = ("+refs/heads/*:refs/pressroom/heads/*", "+refs/tags/*:refs/pressroom/tags/*")
 _FETCH = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", "origin")
-_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",  # an unreachable private URL must fail, not wait for a password
-    "GIT_ASKPASS": "true",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "LC_ALL": "C",  # stable, parseable messages
-}
 
 
 _PINNED_CACHE_BYTES = 64 * 1024 * 1024
@@ -143,11 +146,12 @@ async def run_git(
     ok_codes: Sequence[int] = (0,),
     stdin: bytes | None = None,
 ) -> tuple[int, bytes]:
-    """Run ``git -C repo args``; return (code, stdout) or raise ``RetrievalFailed``."""
-    env = {**os.environ, **_ENV}
+    """Run ``git -C repo args`` confined to ``repo`` (``contracts.git_safety``); return
+    (code, stdout) or raise ``RetrievalFailed``."""
+    argv, env = git_invocation(repo, *args)
     try:
         proc = await asyncio.create_subprocess_exec(
-            "git", "-C", repo, *args,
+            *argv,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -184,17 +188,19 @@ def pinned_commit(spec: GitSourceSpec) -> str:
     return commit
 
 
-async def _local_repo(location: str, commit: str, timeout: float, cache_root: Path) -> str:
-    """A local directory to run git in: the repo itself, or a bare clone of a URL (cached
-    under ``cache_root``) that holds ``commit`` (a full object id)."""
+async def _local_repo(location: str, commit: str, timeout: float, cache_root: Path, *,
+                      confine: Callable[[bytes], None]) -> str:
+    """A local directory to run git in: the repo itself (once ``confine`` accepted where git
+    says its folders are), or a bare clone of a URL (cached under ``cache_root``) that holds
+    ``commit`` (a full object id)."""
     if not REMOTE_LOCATION.match(location):
         if not Path(location).is_dir():
             raise RetrievalFailed(f"repository {location} does not exist or is not a directory")
-        code, _ = await run_git(
-            location, "rev-parse", "--git-dir", timeout=timeout, ok_codes=(0, 128)
-        )
+        code, out = await run_git(location, *GIT_DIRS_QUERY, timeout=timeout,
+                                  ok_codes=(0, 128))
         if code != 0:
             raise RetrievalFailed(f"{location} is not a git repository")
+        confine(out)
         return location
     cache = cache_root / hashlib.sha256(location.encode()).hexdigest()[:24]
     if not (cache / "HEAD").exists():
@@ -453,13 +459,29 @@ async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
                       roots: PathRoots | None = None) -> PinnedTree:
     """``spec``'s repository at its pinned commit; ``RetrievalFailed`` names what failed,
     ``UnpinnedSource`` a spec without a full commit id, ``PathRefused`` a local repository
-    outside ``roots`` (the worker's source roots; none given: Pressroom's own folders)."""
+    outside ``roots`` (the worker's source roots; none given: Pressroom's own folders) and
+    ``RepositoryRefused`` one whose git folders or alternates reach outside them."""
     commit = pinned_commit(spec)
     cache_root = home_from_env(locations) / "git-cache"
     location = expand_location(spec.repo, locations)
-    locate_repository(location, roots or PathRoots.default(locations),
-                      what=f"source {spec.name!r} repository")
-    repo = await _local_repo(location, commit, timeout, cache_root)
+    roots = roots or PathRoots.default(locations)
+    what = f"source {spec.name!r} repository"
+    located = locate_repository(location, roots, what=what)
+
+    def confine(query_output: bytes) -> None:
+        """The folder's git folders and alternates, before anything is read from it
+        (``contracts.git_safety``)."""
+        if located is not None:
+            check_git_dirs(located.real, query_output, readable=readable_source(roots),
+                           what=what)
+
+    if located is not None and REMOTE_LOCATION.match(location) and located.real.is_dir():
+        # a ``file://`` URL: cloning it reads its git folders and alternates too
+        code, out = await run_git(str(located.real), *GIT_DIRS_QUERY, timeout=timeout,
+                                  ok_codes=(0, 128))
+        if code == 0:
+            confine(out)
+    repo = await _local_repo(location, commit, timeout, cache_root, confine=confine)
     sha = await _resolve(repo, commit, timeout)
     files: dict[str, tuple[str, int]] = await _at_commit(
         ("tree", repo, sha), lambda b: 100 * len(b) + 1, lambda: _tree(repo, sha, timeout))
