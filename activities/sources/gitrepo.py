@@ -343,11 +343,11 @@ async def _stream_blobs(repo: str, blobs: Sequence[tuple[str, int]], timeout: fl
     if not blobs:
         return
     request = ("".join(f"{blob}\n" for blob, _ in blobs)).encode()
+    argv, env = git_invocation(repo, "cat-file", "--batch")
     try:
         proc = await asyncio.create_subprocess_exec(
-            "git", "-C", repo, "cat-file", "--batch",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **_ENV})
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=env)
     except FileNotFoundError as exc:
         raise RetrievalFailed("git executable not found on this worker") from exc
     assert proc.stdin is not None and proc.stdout is not None
