@@ -23,11 +23,11 @@ import httpx
 from temporalio.client import Client
 
 import artifacts
+from tests.waiting import wait_for
 from webconsole.accounts import ReviewerAccounts
 from webconsole.app import create_app
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend
-from tests.waiting import wait_for
 from webconsole.config import ConsoleConfig
 from workflows.devserver import free_port
 
