@@ -86,9 +86,10 @@ def templates() -> Jinja2Templates:
 def create_app(config: ConsoleConfig, backend: ConsoleBackend, accounts: ReviewerAccounts,
                audit: AuditLog, *, sessions: Sessions | None = None,
                guard: PasswordGuard | None = None) -> Starlette:
-    deps = Deps(config=config, backend=backend, sessions=sessions or Sessions(config.secret),
+    deps = Deps(config=config, backend=backend,
+                sessions=Sessions(config.secret) if sessions is None else sessions,
                 accounts=accounts, audit=audit, templates=templates(),
-                guard=guard or PasswordGuard())
+                guard=PasswordGuard() if guard is None else guard)
 
     def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:

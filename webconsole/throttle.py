@@ -10,7 +10,8 @@ the same way (SECURITY.md section 8, "Guessing"):
   locked every attempt is refused *before* any password is checked — the right password
   too, or throttling would only slow guessing, not stop it. An attempt is counted when it
   begins, not when its answer is known, so parallel requests cannot all slip in before
-  the first failure is recorded; a success gives the count back.
+  the first failure is recorded; a success gives the count back, and a lock runs from
+  when the failure that earned it is known.
 * ``PasswordGuard`` — one throttle per account (the normalized name, shared by both
   forms: a stolen session cookie gets no guesses of its own) and one per address
   (``address_key``), and the bounded thread pool every argon2 run goes through
@@ -72,8 +73,8 @@ class _Record:
     failures: int = 0
     last: float = 0.0
     locked_until: float = 0.0
-    #: the lock whose first refusal was already reported (``Throttled.first``)
-    reported_until: float = 0.0
+    #: whether the current lock's first refusal was reported (``Throttled.first``)
+    reported: bool = False
 
 
 class Throttle:
@@ -104,14 +105,24 @@ class Throttle:
                 raise Throttled(self.base, first=False)
             record = self._records[key] = _Record()
         if now < record.locked_until:
-            first = record.reported_until != record.locked_until
-            record.reported_until = record.locked_until
+            first, record.reported = not record.reported, True
             raise Throttled(record.locked_until - now, first=first)
         record.failures += 1
         record.last = now
-        if record.failures >= self.free:
+        if record.failures >= self.free:  # a new lock, to be reported once
             record.locked_until = now + self._lock_seconds(record.failures)
+            record.reported = False
         self._records.move_to_end(key)
+
+    def failed(self, key: str) -> None:
+        """The attempt ``begin`` counted was wrong: a lock it started runs from now, when
+        the answer is known (a check can take longer than the first lock)."""
+        record = self._records.get(key)
+        if record is not None and record.failures >= self.free:
+            now = self._clock()
+            record.last = now
+            record.locked_until = max(record.locked_until,
+                                      now + self._lock_seconds(record.failures))
 
     def succeeded(self, key: str, *, forget: bool) -> None:
         """The attempt ``begin`` counted was right: ``forget`` drops the key's record (an
@@ -164,9 +175,9 @@ def _account_key(normalized: str) -> str:
 
 @dataclass
 class Attempt:
-    """One password attempt begun with ``PasswordGuard.begin``; ``succeeded`` when the
-    password was right (a wrong one needs nothing: it was counted when it began),
-    ``cancel`` when it was never checked."""
+    """One password attempt begun with ``PasswordGuard.begin``; then ``succeeded`` when the
+    password was right, ``failed`` when it was wrong (it was counted when it began; this
+    starts its lock's clock), ``cancel`` when it was never checked."""
 
     guard: PasswordGuard
     account: str
@@ -175,6 +186,11 @@ class Attempt:
     def succeeded(self) -> None:
         self.guard.accounts.succeeded(self.account, forget=True)
         self.guard.addresses.succeeded(self.address, forget=False)
+
+    def failed(self) -> None:
+        """The password was wrong (already counted): any lock it earned starts now."""
+        self.guard.accounts.failed(self.account)
+        self.guard.addresses.failed(self.address)
 
     def cancel(self) -> None:
         """No password was checked after all (the console was busy): give both counts
@@ -188,8 +204,8 @@ class PasswordGuard:
 
     def __init__(self, *, accounts: Throttle | None = None, addresses: Throttle | None = None,
                  workers: int = 2, queue: int = 16) -> None:
-        self.accounts = accounts or Throttle(free=5)
-        self.addresses = addresses or Throttle(free=20)
+        self.accounts = Throttle(free=5) if accounts is None else accounts
+        self.addresses = Throttle(free=20) if addresses is None else addresses
         self._executor = ThreadPoolExecutor(max_workers=workers,
                                             thread_name_prefix="console-argon2")
         self._slots = workers + queue

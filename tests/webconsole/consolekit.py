@@ -29,6 +29,8 @@ from webconsole.app import create_app
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend
 from webconsole.config import ConsoleConfig
+from webconsole.sessions import Sessions
+from webconsole.throttle import PasswordGuard
 from workflows.devserver import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,11 +70,15 @@ class Console:
 
 
 async def open_console(client: Client, store_url: str, accounts: ReviewerAccounts,
+                       *, sessions: Sessions | None = None, guard: PasswordGuard | None = None,
                        **config: Any) -> Console:
+    """The app over a store opened here; ``sessions`` and ``guard`` when the test looks
+    inside them (``config.secret`` is then ``sessions``' own)."""
     store = await artifacts.open_store(store_url)
-    cfg = ConsoleConfig(secret=secrets.token_bytes(32), refresh_seconds=1, **config)
+    secret = config.pop("secret", None) or secrets.token_bytes(32)
+    cfg = ConsoleConfig(secret=secret, refresh_seconds=1, **config)
     app = create_app(cfg, ConsoleBackend(client, store, worker_grace=10.0), accounts,
-                     AuditLog(store))
+                     AuditLog(store), sessions=sessions, guard=guard)
     return Console(app, store, accounts)
 
 

@@ -103,6 +103,7 @@ async def review_submit(request: Request, deps: Deps) -> Response:
         key = await deps.guard.check(deps.accounts.signing_key, session.reviewer,
                                      str(form.get("password", ""))[:_MAX_FIELD])
     except AccountError:
+        attempt.failed()
         return await refused("wrong password: the decision was not signed", 403)
     except GuardBusy as exc:
         attempt.cancel()

@@ -90,6 +90,7 @@ async def signin_submit(request: Request, deps: Deps) -> Response:
             attempt.cancel()
             return _form(request, deps, error=f"{str(exc).capitalize()}.", status_code=503)
     if reviewer is None:
+        attempt.failed()
         await audit(deps, actor=actor, action="sign_in_failed", outcome="refused")
         return _form(request, deps, error="Unknown reviewer or wrong password.",
                      status_code=401)
