@@ -13,6 +13,7 @@ from argon2.exceptions import VerificationError
 
 from webconsole.throttle import GuardBusy, PasswordGuard, Throttle, Throttled, address_key
 
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
