@@ -9,7 +9,8 @@ what the model saw, and approve, request changes or reject with a signed decisio
 * ``backend`` — the one narrow interface to Temporal and the artifact store, and the
   visibility rule (a reviewer sees only jobs that list them).
 * ``accounts`` (reviewer accounts, passwords, encrypted signing keys), ``sessions``
-  (cookies, CSRF), ``audit`` (the audit log artifact), ``config``.
+  (cookies, CSRF), ``throttle`` (password-guessing locks, the argon2 thread pool),
+  ``audit`` (the audit log artifact), ``config``.
 * ``evidence``, ``draft_html``, ``diff``, ``timeline``, ``shown`` — pure rendering helpers.
 
 Exceptions: ``backend.NotVisible`` (a ``JobNotFound``: no such job, or it does not list

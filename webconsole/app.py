@@ -8,7 +8,7 @@ console itself, no inline script, no frames, no form posts elsewhere — so even
 escaped the templates' escaping could not run. Errors are pages with one plain sentence:
 ``SignInRequired`` redirects to sign-in, ``NotVisible`` is a 404 (another tenant's job looks
 like no job), a ``JobError`` (a refusal, a job that is not waiting) is a 409, Temporal or
-the store being unreachable a 503 — never a traceback.
+the store being unreachable or every password-check slot taken a 503 — never a traceback.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from webconsole.pages import job, jobs, manifest, review, signin
 from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_signin
 from webconsole.sessions import Sessions
 from webconsole.shown import shown
+from webconsole.throttle import GuardBusy, PasswordGuard
 from workflows.commands import argument_line
 from workflows.errors import TemporalUnavailable
 
@@ -83,9 +84,12 @@ def templates() -> Jinja2Templates:
 
 
 def create_app(config: ConsoleConfig, backend: ConsoleBackend, accounts: ReviewerAccounts,
-               audit: AuditLog, *, sessions: Sessions | None = None) -> Starlette:
-    deps = Deps(config=config, backend=backend, sessions=sessions or Sessions(config.secret),
-                accounts=accounts, audit=audit, templates=templates())
+               audit: AuditLog, *, sessions: Sessions | None = None,
+               guard: PasswordGuard | None = None) -> Starlette:
+    deps = Deps(config=config, backend=backend,
+                sessions=Sessions(config.secret) if sessions is None else sessions,
+                accounts=accounts, audit=audit, templates=templates(),
+                guard=PasswordGuard() if guard is None else guard)
 
     def page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -102,6 +106,9 @@ def create_app(config: ConsoleConfig, backend: ConsoleBackend, accounts: Reviewe
             except JobError as exc:
                 return render(request, deps, "error.html", {"message": str(exc)},
                               status_code=409, session=_maybe_session(request, deps))
+            except GuardBusy as exc:
+                return render(request, deps, "error.html", {"message": str(exc)},
+                              status_code=503, session=_maybe_session(request, deps))
             except StoreError as exc:
                 return render(request, deps, "error.html",
                               {"message": f"the artifact store refused: {type(exc).__name__}"},

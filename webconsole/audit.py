@@ -73,7 +73,7 @@ _MAX_RETRIES = 20
 _LIMITS = {"actor": 200, "detail": 500}
 #: the actions the console records (an action outside this list is still accepted if it is
 #: a lowercase token, so a new page can record a new action)
-KNOWN_ACTIONS = ("sign_in", "sign_in_failed", "sign_out", "token_sign_in",
+KNOWN_ACTIONS = ("sign_in", "sign_in_failed", "sign_in_throttled", "sign_out", "token_sign_in",
                  "token_sign_in_failed", "view_job", "view_draft", "decision",
                  "decision_refused")
 

@@ -3,7 +3,8 @@
 Everything is built here, once, and passed in (the app opens nothing): the Temporal client,
 the artifact store, the reviewer accounts, the audit log and the cookie secret
 (``$PRESSROOM_HOME/console/secret``, created 0600 on first run). uvicorn serves it on
-``127.0.0.1`` unless the operator chooses otherwise.
+``127.0.0.1`` unless the operator chooses otherwise, and never rewrites the peer address
+from forwarding headers (``uvicorn_config``).
 """
 
 from __future__ import annotations
@@ -107,9 +108,7 @@ async def demo_console(settings: Settings, *, reviewer: str,
     accounts.add(reviewer, password, replace=True, key=key)
     port = DEFAULT_PORT if port_free(DEFAULT_PORT) else free_port()
     config = console_config(settings, port=port)
-    server = uvicorn.Server(uvicorn.Config(LiveConsole(settings, config), host=config.host,
-                                           port=port, log_level="warning", access_log=False,
-                                           server_header=False, lifespan="on"))
+    server = uvicorn.Server(uvicorn_config(LiveConsole(settings, config), config.host, port))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -127,13 +126,19 @@ async def demo_console(settings: Settings, *, reviewer: str,
             await asyncio.wait_for(task, 10)
 
 
+def uvicorn_config(app: LiveConsole, host: str, port: int) -> uvicorn.Config:
+    """How uvicorn serves the console. ``proxy_headers=False``: uvicorn's default believes
+    ``X-Forwarded-For`` from loopback and rewrites the client address with it, so any local
+    process could claim to be the ``--trusted-proxy`` (SECURITY.md section 8, "Identity");
+    the address the console checks is the socket's peer, never a header."""
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                          server_header=False, lifespan="on", proxy_headers=False)
+
+
 async def serve(settings: Settings, config: ConsoleConfig) -> None:
-    server = uvicorn.Server(uvicorn.Config(LiveConsole(settings, config), host=config.host,
-                                           port=config.port, log_level="warning",
-                                           access_log=False, server_header=False,
-                                           lifespan="on"))
-    await server.serve()
+    await uvicorn.Server(uvicorn_config(LiveConsole(settings, config), config.host,
+                                        config.port)).serve()
 
 
 __all__ = ["DemoConsole", "LiveConsole", "console_app", "console_config", "demo_console",
-           "serve"]
+           "serve", "uvicorn_config"]

@@ -21,6 +21,7 @@ from webconsole.audit import AuditEvent, AuditLog
 from webconsole.backend import ConsoleBackend
 from webconsole.config import ConsoleConfig
 from webconsole.sessions import SESSION_COOKIE, Session, Sessions
+from webconsole.throttle import PasswordGuard
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Deps:
     accounts: ReviewerAccounts
     audit: AuditLog
     templates: Jinja2Templates
+    #: password throttles and the argon2 pool (``webconsole.throttle``)
+    guard: PasswordGuard
 
 
 class SignInRequired(Exception):
@@ -42,19 +45,26 @@ def set_session_cookie(response: Response, deps: Deps, cookie: str) -> None:
                         secure=deps.config.secure_cookies, path="/")
 
 
+def peer_host(request: Request) -> str | None:
+    """The address of the socket's peer. ``pressroom web`` runs uvicorn with
+    ``proxy_headers`` off (``webconsole.server.uvicorn_config``), so no forwarding header
+    has rewritten it."""
+    return request.client.host if request.client else None
+
+
 def signed_in(request: Request, deps: Deps) -> Session:
-    """The request's session, or ``SignInRequired``."""
+    """The request's session, or ``SignInRequired``. A trusted proxy's assertion uses the
+    reviewer's one proxy session (``Sessions.for_proxy``), not a new one per request."""
     session = deps.sessions.find(request.cookies.get(SESSION_COOKIE))
     header = deps.config.proxy_header
     if header is not None:
         asserted = request.headers.get(header)
-        peer = request.client.host if request.client else None
-        if asserted and peer in deps.config.trusted_proxies:
+        if asserted and peer_host(request) in deps.config.trusted_proxies:
             name = normalize_name(asserted)
             if session is not None and session.reviewer == name:
                 return session
             if deps.accounts.exists(name):
-                session, cookie = deps.sessions.start(name)
+                session, cookie = deps.sessions.for_proxy(name)
                 request.state.new_session_cookie = cookie
                 return session
     if session is None:
@@ -88,5 +98,5 @@ async def audit(deps: Deps, *, actor: str, action: str, outcome: str, job_id: st
                                            detail=detail))
 
 
-__all__ = ["Deps", "SignInRequired", "audit", "render", "set_session_cookie", "signed_in",
-           "to_signin"]
+__all__ = ["Deps", "SignInRequired", "audit", "peer_host", "render", "set_session_cookie",
+           "signed_in", "to_signin"]

@@ -4,11 +4,15 @@ The page shows the pending draft (escaped, citations linked to the excerpts the 
 shown), the diff against the previous revision, and a form bound to the displayed draft:
 its revision, content hash and destination travel as hidden fields and are what the
 reviewer signs. Signing needs the reviewer's password again — it decrypts their key for
-this one request (``webconsole.accounts``) — so a stolen session cookie cannot approve.
+this one request (``webconsole.accounts``) — so a stolen session cookie cannot approve —
+and that password is throttled with the account's sign-ins and checked off the event
+loop (``webconsole.throttle``), so the cookie cannot buy unlimited guesses either.
 The workflow's Update validator is the judge: a stale page gets its refusal shown plainly.
 """
 
 from __future__ import annotations
+
+import math
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -19,8 +23,9 @@ from webconsole.backend import DraftReview, NotVisible, may_decide
 from webconsole.diff import diff_rows
 from webconsole.draft_html import render_draft
 from webconsole.evidence import resolve
-from webconsole.pages.common import Deps, audit, render, signed_in
+from webconsole.pages.common import Deps, audit, peer_host, render, signed_in
 from webconsole.sessions import Session, csrf_ok
+from webconsole.throttle import GuardBusy, Throttled
 
 _DECISIONS = {"approve", "request_changes", "reject"}
 _MAX_COMMENT_CHARS = 4000
@@ -88,11 +93,22 @@ async def review_submit(request: Request, deps: Deps) -> Response:
         revision = int(str(form.get("draft_revision", "")))
     except ValueError:
         return await refused("the form names no draft revision", 400)
+    try:  # the sign-in's throttle: a stolen session cookie gets no guesses of its own
+        attempt = deps.guard.begin(session.reviewer, peer_host(request))
+    except Throttled as exc:
+        return await refused(f"too many wrong passwords: try again in "
+                             f"{math.ceil(exc.retry_after)} s; the decision was not signed",
+                             429)
     try:
-        key = deps.accounts.signing_key(session.reviewer,
-                                        str(form.get("password", ""))[:_MAX_FIELD])
+        key = await deps.guard.check(deps.accounts.signing_key, session.reviewer,
+                                     str(form.get("password", ""))[:_MAX_FIELD])
     except AccountError:
+        attempt.failed()
         return await refused("wrong password: the decision was not signed", 403)
+    except GuardBusy as exc:
+        attempt.cancel()
+        return await refused(f"{exc}: the decision was not signed", 503)
+    attempt.succeeded()
     try:
         result = await deps.backend.decide(
             job_id, session.reviewer, decision,  # type: ignore[arg-type]
