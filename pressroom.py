@@ -896,6 +896,23 @@ def eval_context(
     raise typer.Exit(code)
 
 
+@eval_app.command("agent")
+def eval_agent(
+    questions: str | None = typer.Option(
+        None, help="Questions YAML (default: the bundled evals/agent/questions.yaml)."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+    articles: bool = typer.Option(False, "--articles", help="Also print each article."),
+) -> None:
+    """Run the offline research agent's quality eval (real jobs on an embedded dev server);
+    exit 0 gate pass, 1 gate fail, 2 bad input."""
+    from evals.agent_lab.command import run_command
+    from evals.agent_lab.dataset import BUNDLED_QUESTIONS
+
+    raise typer.Exit(run_command(questions=Path(questions) if questions else BUNDLED_QUESTIONS,
+                                 as_json=as_json, articles=articles, console=console,
+                                 err_console=err_console))
+
+
 def main() -> None:
     """The console script: ``app()``, then an exit that skips interpreter teardown once a
     Temporal client was used.

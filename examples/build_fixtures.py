@@ -18,13 +18,23 @@ Output (default ``$PRESSROOM_FIXTURES`` or ``$PRESSROOM_HOME/fixtures``)::
                        under ``Lib/`` as in the CPython tree), one commit
     asyncio_job.yaml   the asyncio example job, rendered from ``examples/asyncio_job.yaml``
                        with that commit pinned
+    repos/argon2-cffi/ the installed ``argon2`` package's Python files (``argon2-cffi``, a
+                       dependency of the review console), under ``src/argon2/``, one commit
+    package-docs/argon2-cffi/README.md
+                       that distribution's own long description (its README), as a document
     fixtures.json      {"repos": {repo: {version: sha}},
-                        "stdlib": {"python": version, "commit": sha, "files": n, ...}}
+                        "stdlib": {"python": version, "commit": sha, "files": n, ...},
+                        "package": {"name": ..., "version": ..., "commit": sha, ...}}
 
 The standard-library corpus is source code no one here wrote, present wherever Python is,
 copied byte for byte and committed the same fixed way. Its sha depends on the exact files
 (patch releases and distribution patches differ), so it cannot be pinned in a committed
 file: the build records it in ``fixtures.json`` and renders the ready-to-run job with it.
+
+The package corpus is the same idea for a third-party library: the installed
+``argon2-cffi``'s pure-Python part, copied and committed the same way (its sha depends on
+the installed version, recorded in ``fixtures.json``). ``pressroom eval agent``
+(``evals/agent_lab``) asks its questions over both corpora.
 
 A rebuild that would produce the same commits leaves existing repositories untouched;
 anything else is built beside the target and swapped in with a rename.
@@ -105,6 +115,14 @@ STDLIB_JOB = "asyncio_job.yaml"
 # ``${PRESSROOM_FIXTURES}`` placeholders on purpose, and an unrendered ``"{{ stdlib_commit }}"``
 # is not a single revision, so the template itself fails validation instead of running.
 _TEMPLATE_FIELD = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
+
+# The package corpus: a third-party, pure-Python library Pressroom already depends on,
+# copied from wherever it is installed (``importlib``), so no one here wrote a line of it.
+PACKAGE_DIST = "argon2-cffi"
+PACKAGE_MODULE = "argon2"
+PACKAGE_REPO = "argon2-cffi"
+PACKAGE_ROOT = "src/argon2"
+PACKAGE_DOCS = "package-docs"
 
 _GIT_CONFIG = (
     "-c", "commit.gpgsign=false",
@@ -286,6 +304,60 @@ def build_stdlib(target: Path) -> dict[str, object]:
     }
 
 
+def package_files() -> dict[str, bytes]:
+    """The installed ``PACKAGE_MODULE``'s ``*.py`` files by path under ``PACKAGE_ROOT``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(PACKAGE_MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FixtureBuildError(f"the {PACKAGE_DIST} package is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return {f"{PACKAGE_ROOT}/{f.relative_to(folder).as_posix()}": f.read_bytes()
+            for f in sorted(folder.rglob("*.py")) if "__pycache__" not in f.parts}
+
+
+def package_readme() -> str:
+    """The distribution's long description (its README), from its installed metadata."""
+    from importlib.metadata import metadata
+
+    body = metadata(PACKAGE_DIST).get_payload()  # type: ignore[attr-defined]
+    return str(body or "").strip() + "\n"
+
+
+def build_package(target: Path) -> dict[str, object]:
+    """Build ``repos/argon2-cffi`` (kept when unchanged) and its README document folder
+    under ``target``; return the ``package`` entry of ``fixtures.json``."""
+    from importlib.metadata import version as dist_version
+
+    contents = package_files()
+    final = target / "repos" / PACKAGE_REPO
+    staging = target / "repos" / f".build-{PACKAGE_REPO}-{os.getpid()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    _git(staging, "init", "-q")
+    for rel, data in contents.items():
+        out = staging / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        out.chmod(0o644)
+    _git(staging, "add", "-A", "--force", "--", PACKAGE_ROOT)
+    version = dist_version(PACKAGE_DIST)
+    _git(staging, "commit", "-q", "-m",
+         f"{PACKAGE_DIST} {version}: {len(contents)} files copied byte for byte from the "
+         "installed package by examples/build_fixtures.py", date=STDLIB_DATE)
+    sha = _git(staging, "rev-parse", "HEAD")
+    if _existing_head(final) == sha:
+        shutil.rmtree(staging)
+    else:
+        _swap_in(staging, final)
+    docs = target / PACKAGE_DOCS / PACKAGE_DIST
+    docs.mkdir(parents=True, exist_ok=True)
+    _write_if_changed(docs / "README.md", package_readme())
+    return {"name": PACKAGE_DIST, "version": version, "commit": sha, "files": len(contents),
+            "repo": f"repos/{PACKAGE_REPO}", "docs": f"{PACKAGE_DOCS}/{PACKAGE_DIST}"}
+
+
 def _existing_head(repo: Path) -> str | None:
     if not (repo / ".git").is_dir():
         return None
@@ -350,9 +422,12 @@ def build_fixtures(target: Path | None = None, *, verify: bool = True) -> dict[s
             "update EXPECTED_COMMITS and examples/job.yaml together): " + "; ".join(changed)
         )
     stdlib = build_stdlib(target)
-    result: dict[str, object] = {"fixtures_dir": str(target), "repos": repos, "stdlib": stdlib}
+    package = build_package(target)
+    result: dict[str, object] = {"fixtures_dir": str(target), "repos": repos, "stdlib": stdlib,
+                                 "package": package}
     (target / "fixtures.json").write_text(
-        json.dumps({"repos": repos, "stdlib": stdlib}, indent=2, sort_keys=True)
+        json.dumps({"repos": repos, "stdlib": stdlib, "package": package}, indent=2,
+                   sort_keys=True)
     )
     return result
 

@@ -15,6 +15,14 @@ data too, but they are not evidence and are never quoted as findings. Lines flag
 instruction-like (``context.admission.security``) are never quoted; the source is named under open
 items instead, as is every topic in the request's MISSING EVIDENCE section, every failed
 acquisition and every reviewer comment.
+
+Within a topic a bare header (``class Foo:``) or an export-list entry is quoted only when
+nothing more informative about its terms was admitted, and a header directly followed by
+its docstring is quoted by the docstring's first sentence (``salience``). A revision
+answers each reviewer comment (``review_requests``): "Addressed (see topic)" only when that
+topic's section changed against the revision it revises (the ``article_draft`` block of
+the request) and, for a comment that named things, a new finding quotes one of them;
+otherwise it says plainly which request found no evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from activities.providers import salience
 from activities.providers.base import ProviderResult
 from activities.providers.payload import RequestView, read_request
 from context.admission.security import Detector
@@ -104,13 +113,60 @@ def review_comments(view: RequestView, brief: Brief) -> list[str]:
     return list(dict.fromkeys([*found, *brief.review_comments]))
 
 
-def _addressed(comment: str, topics: list[tuple[str, list[str]]],
-               covered: set[str]) -> str | None:
-    """The covered topic a comment names (by name or term), if any."""
-    lowered = comment.casefold()
-    for topic, terms in topics:
-        if topic in covered and any(w.casefold() in lowered for w in (topic, *terms)):
-            return topic
+_REQUESTED = re.compile(
+    r"`([^`\n]{2,60})`|\"([^\"\n]{3,60})\""
+    r"|(?<![\w.])((?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*|_*[A-Za-z][A-Za-z0-9]*_\w*"
+    r"|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z][A-Z0-9]{2,})(?![\w])")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one reviewer comment asks the research to find: the topic it belongs to and
+    the names it gives (``terms``: backticked or quoted words and identifiers — dotted,
+    snake_case, CamelCase or UPPER_CASE names; none when it only names a topic)."""
+
+    comment: str
+    topic: str | None
+    terms: tuple[str, ...]
+
+
+def review_requests(comments: list[str], topics: list[tuple[str, list[str]]]) -> list[Request]:
+    """Each comment as a research request (pure: the agent and the draft writer read the
+    same requests from the same request text). A comment belongs to the first topic it
+    names (by name or search term); one that names none but gives names of its own
+    belongs to the first topic — a note needs a topic, and the draft says where it went."""
+    out = []
+    for comment in comments:
+        lowered = comment.casefold()
+        named = next((topic for topic, terms in topics
+                      if any(w.casefold() in lowered for w in (topic, *terms))), None)
+        found = [next(g for g in m.groups() if g) for m in _REQUESTED.finditer(comment)]
+        topic_words = {w.casefold() for topic, terms in topics for w in (topic, *terms)}
+        terms = tuple(dict.fromkeys(t.strip() for t in found
+                                    if t.strip() and t.strip().casefold() not in topic_words))
+        topic = named or (topics[0][0] if terms and topics else None)
+        out.append(Request(comment, topic, terms))
+    return out
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """An earlier draft's findings by topic section (``## topic`` up to the next ``##``)."""
+    out: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            current = line[3:].strip()
+            out.setdefault(current, [])
+        elif current is not None and line.startswith('- "'):
+            out[current].append(line)
+    return out
+
+
+def previous_draft(view: RequestView) -> dict[str, list[str]] | None:
+    """The findings of the draft this one revises, if the request shows it."""
+    for block in view.blocks:
+        if block.item_id.startswith("article_draft:"):
+            return _sections(block.content)
     return None
 
 
@@ -186,7 +242,8 @@ def _round_robin(groups: dict[str, list[Finding]], limit: int) -> list[Finding]:
     return out
 
 
-def collect(view: RequestView, brief: Brief) -> tuple[list[Finding], list[str]]:
+def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None = None,
+            ) -> tuple[list[Finding], list[str]]:
     """Findings per topic and the evidence sources holding instruction-like text.
 
     Within a topic the findings alternate between sources (repositories, document sets,
@@ -205,16 +262,27 @@ def collect(view: RequestView, brief: Brief) -> tuple[list[Finding], list[str]]:
     split = []
     for block in evidence:
         lines = block.content.split("\n")
-        split.append((block, len(lines), [(i, fragments(line)) for i, line in enumerate(lines)]))
+        split.append((block, lines, [(i, fragments(line)) for i, line in enumerate(lines)]))
     findings: list[Finding] = []
     for topic, terms in brief.topics:
-        lowered = [t.lower() for t in terms]
+        lowered = [t.lower() for t in [*terms, *(extra or {}).get(topic, [])]]
         by_source: dict[str, dict[str, list[Finding]]] = {}
         seen: set[str] = set()
-        for block, line_count, per_line in split:
+        weak: list[tuple[Any, int, int, str]] = []
+        for block, lines, per_line in split:
+            line_count = len(lines)
             for i, quotes in per_line:
                 for quote in quotes:
                     if quote in seen or not any(t in quote.lower() for t in lowered):
+                        continue
+                    rank = salience.score(lines[i], lowered)
+                    explained = salience.docstring_after(lines, i)
+                    if rank == salience.HEADER and explained is not None and \
+                            len(pieces := fragments(lines[explained])) == 1:
+                        # a bare header says less than the docstring sentence under it
+                        i, quote, rank = explained, pieces[0], salience.PROSE
+                    if rank <= salience.HEADER:
+                        weak.append((block, i, line_count, quote))
                         continue
                     seen.add(quote)
                     citation = line_citation(block, i, line_count)
@@ -225,6 +293,16 @@ def collect(view: RequestView, brief: Brief) -> tuple[list[Finding], list[str]]:
                     files.setdefault(file_key, []).append(
                         Finding(topic, quote, citation, untrusted)
                     )
+        if not by_source:  # only headers and list entries: better they than nothing
+            for block, i, line_count, quote in weak:
+                if quote in seen:
+                    continue
+                seen.add(quote)
+                citation = line_citation(block, i, line_count)
+                m = _RANGE.match(citation)
+                file_key = m.group("base") if m else citation
+                by_source.setdefault(_source_key(file_key), {}).setdefault(file_key, []).append(
+                    Finding(topic, quote, citation, block.trust == "untrusted_external_data"))
         per_source = {k: _round_robin(v, MAX_FINDINGS_PER_TOPIC) for k, v in by_source.items()}
         findings += _round_robin(per_source, MAX_FINDINGS_PER_TOPIC)
     return findings, flagged
@@ -245,9 +323,45 @@ def _failed_tools(view: RequestView) -> list[str]:
     return out
 
 
+def _answer(request: Request, before: dict[str, list[str]] | None,
+            now: dict[str, list[str]]) -> str:
+    """What the revision says about one request: "Addressed" only when the request's
+    section changed — new quoted text or citations against the revision it revises — and,
+    for a request that named things, a new finding quotes one of them; otherwise which
+    request found no evidence, plainly."""
+    comment, topic = request.comment, request.topic
+    if topic is None:
+        return ("- Could not address from the admitted evidence: "
+                f"{comment} (it names no topic or identifier of this job to research)")
+    names = ", ".join(f"`{t}`" for t in request.terms)
+    new = [line for line in now.get(topic, []) if before is None or
+           line not in before.get(topic, [])]
+    if before is None:
+        return (f"- Not confirmed as addressed: {comment} (the revision this one revises "
+                "was not in the request, so no change can be shown)")
+    if request.terms:
+        hits = [line for line in new
+                if any(t.casefold() in line.split('" — `')[0].casefold()
+                       for t in request.terms)]
+        if hits:
+            return f"- Addressed (see {topic}): {comment}"
+        return ("- Could not address from the admitted evidence: "
+                f"{comment} (searched the declared sources for {names}: no evidence "
+                f"found; section {topic} is unchanged by this request)")
+    if new:
+        return f"- Addressed (see {topic}): {comment}"
+    return ("- Could not address from the admitted evidence: "
+            f"{comment} (no new evidence for {topic}; that section is unchanged)")
+
+
 def compose(view: RequestView) -> str:
     brief = read_brief(view.trusted)
-    findings, flagged = collect(view, brief)
+    requests = review_requests(review_comments(view, brief), brief.topics)
+    extra: dict[str, list[str]] = {}
+    for request in requests:
+        if request.topic is not None:
+            extra.setdefault(request.topic, []).extend(request.terms)
+    findings, flagged = collect(view, brief, extra)
     title = brief.question or "Research draft"
     out = [f"# {title}", "", PREAMBLE, ""]
     cited: list[str] = []
@@ -280,14 +394,12 @@ def compose(view: RequestView) -> str:
               "followed." for c in flagged]
     items += [f"- Acquisition {t}." for t in _failed_tools(view)]
     out += items or ["- None."]
-    comments = review_comments(view, brief)
-    if comments:
-        covered = {f.topic for f in findings}
+    if requests:
         out += ["", "## Review comments", ""]
-        for comment in comments:
-            named = _addressed(comment, brief.topics, covered)
-            out.append(f"- Addressed (see {named}): {comment}" if named else
-                       f"- Could not address from the admitted evidence: {comment}")
+        before = previous_draft(view)
+        now = _sections("\n".join(out))
+        for request in requests:
+            out.append(_answer(request, before, now))
     out += ["", "## Sources", ""]
     out += [f"- `{c}`" for c in dict.fromkeys(cited)] or ["- None quoted."]
     return "\n".join(out) + "\n"

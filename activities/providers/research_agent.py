@@ -14,19 +14,27 @@ evidence item ``note:<topic>:<call id>#<n>``, and an index of older ones per top
 It then works on the first topic still needing a note:
 
 1. visible ``read`` results showing a quotable line with one of the topic's terms, not yet
-   noted → ``note`` that line verbatim, citing that read's call id and line (one note per
-   read, up to two, in parallel);
-2. else visible ``search`` hits for the topic's terms → ``read`` a few lines around up to
-   two of them (different files, different sources first);
-3. else the (term, source) pairs not yet searched → ``search`` them (parallel calls);
+   noted → ``note`` the most informative such line verbatim (``salience``: a definition
+   with its value, then a docstring or comment, then a use; a bare header or an export
+   list entry last), citing it and the adjacent lines that also define or explain a term
+   (one note per read, up to three, in parallel) — but only once the topic's own searches
+   are done, and never while a search hit not yet read promises a better line;
+2. else the (term, source) pairs not yet searched → ``search`` them (parallel calls);
+3. else visible ``search`` hits for the topic's terms → ``read`` a few lines around the
+   best of them: the best hit of every source first (so each declared source holding a
+   term is read), then the next best elsewhere, up to three;
 4. else the topic is exhausted → ``update_plan`` marking it ``[-]`` with the sources it
    was searched in (a refused note in the last turn exhausts it too), so later turns skip
    it even after its results are cleared — until a source is added.
 
-A topic needs one note, plus one per reviewer comment naming it (or one of its terms);
-backticked words in such a comment are searched as extra terms. With nothing left it
-updates the plan and calls ``finish`` naming the exhausted topics as open items. Quotes go
-through ``extractive.fragments``, so instruction-like text is never copied into a note.
+A reviewer's comment is a research request (``extractive.review_requests``): the names it
+gives — backticked or quoted words, dotted, snake_case, CamelCase and UPPER_CASE
+identifiers — become the search terms of the topic it names (or of the first topic), until
+a note quotes one of them or the plan marks the request ``no evidence`` (then ``finish``
+lists it as an open item). A comment that gives no names asks for one more note on its
+topic. With nothing left it updates the plan and calls ``finish`` naming the exhausted
+topics and requests as open items. Quotes go through ``extractive.fragments``, so
+instruction-like text is never copied into a note.
 """
 
 from __future__ import annotations
@@ -36,23 +44,34 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from activities.providers import salience
 from activities.providers.base import ProposedToolCall, ProviderDecision
 from activities.providers.extractive import (
     ExtractiveProvider,
+    Request,
     fragments,
     read_brief,
     review_comments,
+    review_requests,
 )
 from activities.providers.payload import RequestView, read_request
+from activities.providers.salience import question_words
 from activities.research_tools.source_tools import search_hits
 from context.seal.adapters import get_adapter
 from context.tokens import canonical_json, default_counter
 
 NAME = "extractive"
 AGENT_MODEL = "research-agent-v1"
-#: at most this many searches per turn, and reads around this many hits
+#: at most this many searches per turn, reads around this many hits, notes from this many
+#: reads; a note cites at most ``NOTE_SPAN`` adjacent lines
 MAX_SEARCHES_PER_TURN = 6
-MAX_READS_PER_TURN = 2
+MAX_READS_PER_TURN = 3
+MAX_NOTES_PER_TURN = 3
+NOTE_SPAN = 3
+#: a line this informative (a definition, the term as written) is noted wherever seen
+STRONG = salience.DEFINITION * 4 + 5  # whole word, as written, at module level
+#: how much of a note's quoted lines the notes ledger shows (``activities.candidates``)
+LEDGER_QUOTE_CHARS = 100
 #: lines read on each side of a hit
 READ_CONTEXT = 3
 
@@ -150,7 +169,16 @@ def picture(view: RequestView) -> Picture:
 def _noted(line: str, noted: set[str]) -> bool:
     """Whether ``line`` was quoted by a note (the ledger shows long lines cut short)."""
     text = " ".join(line.split())
-    return any(text.startswith(quoted) for quoted in noted if quoted)
+    # a quote as long as the ledger's cut may be a longer line cut short; a shorter one
+    # must be the whole line (a line that merely starts like a quoted one is not noted)
+    return any(text == quoted or (len(quoted) >= LEDGER_QUOTE_CHARS and text.startswith(quoted))
+               or (len(text) >= 12 and text in quoted) for quoted in noted if quoted)
+
+
+def _request_line(request: Request) -> str:
+    """The plan's line for a request the declared sources hold no evidence for."""
+    names = ", ".join(request.terms)
+    return f"- [-] {request.topic} request: no evidence for {names}"
 
 
 def _mentions(comment: str, topic: str, terms: list[str]) -> bool:
@@ -163,14 +191,32 @@ class Agent:
 
     def __init__(self, seen: Picture) -> None:
         self.seen = seen
+        self.exact: list[str] = []  # the current topic's terms as written
+
+    def requests(self, topic: str) -> list[Request]:
+        return [r for r in review_requests(self.seen.comments, self.seen.topics)
+                if r.topic == topic]
+
+    def open_request(self, topic: str) -> Request | None:
+        """The first request on ``topic`` that names things no note has quoted yet and
+        that the plan does not mark exhausted: its names are what the topic's next
+        searches, reads and notes look for."""
+        noted = " ".join(self.seen.noted_text.get(topic, set())).casefold()
+        for request in self.requests(topic):
+            if (request.terms and not any(t.casefold() in noted for t in request.terms)
+                    and _request_line(request) not in self.seen.plan):
+                return request
+        return None
 
     def terms(self, topic: str, terms: list[str]) -> list[str]:
-        extra = [word for comment in self.seen.comments if _mentions(comment, topic, terms)
-                 for word in _BACKTICKED.findall(comment)]
-        return list(dict.fromkeys([*terms, *extra]))
+        request = self.open_request(topic)
+        if request is not None:
+            return list(request.terms)
+        return list(terms)
 
     def needed(self, topic: str, terms: list[str]) -> int:
-        return 1 + sum(_mentions(c, topic, terms) for c in self.seen.comments)
+        """One note, plus one per request on the topic that names nothing of its own."""
+        return 1 + sum(not r.terms for r in self.requests(topic))
 
     def exhausted(self) -> set[str]:
         """Topics the plan marks exhausted in every source declared now (a source added
@@ -188,7 +234,8 @@ class Agent:
         done = self.exhausted()
         return [(topic, terms) for topic, terms in self.seen.topics
                 if topic not in done
-                and len(self.seen.notes.get(topic, ())) < self.needed(topic, terms)]
+                and (len(self.seen.notes.get(topic, ())) < self.needed(topic, terms)
+                     or self.open_request(topic) is not None)]
 
     def plan(self, marks: dict[str, str]) -> str:
         lines = ["# Research plan (kept by the research agent)", "",
@@ -203,6 +250,10 @@ class Agent:
                 lines.append(f"- [x] {topic}: noted")
             else:
                 lines.append(f"- [ ] {topic}: {count} note(s) so far")
+            for request in self.requests(topic):
+                line = _request_line(request)
+                if line in self.seen.plan or marks.get(topic) == f"request:{line}":
+                    lines.append(line)
         return "\n".join(lines) + "\n"
 
     def decide(self) -> list[tuple[str, dict[str, Any]]]:
@@ -210,6 +261,8 @@ class Agent:
         if not pending:
             open_items = [f"{topic}: no evidence found in the declared sources"
                           for topic in sorted(self.exhausted())]
+            open_items += [line.removeprefix("- [-] ") for line in self.seen.plan.splitlines()
+                           if " request: no evidence for " in line]
             note_count = sum(len(v) for v in self.seen.notes.values())
             return [("update_plan", {"text": self.plan({})}),
                     ("finish", {"summary": f"{note_count} cited notes over "
@@ -217,89 +270,135 @@ class Agent:
                                 "open_items": open_items})]
         topic, terms = pending[0]
         terms = self.terms(topic, terms)
+        self.exact = terms
         lowered = [t.casefold() for t in terms]
         last_turn = max((r.turn for r in self.seen.results), default=0)
+        request = self.open_request(topic)
+        exhaust = {topic: f"request:{_request_line(request)}" if request else "-"}
         if any(r.turn == last_turn and r.tool_name == "note" and r.status == "error"
                for r in self.seen.results):
-            return [("update_plan", {"text": self.plan({topic: "-"})})]
+            return [("update_plan", {"text": self.plan(exhaust)})]
         quoted = self.seen.noted_text.get(topic, set())
-        notes = self._notes(topic, lowered, quoted)
-        if notes:
-            return notes
-        reads = self._reads(lowered, quoted)
-        if reads:
-            return reads
         searched = {(r.content.get("source"), str(r.content.get("query", "")).casefold())
                     for r in self.seen.results if r.tool_name == "search"}
         searches = [("search", {"source": source, "query": term})
                     for term in terms for source in self.seen.sources
                     if (source, term.casefold()) not in searched]
+        # a read another topic asked for may show this topic's terms; it is noted before
+        # this topic's own searches only when it already holds a definition as asked
+        notes = self._notes(topic, lowered, quoted, strong_only=bool(searches))
+        if notes:
+            return notes
         if searches:
             return searches[:MAX_SEARCHES_PER_TURN]
-        return [("update_plan", {"text": self.plan({topic: "-"})})]
+        reads = self._reads(lowered, quoted)
+        if reads:
+            return reads
+        return [("update_plan", {"text": self.plan(exhaust)})]
 
-    def _notes(self, topic: str, lowered: list[str],
-               quoted: set[str]) -> list[tuple[str, dict[str, Any]]]:
-        """One note per visible read (newest first) that shows a quotable line with a term,
-        so a topic read in several files is noted from each of them in one turn."""
+    def _notes(self, topic: str, lowered: list[str], quoted: set[str], *,
+               strong_only: bool = False) -> list[tuple[str, dict[str, Any]]]:
+        """One note per visible read (newest first) that shows a quotable line with a term:
+        its most informative such line (``salience``), cited together with the neighbouring
+        lines that also define or explain a term (two adjacent defaults are one note). A
+        read is noted only when no search hit not yet read promises a better line
+        (``_better_unread``): a bare header or a list entry is cited only for want of
+        anything better."""
         notes: list[tuple[str, dict[str, Any]]] = []
         claims: set[str] = set()
+        words = question_words(self.seen.question)
         for result in reversed(self.seen.results):
             if result.tool_name != "read" or result.status != "success":
                 continue
-            line = self._quotable(result.content["lines"], lowered, quoted | claims)
-            if line is None:
+            lines = result.content["lines"]
+            best = self._quotable(lines, lowered, quoted | claims, words,
+                                  result.content["path"])
+            if best is None:
                 continue
-            index, quote = line
+            index, quote, value = best
+            if strong_only and value < STRONG:
+                continue
+            if self._better_unread(lowered, value, quoted):
+                continue  # read the better hit first; this read stays for later
             claims.add(quote)
-            number = result.content["start_line"] + index
+            first = last = index
+            explained = salience.docstring_after(lines, index)
+            if salience.score(lines[index], lowered) == salience.HEADER and explained:
+                last = explained  # cite the header with its docstring's first sentence
+            while last + 1 < len(lines) and last - first < NOTE_SPAN - 1 and salience.score(
+                    lines[last + 1], lowered) >= salience.PROSE:
+                last += 1
+            start = result.content["start_line"]
             notes.append(("note", {"topic": topic, "claim": quote, "citations": [{
                 "call_id": result.call_id, "source": result.content["source"],
                 "revision": result.content["revision"], "path": result.content["path"],
-                "start_line": number, "end_line": number}]}))
-            if len(notes) == MAX_READS_PER_TURN:
+                "start_line": start + first, "end_line": start + last}]}))
+            if len(notes) == MAX_NOTES_PER_TURN:
                 break
         return notes
 
-    @staticmethod
-    def _quotable(lines: list[str], lowered: list[str],
-                  noted: set[str]) -> tuple[int, str] | None:
+    def _quotable(self, lines: list[str], lowered: list[str], noted: set[str],
+                  words: frozenset[str] = frozenset(),
+                  path: str = "") -> tuple[int, str, int] | None:
+        """The most informative quotable line with a term (the first among equals)."""
+        best: tuple[int, str, int] | None = None
         for index, line in enumerate(lines):
             if _noted(line, noted) or not any(t in line.casefold() for t in lowered):
                 continue
             pieces = fragments(line)
             if pieces and len(pieces) == 1 and pieces[0] in line:
-                return index, pieces[0]
-        return None
+                value = salience.rank(line, lowered, words, path, self.exact)
+                if salience.score(line, lowered) == salience.HEADER and \
+                        salience.docstring_after(lines, index) is not None:
+                    value = salience.PROSE * 4 + 3  # the header with what it explains
+                if best is None or value > best[2]:
+                    best = (index, pieces[0], value)
+        return best
 
-    def _reads(self, lowered: list[str], noted: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    def _hits(self, lowered: list[str], noted: set[str]) -> list[tuple[int, str, str, int]]:
+        """Search hits with a term not yet shown by a read nor noted, best first:
+        (rank, source, path, line)."""
         shown = {(r.content["source"], r.content["path"], number)
                  for r in self.seen.results if r.tool_name == "read" and r.status == "success"
                  for number in range(r.content["start_line"], r.content["end_line"] + 1)}
-        # candidate hits in result order, at most one per file
-        candidates: list[tuple[str, dict[str, Any]]] = []
-        files: set[tuple[str, str]] = set()
+        words = question_words(self.seen.question)
+        found: dict[tuple[str, str, int], int] = {}
         for result in self.seen.results:
             if result.tool_name != "search" or result.status != "success":
                 continue
             source = result.content["source"]
             for path, _revision, line, text in search_hits(result.content):
-                key = (source, path)
-                if ((source, path, line) in shown or key in files or _noted(text, noted)
+                key = (source, path, line)
+                if (key in shown or key in found or _noted(text, noted)
                         or not any(t in text.casefold() for t in lowered)
                         or not fragments(text)):
                     continue
-                files.add(key)
-                candidates.append((source, {"path": path, "line": line}))
-        # one per source first, so a topic is read in as many sources as turns allow
-        by_source: list[tuple[str, dict[str, Any]]] = []
-        for source in dict.fromkeys(source for source, _ in candidates):
-            by_source.append(next(c for c in candidates if c[0] == source))
-        chosen = (by_source + [c for c in candidates if c not in by_source])
-        return [("read", {"source": source, "path": hit["path"],
-                          "start_line": max(1, hit["line"] - READ_CONTEXT),
-                          "end_line": hit["line"] + READ_CONTEXT})
-                for source, hit in chosen[:MAX_READS_PER_TURN]]
+                found[key] = salience.rank(text, lowered, words, path, self.exact)
+        ordered = sorted(found.items(), key=lambda kv: -kv[1])  # stable: result order
+        return [(value, source, path, line) for (source, path, line), value in ordered]
+
+    def _better_unread(self, lowered: list[str], value: int, noted: set[str]) -> bool:
+        return any(rank > value for rank, *_ in self._hits(lowered, noted))
+
+    def _reads(self, lowered: list[str], noted: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        """Reads around the best hits: the best of every source first (so each declared
+        source holding a term is read), then the next best elsewhere — another file, or
+        the same file away from what is already chosen — up to ``MAX_READS_PER_TURN``."""
+        hits = self._hits(lowered, noted)
+        chosen: list[tuple[str, str, int]] = []
+        for source in dict.fromkeys(source for _v, source, _p, _l in hits):
+            _v, _s, path, line = next(h for h in hits if h[1] == source)
+            chosen.append((source, path, line))
+        for _value, source, path, line in hits:
+            if len(chosen) >= MAX_READS_PER_TURN:
+                break
+            if all(not (s == source and p == path and abs(n - line) <= 2 * READ_CONTEXT)
+                   for s, p, n in chosen):
+                chosen.append((source, path, line))
+        return [("read", {"source": source, "path": path,
+                          "start_line": max(1, line - READ_CONTEXT),
+                          "end_line": line + READ_CONTEXT})
+                for source, path, line in chosen[:MAX_READS_PER_TURN]]
 
 
 def decide_offline(payload: dict[str, Any], adapter: str) -> ProviderDecision:

@@ -178,7 +178,13 @@ async def test_reviewer_comments_are_answered_one_by_one(built: BuiltRequest) ->
                                         "- Compare the cap with the guidelines document.\n"
                                         "- Quote where max_delay is applied."),
         ],
-        data=built.data_items,
+        # the revision this one revises: it quoted nothing for delay_cap, so the findings
+        # now quoted there are a change the revision may call addressed
+        data=[*built.data_items, ContextItem.build(
+            item_id="article_draft:job", source_type=SourceType.AGENT_OUTPUT, producer="t",
+            content="# How are retries capped?\n\n## Missing evidence\n\n- delay_cap\n",
+            scope=SCOPE, trust=Trust.UNTRUSTED_EXTERNAL_DATA, intended_role=Role.UNTRUSTED_DATA,
+            revision="1")],
     )
     from context.seal.adapters import get_adapter
 

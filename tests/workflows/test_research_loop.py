@@ -51,11 +51,12 @@ async def test_the_agent_researches_every_topic_then_finishes(
     assert research.tokens_used > 0
     notes = await _notes(runtime, spec)
     assert {tuple(n["topics"]) for n in notes} == {("retries",), ("resume",)}
-    for note in notes:  # each note holds exactly the cited line of the source
-        assert note["line_start"] == note["line_end"]
+    for note in notes:  # each note holds exactly the cited lines of the source: the
+        # quoted line and the adjacent ones that explain the same terms (at most three)
+        assert note["line_start"] <= note["line_end"] <= note["line_start"] + 2
         source = spec.sources[0]
         lines = (__import__("pathlib").Path(source.path) / note["path"]).read_text().split("\n")
-        assert note["content"] == lines[note["line_start"] - 1]
+        assert note["content"] == "\n".join(lines[note["line_start"] - 1:note["line_end"]])
     store = await runtime.store()
     draft = await store.head("article_draft", f"{spec.job_id}.draft",
                              principal=principal_of(spec))
@@ -242,8 +243,83 @@ async def test_review_comments_reopen_research(
     assert len(notes) > notes_before
     assert any("twice" in n["content"] for n in notes if n["topics"] == ["retries"])
     text = body.decode()
-    assert "- Addressed (see retries): Say more about backoff" in text
+    # the first draft already quoted the `twice` line (a note cites the lines around its
+    # hit), so nothing in the retries section changed: the revision must not claim it
+    assert "- Addressed (see retries)" not in text
+    assert ("- Could not address from the admitted evidence: Say more about backoff: how "
+            "`twice` as long? (searched the declared sources for `twice`") in text
     assert "- Could not address from the admitted evidence: Compare with the competitor" in text
+
+
+async def _revise(client: Any, runtime: ActivityRuntime, task_queue: str, spec: JobSpec,
+                  comment: str) -> tuple[str, str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """One request-changes round: the first draft, the revised one, the notes before the
+    round and all notes after it."""
+    store = await runtime.store()
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        await wait_status(handle, {"awaiting_review"})
+        _rec, first = await store.get("article_draft", f"{spec.job_id}.draft",
+                                      principal=principal_of(spec))
+        before = await _notes(runtime, spec)
+        await review(client, spec.job_id, "request_changes", reviewer="alice",
+                     comments=[comment])
+        second = await wait_status(handle, {"awaiting_review"})
+        while second.pending_draft is None or second.revision_round != 1:
+            second = await wait_status(handle, {"awaiting_review"})
+        store = await runtime.store()
+        _rec, body = await store.get("article_draft", f"{spec.job_id}.draft",
+                                     principal=principal_of(spec))
+        after = await _notes(runtime, spec)
+        await handle.terminate("test over")
+    return first.decode(), body.decode(), before, after
+
+
+DEFAULTS = ("Client defaults, as the settings module defines them:\n\n"
+            "MAX_RETRIES = 5\nBASE_DELAY_SECONDS = 0.5\n")
+
+
+async def test_a_requested_change_naming_constants_becomes_cited_evidence(
+        client: Any, runtime: ActivityRuntime, task_queue: str, docs: Any,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """A comment naming two constants the sources define, but no topic term covers: the
+    agent searches for those names, reads and notes the lines defining them, and revision
+    2 quotes them in the topic's section with citations and says it addressed the comment
+    — the first draft quoted neither."""
+    (docs / "settings.txt").write_text(DEFAULTS, encoding="utf-8")
+    spec = make_spec()
+    first, text, before, after = await _revise(
+        client, runtime, task_queue, spec,
+        "Cover the library's own retries defaults: MAX_RETRIES and BASE_DELAY_SECONDS.")
+    assert "MAX_RETRIES = 5" not in first and "BASE_DELAY_SECONDS" not in first
+    new = [n for n in after if n not in before]
+    assert new and all(n["topics"] == ["retries"] for n in new)
+    cited = "\n".join(n["content"] for n in new)
+    assert "MAX_RETRIES = 5" in cited and "BASE_DELAY_SECONDS = 0.5" in cited
+    section = text.split("## retries", 1)[1].split("\n## ", 1)[0]
+    assert '- "MAX_RETRIES = 5" — `handbook:settings.txt#L3-L3`' in section
+    assert '- "BASE_DELAY_SECONDS = 0.5" — `handbook:settings.txt#L4-L4`' in section
+    assert ("- Addressed (see retries): Cover the library's own retries defaults: "
+            "MAX_RETRIES and BASE_DELAY_SECONDS.") in text
+
+
+async def test_a_requested_change_naming_what_is_absent_claims_nothing(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """A comment naming a constant no source holds: the agent searches for it, finds
+    nothing and says so in its plan and open items; revision 2's sections are those of
+    revision 1, and it says plainly which request found no evidence, claiming nothing."""
+    spec = make_spec()
+    first, text, before, after = await _revise(
+        client, runtime, task_queue, spec, "Quote the retries default, DEFAULT_JITTER_RATIO.")
+    assert after == before  # no note was taken for it
+    assert "Addressed" not in text
+    assert ("- Could not address from the admitted evidence: Quote the retries default, "
+            "DEFAULT_JITTER_RATIO. (searched the declared sources for `DEFAULT_JITTER_RATIO`: "
+            "no evidence found; section retries is unchanged by this request)") in text
+    sections = [part.split("\n## Missing evidence", 1)[0]
+                for part in (first.split("\n## ", 1)[1], text.split("\n## ", 1)[1])]
+    assert sections[0] == sections[1]
 
 
 async def test_a_model_that_keeps_failing_blocks_the_job_instead_of_retrying_for_ever(
