@@ -346,7 +346,9 @@ async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str
     """Up to ``limit`` jobs from the visibility store (in its order: running ones first,
     newest first, then closed ones by close time), those listing
     ``reviewer`` (any, when ``None``), in ``status`` and of ``tenant`` when given
-    (``workflows.visibility.jobs_query``). One ``ListWorkflowExecutions`` call per page of
+    (``workflows.visibility.jobs_query``). Each job is one row, its latest run's: the runs
+    it continued as new from are left out, so ``status`` is the job's current one. One
+    ``ListWorkflowExecutions`` call per page of
     ``limit``; no job is described or queried. Visibility is eventually consistent: a
     change shows here shortly after it happened. A value a query cannot carry (a quote) is
     a ``ValueError``."""
