@@ -11,6 +11,7 @@ the CLI prints as one line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -41,7 +42,7 @@ from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
 from workflows.errors import JobExists, JobNotFound, JobNotWaiting
-from workflows.explain import Notes, render_manifest, render_manifests, security_flags
+from workflows.explain import Notes, flagged_items, render_manifest, render_manifests
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
 from workflows.reviewer_keys import pin_reviewers, signing_key
@@ -116,14 +117,18 @@ class StageStep(BaseModel):
 
 
 class ItemSecurity(BaseModel):
-    """One manifest entry the security gate flagged (``workflows.explain.security_flags``)."""
+    """One item a manifest's security screening flagged, wherever it entered
+    (``workflows.explain.flagged_items``): ``entered`` is ``source``, ``workspace``,
+    ``tool_result``, ``review_comment``…; ``detail`` a tool result's tool and turn."""
 
     model_config = ConfigDict(extra="forbid")
 
     step_id: str
     item_id: str
+    entered: str
     included: bool
     flags: list[str]
+    detail: str = ""
 
 
 class RepeatedNote(BaseModel):
@@ -149,10 +154,8 @@ class ExplainReport(BaseModel):
 
 def explain_report(job_id: str, manifests: list[dict[str, Any]],
                    notes: Notes) -> ExplainReport:
-    flagged = [ItemSecurity(step_id=str(m.get("step_id")), item_id=str(e.get("item_id")),
-                            included=where == "included", flags=security_flags(e))
-               for m in manifests for where in ("included", "excluded")
-               for e in m.get(where) or [] if security_flags(e)]
+    flagged = [ItemSecurity(**dataclasses.asdict(item))
+               for m in manifests for item in flagged_items(m)]
     return ExplainReport(job_id=job_id, manifests=manifests, security=flagged,
                          notes=[RepeatedNote(text=text, steps=steps)
                                 for text, (_, steps) in notes.seen.items()])
