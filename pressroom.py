@@ -291,18 +291,26 @@ def run(
     source_root: _SourceRoots = None,
     publish_root: _PublishRoots = None,
     as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+    timeout: float | None = typer.Option(
+        None, "--timeout", min=0.0,
+        help="With --wait: stop waiting after this many seconds (default: no limit). A worker "
+             "outage is waited through; nobody polling at the end is exit code 7."),
 ) -> None:
     """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused).
 
     Every path the job names must lie inside the roots (the settings', plus JOB_FILE's
     folder); the worker checks again with its own. With --wait the exit code is the
-    job's (README.md, "Scripting": 0 published, 3 blocked, 4 awaiting review, 5 ended
-    unpublished, 6 needs an operator)."""
+    job's (README.md, "Scripting": 0 published or still running, 3 blocked, 4 awaiting
+    review, 5 ended unpublished, 6 needs an operator, 7 no worker polls its task queue)."""
     from workflows import commands
 
+    if timeout is not None and not wait:
+        raise typer.BadParameter("--timeout is how long --wait waits; give --wait too",
+                                 param_hint="--timeout")
     settings = _with_roots(_settings(ctx), source_root, publish_root)
     report = _job_cmd(commands.run(_out(as_json, progress=True), settings, job_file, wait=wait,
-                                   task_queue=_queue(task_queue, settings), address=address),
+                                   task_queue=_queue(task_queue, settings), address=address,
+                                   timeout=timeout),
                       settings)
     if as_json:
         _print_json(report)
@@ -315,7 +323,7 @@ def status(ctx: typer.Context, job: str,
            as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Show a job's status, stage, pending draft, manifests and receipt. Exit code: 0
     published or running, 3 blocked, 4 awaiting review, 5 ended unpublished, 6 needs an
-    operator (README.md, "Scripting")."""
+    operator, 7 running but no worker polls its task queue (README.md, "Scripting")."""
     from workflows import commands
 
     settings = _settings(ctx)

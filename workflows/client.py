@@ -193,12 +193,8 @@ async def view_job(client: Client, job_id: str, *,
         if not await _await_pollers(client, desc.task_queue, worker_grace):
             view.no_worker = desc.task_queue
             return view
-        try:
-            view.live = await handle.query(ResearchJobWorkflow.status,
-                                           rpc_timeout=QUERY_TIMEOUT)
-        except RPCError as exc:
-            if exc.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
-                raise
+        view.live = await _query_status(client, handle, desc.task_queue)
+        if view.live is None:
             view.no_worker = desc.task_queue
     elif status == WorkflowExecutionStatus.COMPLETED:
         view.result = await handle.result()
@@ -212,6 +208,33 @@ async def view_job(client: Client, job_id: str, *,
         except Exception as exc:  # canceled / terminated / timed out carry their own reason
             view.failure = f"{status.name.lower()}: {_failure_text(exc)}"
     return view
+
+
+#: how many times the status query is sent while a worker polls the job's task queue
+QUERY_TRIES = 2
+
+
+async def _query_status(client: Client, handle: WorkflowHandle[Any, Any],
+                        task_queue: str) -> JobStatus | None:
+    """The job's live status, or ``None`` when no worker answered.
+
+    A query goes first to the sticky queue of the worker that ran the job's last workflow
+    task; if that worker was just killed, the server waits for it (the sticky
+    schedule-to-start timeout, as long as ``QUERY_TIMEOUT``) before it drops the
+    stickiness, so the first query can time out while another worker polls the job's task
+    queue. The next one then goes to that queue and is answered: a query is tried again
+    while the poller list still shows a worker, and only then is it "no worker"."""
+    for _ in range(QUERY_TRIES):
+        try:
+            live: JobStatus = await handle.query(ResearchJobWorkflow.status,
+                                                 rpc_timeout=QUERY_TIMEOUT)
+            return live
+        except RPCError as exc:
+            if exc.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+                raise
+        if not await has_pollers(client, task_queue):
+            break
+    return None
 
 
 async def job_spec_of(client: Client, job_id: str) -> JobSpec:
@@ -348,7 +371,9 @@ async def list_visible_jobs(client: Client, *, reviewer: str | None, status: str
     """Up to ``limit`` jobs from the visibility store (in its order: running ones first,
     newest first, then closed ones by close time), those listing
     ``reviewer`` (any, when ``None``), in ``status`` and of ``tenant`` when given
-    (``workflows.visibility.jobs_query``). One ``ListWorkflowExecutions`` call per page of
+    (``workflows.visibility.jobs_query``). Each job is one row, its latest run's: the runs
+    it continued as new from are left out, so ``status`` is the job's current one. One
+    ``ListWorkflowExecutions`` call per page of
     ``limit``; no job is described or queried. Visibility is eventually consistent: a
     change shows here shortly after it happened. A value a query cannot carry (a quote) is
     a ``ValueError``."""

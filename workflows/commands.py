@@ -11,6 +11,7 @@ the CLI prints as one line.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -43,7 +44,7 @@ from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
 from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
-from workflows.explain import Notes, render_manifest, render_manifests, security_flags
+from workflows.explain import Notes, flagged_items, render_manifest, render_manifests
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
 from workflows.reviewer_keys import pin_reviewers, signing_key
@@ -64,6 +65,9 @@ EXIT_AWAITING_REVIEW = 4
 #: failed, rejected, expired, cancelled, or stopped from outside (terminated, timed out)
 EXIT_ENDED = 5
 EXIT_NEEDS_OPERATOR = 6
+#: running, but no worker polls its task queue (``run --wait`` waited for one until
+#: ``--timeout``): nothing moves until one is started
+EXIT_NO_WORKER = 7
 _STATUS_EXIT = {"blocked": EXIT_BLOCKED, "awaiting_review": EXIT_AWAITING_REVIEW,
                 "needs_operator": EXIT_NEEDS_OPERATOR, "published": EXIT_OK,
                 "running": EXIT_OK, "rejected": EXIT_ENDED, "expired": EXIT_ENDED,
@@ -72,6 +76,8 @@ _STATUS_EXIT = {"blocked": EXIT_BLOCKED, "awaiting_review": EXIT_AWAITING_REVIEW
 
 def exit_code(view: jobs.JobView) -> int:
     """The exit code for a job in ``view``'s state (the table above)."""
+    if view.no_worker is not None:
+        return EXIT_NO_WORKER
     if view.live is not None:
         return _STATUS_EXIT.get(view.live.status, EXIT_OK)
     if view.result is not None:
@@ -118,14 +124,18 @@ class StageStep(BaseModel):
 
 
 class ItemSecurity(BaseModel):
-    """One manifest entry the security gate flagged (``workflows.explain.security_flags``)."""
+    """One item a manifest's security screening flagged, wherever it entered
+    (``workflows.explain.flagged_items``): ``entered`` is ``source``, ``workspace``,
+    ``tool_result``, ``review_comment``…; ``detail`` a tool result's tool and turn."""
 
     model_config = ConfigDict(extra="forbid")
 
     step_id: str
     item_id: str
+    entered: str
     included: bool
     flags: list[str]
+    detail: str = ""
 
 
 class RepeatedNote(BaseModel):
@@ -151,10 +161,8 @@ class ExplainReport(BaseModel):
 
 def explain_report(job_id: str, manifests: list[dict[str, Any]],
                    notes: Notes) -> ExplainReport:
-    flagged = [ItemSecurity(step_id=str(m.get("step_id")), item_id=str(e.get("item_id")),
-                            included=where == "included", flags=security_flags(e))
-               for m in manifests for where in ("included", "excluded")
-               for e in m.get(where) or [] if security_flags(e)]
+    flagged = [ItemSecurity(**dataclasses.asdict(item))
+               for m in manifests for item in flagged_items(m)]
     return ExplainReport(job_id=job_id, manifests=manifests, security=flagged,
                          notes=[RepeatedNote(text=text, steps=steps)
                                 for text, (_, steps) in notes.seen.items()])
@@ -263,7 +271,11 @@ def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput
 
 
 async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
-              task_queue: str, address: str | None = None) -> RunReport:
+              task_queue: str, address: str | None = None,
+              timeout: float | None = None) -> RunReport:
+    """Start the job in ``job_file``; with ``wait``, follow it (``follow``) until it needs a
+    human, ends, or ``timeout`` seconds have passed (``None``: no limit), waiting through a
+    worker outage with a line on stderr when it starts and when a worker is back."""
     spec = load_job_spec(job_file)
     check_paths(spec, settings, job_file)
     spec = await pin_refs(spec, settings.locations,
@@ -284,8 +296,13 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     view = await follow(console, client, spec.job_id,
                         worker_grace=settings.worker_grace_seconds,
                         run_id=handle.first_execution_run_id or handle.result_run_id,
-                        from_start=True, steps_out=steps)
-    if view.live is not None and view.live.status == "awaiting_review":
+                        from_start=True, steps_out=steps, timeout=timeout)
+    if view.no_worker is not None:
+        console.print(f"no worker polled task queue {view.no_worker!r} within --timeout "
+                      f"{timeout:g}s; the job waits for one: start `pressroom worker` (or "
+                      f"`pressroom dev`), then `pressroom status {spec.job_id}`",
+                      highlight=False)
+    elif view.live is not None and view.live.status == "awaiting_review":
         console.print(f"draft ready: `pressroom approve {spec.job_id}` / `request-changes` / "
                       "`reject`")
     elif view.live is not None and view.live.status == "blocked":
@@ -348,8 +365,15 @@ async def follow(console: Console, client: Client, job_id: str,
                  until: set[str] = WAIT_STATES, *,
                  worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS,
                  run_id: str | None = None, from_start: bool = False,
-                 steps_out: list[StageStep] | None = None) -> jobs.JobView:
-    """Print each stage/status the job passes until it needs a human or ends.
+                 steps_out: list[StageStep] | None = None,
+                 timeout: float | None = None) -> jobs.JobView:
+    """Print each stage/status the job passes until it needs a human or ends, or until
+    ``timeout`` seconds have passed (``None``: no limit; the view then is the job's as it
+    is, ``no_worker`` set when nobody polls its task queue).
+
+    A worker outage is waited through, not taken for an answer: while nobody polls the
+    job's task queue a line on stderr says so (and the spinner), and another says when a
+    worker polls again; only at ``timeout`` does it end the wait (``EXIT_NO_WORKER``).
 
     The stages come from the job's history (``_run_steps``), not from what each poll
     happened to see, so a stage quicker than the poll is printed too. ``run_id``: the run
@@ -384,22 +408,49 @@ async def follow(console: Console, client: Client, job_id: str,
                 steps_out.append(step)
         printed = max(printed, upto)
 
+    deadline = None if timeout is None else t0 + timeout
+    notices = Console(stderr=True, highlight=False, soft_wrap=True)
+    outage: tuple[float, str] | None = None  # when the outage was first seen, on which queue
+
+    def left() -> float:
+        return float("inf") if deadline is None else max(deadline - time.monotonic(), 0.0)
+
     with console.status("running…") as spinner:
         while True:
-            view = await jobs.view_job(client, job_id, worker_grace=worker_grace)
+            view = await jobs.view_job(client, job_id, worker_grace=min(worker_grace, left()))
+            if view.no_worker is not None:
+                if outage is None:
+                    outage = (time.monotonic(), view.no_worker)
+                    bound = "" if deadline is None else f" (up to --timeout {timeout:g}s)"
+                    notices.print(f"  no worker is polling task queue {view.no_worker!r}; "
+                                  f"waiting for one{bound} — start `pressroom worker` or "
+                                  "`pressroom dev`")
+                spinner.update(f"waiting for a worker on task queue {view.no_worker!r}…")
+                if left() <= 0:
+                    steps = await stages()
+                    show(steps, len(steps))
+                    console.print(f"  → {view.summary} after {time.monotonic() - t0:.2f}s",
+                                  highlight=False)
+                    return view
+                await asyncio.sleep(min(1.0, left()))
+                continue
+            if outage is not None:
+                notices.print(f"  a worker is polling task queue {outage[1]!r} again, after "
+                              f"{time.monotonic() - outage[0]:.1f}s without one")
+                outage = None
             if view.live is not None:
                 polled.append(StageStep(stage=view.live.stage, status=view.live.status,
                                         at=datetime.now().astimezone()))
             steps = await stages()
             if steps:
                 spinner.update(f"{steps[-1].stage}: {steps[-1].status}")
-            if view.live is None or view.live.status in until:
+            if view.live is None or view.live.status in until or left() <= 0:
                 show(steps, len(steps))
                 console.print(f"  → {view.summary} after {time.monotonic() - t0:.2f}s",
                               highlight=False)
                 return view
             show(steps, len(steps) - 1)
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(min(0.25, left()))
 
 
 async def show_status(console: Console, settings: Settings, job_id: str,

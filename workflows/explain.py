@@ -6,9 +6,13 @@ reason, whether the stored artifacts it read were signed (``attestation``), incl
 with their admission reasons, excluded items with reasons, partition token use, transforms,
 tool anomalies and cache status. Each item's security handling is a column of its own
 (``security_line``: instruction-like text found and treated as data, secrets redacted,
-what a security gate refused). Over several manifests (``render_manifests``) a note that
-repeats — the same cache line on every step, the same reordered parallel tool result in
-every manifest after it — is printed once at the end, with how many manifests carry it.
+what a security gate refused); a tool result the tool-history stage flagged gets a line of
+its own under the tool pairs. ``flagged_items`` is the one reader of every flagged item of
+a manifest, wherever it entered (sources, workspace, tool results, review comments), for
+``--json`` and the review console's manifest page. Over several manifests
+(``render_manifests``) a note that repeats — the same cache line on every step, the same
+reordered parallel tool result in every manifest after it — is printed once at the end,
+with how many manifests carry it.
 """
 
 from __future__ import annotations
@@ -73,6 +77,106 @@ def security_flags(entry: dict[str, Any]) -> list[str]:
     return flags
 
 
+#: where an item entered the model's request, by its item id's prefix (``activities.
+#: candidates`` names them; a tool result is ``context.tool_history.result_item_id``'s)
+_ENTERED_BY_PREFIX = (("tool-result:", "tool_result"), ("workspace:", "workspace"),
+                      ("review_comments:", "review_comment"), ("notes:", "notes"),
+                      ("notes-index:", "notes"), ("mcp:", "mcp_result"))
+#: … or by its source type, for an item the prefixes do not name
+_ENTERED_BY_SOURCE = {"repository_source": "source", "official_document": "source",
+                      "web_page": "source", "test_log": "source",
+                      "editable_project_file": "workspace", "tool_result": "tool_result",
+                      "agent_output": "notes"}
+#: how ``entered`` reads in a line or a table
+ENTERED_LABELS = {"tool_result": "tool result", "review_comment": "review comment",
+                  "mcp_result": "MCP result"}
+
+
+@dataclass(frozen=True)
+class FlaggedItem:
+    """One item of a manifest the security screening flagged, wherever it entered:
+    a source, the workspace, a tool result, a review comment (``flagged_items``)."""
+
+    step_id: str
+    item_id: str
+    #: ``source``, ``workspace``, ``tool_result``, ``review_comment``, ``notes``,
+    #: ``mcp_result``, or the item's source type when it is none of those
+    entered: str
+    #: whether the model was shown it (a tool result: placed verbatim or compacted)
+    included: bool
+    flags: list[str]
+    #: a tool result's tool and research turn, e.g. ``search, turn 9`` ("" otherwise)
+    detail: str = ""
+
+    @property
+    def where(self) -> str:
+        """``entered`` as people read it (``tool result``)."""
+        return ENTERED_LABELS.get(self.entered, self.entered)
+
+
+def _entered(entry: dict[str, Any]) -> str:
+    item_id = str(entry.get("item_id", ""))
+    for prefix, entered in _ENTERED_BY_PREFIX:
+        if item_id.startswith(prefix):
+            return entered
+    found = _ENTERED_BY_SOURCE.get(str(entry.get("source_type", "")))
+    if found:
+        return found
+    ref = entry.get("source_ref") or {}
+    if ref.get("repo") or ref.get("url") or ref.get("path") or ref.get("locator"):
+        return "source"
+    return str(entry.get("source_type") or "other")
+
+
+def tool_pair_flags(manifest: dict[str, Any], pair: dict[str, Any]) -> list[str]:
+    """What the tool-history stage found in one tool exchange (``tool_pairs[].
+    security_flags``: instruction-like phrases, ``secret_material:<kind>@<where>``) as
+    ``security_flags`` words it for other items; a result withheld under a ``deny``
+    policy (its ``redact`` transform's objective is ``withhold_tool_result``) says so."""
+    found = [str(f) for f in pair.get("security_flags") or []]
+    if not found:
+        return []
+    record = f"transform-redact-tool-result:{pair.get('call_id')}"
+    withheld = any(t.get("record_id") == record and t.get("objective") == "withhold_tool_result"
+                   for t in manifest.get("transforms") or [])
+    secrets = [f.split(":", 1)[1] for f in found if f.startswith("secret_material:")]
+    matched = [f for f in found if not f.startswith("secret_material:")]
+    flags: list[str] = []
+    if secrets:
+        flags.append(f"{_SECRETS['failed'] if withheld else _SECRETS['redacted']} "
+                     f"({', '.join(secrets)})")
+    if matched:
+        how = "instruction-like text: withheld" if withheld else _INSTRUCTIONS["flagged"]
+        flags.append(f"{how} ({', '.join(matched)})")
+    return flags
+
+
+def flagged_items(manifest: dict[str, Any]) -> list[FlaggedItem]:
+    """Every item of ``manifest`` its security screening flagged, in the order the
+    manifest lists them — included items, excluded ones, then tool results (which the
+    manifest keeps in ``tool_pairs``, not among the items). ``pressroom explain`` (text and
+    ``--json``) and the review console's manifest page both read them here."""
+    step = str(manifest.get("step_id"))
+    found: list[FlaggedItem] = []
+    for where in ("included", "excluded"):
+        for entry in manifest.get(where) or []:
+            flags = security_flags(entry)
+            if flags:
+                found.append(FlaggedItem(step_id=step, item_id=str(entry.get("item_id")),
+                                         entered=_entered(entry),
+                                         included=where == "included", flags=flags))
+    for pair in manifest.get("tool_pairs") or []:
+        flags = tool_pair_flags(manifest, pair)
+        if flags:
+            found.append(FlaggedItem(
+                step_id=step, item_id=str(pair.get("result_item_id")
+                                          or f"tool-result:{pair.get('call_id')}"),
+                entered="tool_result",
+                included=pair.get("placement") in ("verbatim", "compacted"), flags=flags,
+                detail=f"{pair.get('tool_name')}, turn {pair.get('turn')}"))
+    return found
+
+
 def security_line(entry: dict[str, Any]) -> str:
     """``security_flags`` as one line ("" when every check passed)."""
     return "; ".join(security_flags(entry))
@@ -91,6 +195,16 @@ def _security_lines(console: Console, entries: list[dict[str, Any]], what: str) 
         if line:
             console.print(f"  [yellow]security[/yellow] {what} {escape(str(e['item_id']))}: "
                           f"{escape(line)}", soft_wrap=True, highlight=False)
+
+
+def _tool_security_lines(console: Console, manifest: dict[str, Any]) -> None:
+    for item in flagged_items(manifest):
+        if item.entered != "tool_result":
+            continue
+        shown = "" if item.included else ", not shown"
+        console.print(f"  [yellow]security[/yellow] tool result {escape(item.item_id)} "
+                      f"({escape(item.detail)}{shown}): {escape('; '.join(item.flags))}",
+                      soft_wrap=True, highlight=False)
 
 
 @dataclass
@@ -204,6 +318,7 @@ def render_manifest(console: Console, manifest: dict[str, Any],
             placed[str(pair.get("placement", "verbatim"))] = \
                 placed.get(str(pair.get("placement", "verbatim")), 0) + 1
         console.print("  tool pairs: " + ", ".join(f"{n} {k}" for k, n in sorted(placed.items())))
+        _tool_security_lines(console, manifest)
     for summary in manifest.get("summaries") or []:
         kept = summary.get("preservation_assertions") or {}
         console.print(f"  [cyan]history summary[/cyan] {summary.get('summary_id')} stands for "

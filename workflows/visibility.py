@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCKED_REASON_CODES",
+    "CONTINUED_AS_NEW",
     "OTHER_REASON",
     "PRESSROOM_PROJECT",
     "PRESSROOM_REASON",
@@ -227,13 +228,25 @@ def _literal(value: str, what: str) -> str:
     return f"'{value}'"
 
 
+#: Temporal's status of a run that ended by continuing as new: the job goes on in a later
+#: run of the same workflow id, so that run is not the job's current state
+CONTINUED_AS_NEW = "ContinuedAsNew"
+
+
 def jobs_query(*, reviewer: str | None, status: str | None = None, tenant: str | None = None,
                workflow_type: str = "ResearchJobWorkflow") -> str:
     """A visibility query for Pressroom jobs: of ``workflow_type`` (``WORKFLOW_TYPE``), and,
     when given, listing ``reviewer`` (compared ``normalize_name``d), in ``status``
     (``PressroomStatus``, e.g. ``awaiting_review``) and of ``tenant``. A value that cannot
-    be quoted safely is a ``ValueError``."""
-    terms = [f"WorkflowType = {_literal(workflow_type, 'workflow type')}"]
+    be quoted safely is a ``ValueError``.
+
+    Only each job's latest run: the research loop continues as new every
+    ``turns_per_run`` turns (docs/architecture.md, "The research loop"), and each earlier
+    run closes ``ContinuedAsNew`` keeping the attributes it had then — ``running`` — so
+    without this a job would be one row per run and a published job would still match
+    ``PressroomStatus = 'running'``."""
+    terms = [f"WorkflowType = {_literal(workflow_type, 'workflow type')}",
+             f"ExecutionStatus != {_literal(CONTINUED_AS_NEW, 'execution status')}"]
     if reviewer is not None:
         terms.append(f"{PRESSROOM_REVIEWERS.name} = "
                      f"{_literal(normalize_name(reviewer), 'reviewer')}")

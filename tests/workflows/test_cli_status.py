@@ -35,7 +35,7 @@ def test_exit_code_of_an_ended_job(status: str, code: int) -> None:
 
 def test_exit_code_of_a_job_stopped_from_outside_or_without_a_worker() -> None:
     assert exit_code(JobView(job_id="j", execution="TERMINATED", failure="terminated: x")) == 5
-    assert exit_code(JobView(job_id="j", execution="RUNNING", no_worker="q")) == 0
+    assert exit_code(JobView(job_id="j", execution="RUNNING", no_worker="q")) == 7
 
 
 @pytest.mark.parametrize(("status", "code"), [

@@ -321,9 +321,10 @@ async def test_namespace_without_the_reason_attribute_refuses_start_naming_it(
 
 # ------------------------------------------------------------------------------ unit tests
 def test_jobs_query_filters_and_normalizes() -> None:
-    assert jobs_query(reviewer=None) == f"WorkflowType = '{WORKFLOW_TYPE}'"
+    latest = f"WorkflowType = '{WORKFLOW_TYPE}' AND ExecutionStatus != 'ContinuedAsNew'"
+    assert jobs_query(reviewer=None) == latest
     query = jobs_query(reviewer=" \uff21lice ", status="awaiting_review", tenant="acme")
-    assert query == (f"WorkflowType = '{WORKFLOW_TYPE}' AND PressroomReviewers = 'alice' "
+    assert query == (f"{latest} AND PressroomReviewers = 'alice' "
                      "AND PressroomStatus = 'awaiting_review' AND PressroomTenant = 'acme'")
 
 
@@ -428,3 +429,42 @@ async def _try_start(client: Client, spec: JobSpec) -> Any:
         return await jobs.start_job(client, spec, task_queue="nobody-polls")
     except SearchAttributesMissing:
         return None
+
+
+@pytest.mark.temporal
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_job_that_continued_as_new_is_listed_once_with_its_current_status(
+        client: Client, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """Every ``turns_per_run`` turns the job continues as new, and each closed run keeps
+    the attributes it had (``PressroomStatus = running``): the list shows only each job's
+    latest run, so the job is one row, in its current status, and a published job is not
+    listed under ``running`` (Pressroom's status, not its old runs')."""
+    tenant = _uniq("cont")
+    spec = make_spec(research={"turns_per_run": 2},
+                     scope={"tenant": tenant, "project": "docs", "task": "t1"})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review"})
+        assert status.research is not None and status.research.turn >= 4
+        runs = [w async for w in client.list_workflows(f"WorkflowId = '{spec.job_id}'")]
+        assert len(runs) >= 3  # the job really continued as new, more than once
+
+        async def listed_once(**filters: Any) -> list[jobs.VisibleJob] | None:
+            found = [j for j in await jobs.list_visible_jobs(client, reviewer=None,
+                                                             tenant=tenant, **filters)]
+            return found if len(found) == 1 else None
+
+        [row] = await wait_for(lambda: listed_once(), 30, "the job listed once")
+        assert (row.status, row.execution) == ("awaiting_review", "RUNNING")
+        assert row.turn == status.research.turn
+        assert await _ids(client, reviewer=None, tenant=tenant, status="running") == set()
+
+        await review(client, spec.job_id, "approve", reviewer="alice")
+        assert (await handle.result()).status == "published"
+        [row] = await wait_for(lambda: listed_once(status="published"), 30,
+                               "the job listed once, published")
+        assert row.execution == "COMPLETED"
+        assert await _ids(client, reviewer=None, tenant=tenant, status="running") == set()
+        assert [j.job_id for j in await jobs.list_visible_jobs(
+            client, reviewer="alice", tenant=tenant)] == [spec.job_id]

@@ -1,7 +1,9 @@
-"""What the model saw: one manifest as a page — included items by zone with tokens per
-partition, exclusions with gate, reason and detail, transforms and what their preservation
-assertions kept, tool-pair anomalies, cache status, both input hashes, and the exact
-serialized request (collapsed)."""
+"""What the model saw: one manifest as a page — every item its security screening flagged,
+wherever it entered (sources, workspace, tool results, review comments: the reader
+``pressroom explain`` uses, ``workflows.explain.flagged_items``), included items by zone
+with tokens per partition, exclusions with gate, reason and detail, transforms and what
+their preservation assertions kept, tool-pair anomalies, cache status, both input hashes,
+and the exact serialized request (collapsed)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from webconsole.pages.common import Deps, render, signed_in
-from workflows.explain import attestation_line
+from workflows.explain import attestation_line, flagged_items
 
 
 def partitions(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,6 +47,7 @@ async def manifest_page(request: Request, deps: Deps) -> Response:
     return render(request, deps, "manifest.html", {
         "job_id": job_id, "manifest_id": manifest_id, "m": manifest,
         "zones": by_zone(manifest), "partitions": partitions(manifest),
+        "flagged": flagged_items(manifest),
         "attestation": plain, "request_verified": verified, "request_pretty": pretty,
     }, session=session)
 
