@@ -127,6 +127,8 @@ def collect_hints() -> list[Hint]:
 
 def _tokens(text: str) -> tuple[list[str], bool]:
     """The command's words up to a shell operator or an ellipsis, and whether it was cut."""
+    # usage notation: `[--json]` is an optional part, checked like any other
+    text = re.sub(r"\[(-[^\]]*)\]", r"\1", text)
     lexer = shlex.shlex(text, posix=True, punctuation_chars="|&;<>")
     lexer.whitespace_split = True
     lexer.commenters = "#"

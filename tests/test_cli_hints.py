@@ -76,3 +76,10 @@ def test_piped_output_is_laid_out_wider_than_80_columns() -> None:
                             capture_output=True, text=True, check=True,
                             cwd=Path(__file__).resolve().parent.parent)
     assert narrow.stdout.strip() == "100", narrow
+
+
+def test_usage_notation_is_checked_not_skipped() -> None:
+    ok = Hint("here", "pressroom eval agent [--questions FILE] [--json]", in_prose=True)
+    assert check_hint(ok, app) is None
+    bad = Hint("here", "pressroom eval agent [--frobnicate]", in_prose=True)
+    assert "has no option --frobnicate" in (check_hint(bad, app) or "")
