@@ -14,9 +14,11 @@ roots (``contracts.path_safety``; ``PathOutsideRoots`` otherwise, never retried)
 folder or not exist yet; the folders from the root down are opened, and created, without
 following a symbolic link (one swapped in after the check fails the write). An existing
 ``<job_id>.md`` there is replaced only if it is this job's own article (it starts with the
-``<!-- pressroom job=<job_id> `` header every article carries: a retry after a crash);
-anything else is left untouched and the publication refused. The receipt is no file: it is
-the store's ``put_receipt`` record, shown by ``pressroom status``.
+``<!-- pressroom job=<job_id> tenant=<t> project=<p> run=<first run id> `` header every
+article carries: a retry after a crash, by this job's own run chain); anything else — another
+job's file, or the article of an earlier workflow that used the same job id, in any tenant —
+is left untouched and the publication refused (SECURITY.md, "Tenant isolation"). The
+receipt is no file: it is the store's ``put_receipt`` record, shown by ``pressroom status``.
 
 The article is written through a temp file beside it and ``os.replace``, so a reader never
 sees half a file and a retry after a crash overwrites the same path with the same bytes:
@@ -71,14 +73,22 @@ def article_path(spec: JobSpec) -> Path:
     return path_of_article(spec.destination, spec.job_id)
 
 
-def article_marker(job_id: str) -> bytes:
-    """How every article of ``job_id`` begins (the header ``publish`` writes)."""
-    return f"<!-- pressroom job={job_id} ".encode()
+def article_marker(job_id: str, owner: tuple[str, str, str] | None = None) -> bytes:
+    """How every article of ``job_id`` begins (the header ``publish`` writes): with
+    ``owner`` (tenant, project, first run id), the marker of exactly that job's run chain,
+    so a later workflow reusing the id — in any tenant — never matches it."""
+    if owner is None:  # histories recorded before the first run id was carried
+        return f"<!-- pressroom job={job_id} ".encode()
+    tenant, project, run = owner
+    return f"<!-- pressroom job={job_id} tenant={tenant} project={project} run={run} ".encode()
 
 
-def write_article(destination: str, job_id: str, data: bytes, roots: PathRoots) -> Path:
+def write_article(destination: str, job_id: str, data: bytes, roots: PathRoots,
+                  owner: tuple[str, str, str] | None = None) -> Path:
     """Write ``data`` as ``job_id``'s article under ``destination`` (see the module
-    docstring); returns the article's resolved path."""
+    docstring); returns the article's resolved path. ``data`` must begin with
+    ``article_marker(job_id, owner)``: an existing article is replaced only when it does
+    too."""
     located = locate(destination, roots, "publish", what="destination")
     kind = existing_type(located.real)
     if kind not in ("folder", "missing"):
@@ -89,7 +99,8 @@ def write_article(destination: str, job_id: str, data: bytes, roots: PathRoots) 
     name = f"{job_id}{ARTICLE_SUFFIX}"
     fd = open_folder(folder, what="destination", create=True)
     try:
-        _write_atomically(fd, name, data, owner=article_marker(job_id))
+        _write_atomically(fd, name, data, owner=article_marker(job_id, owner),
+                          family=article_marker(job_id))
     finally:
         os.close(fd)
     return folder.real / name
@@ -159,7 +170,8 @@ def check_registry(registry: Path, reviewer: str, public_key: str) -> None:
                              f"registered in {entry}")
 
 
-def _write_atomically(folder: int, name: str, data: bytes, *, owner: bytes) -> None:
+def _write_atomically(folder: int, name: str, data: bytes, *, owner: bytes,
+                      family: bytes = b"") -> None:
     """``name`` in the open folder ``folder``: temp file, fsync, ``os.replace``, fsync the
     folder — all relative to the folder's descriptor, never through a symbolic link.
 
@@ -169,7 +181,7 @@ def _write_atomically(folder: int, name: str, data: bytes, *, owner: bytes) -> N
     killed between their write and their replace, so the folder holds the article once and
     no second (temp) copy of it.
     """
-    _refuse_foreign(folder, name, owner)
+    _refuse_foreign(folder, name, owner, family)
     tmp = f".{name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  ARTICLE_MODE, dir_fd=folder)
@@ -194,8 +206,9 @@ def _write_atomically(folder: int, name: str, data: bytes, *, owner: bytes) -> N
     os.fsync(folder)
 
 
-def _refuse_foreign(folder: int, name: str, owner: bytes) -> None:
-    """``PublishRefused`` unless ``name`` is absent or a regular file starting ``owner``."""
+def _refuse_foreign(folder: int, name: str, owner: bytes, family: bytes = b"") -> None:
+    """``PublishRefused`` unless ``name`` is absent or a regular file starting ``owner``;
+    one starting ``family`` (any article of the job id) says another run wrote it."""
     try:
         st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
@@ -209,6 +222,10 @@ def _refuse_foreign(folder: int, name: str, owner: bytes) -> None:
             os.close(fd)
         if head == owner:
             return
+        if family and head.startswith(family):
+            raise PublishRefused(f"{name} was published by another workflow with the same "
+                                 "job id (its tenant, project or first run differ); it is left "
+                                 "untouched and nothing is published")
     raise PublishRefused(f"{name} already exists in the job's folder and is not this job's "
                          "article; it is left untouched and nothing is published")
 
@@ -233,12 +250,15 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
                                             principal=principal, revision=inp.draft.revision)
     if draft_rec.content_hash != inp.draft.content_hash:
         raise PublishRefused("stored draft does not match the approved content hash")
-    header = (f"<!-- pressroom job={spec.job_id} draft={inp.draft.artifact_id}"
+    owner = ((spec.scope.tenant, spec.scope.project, inp.first_run_id)
+             if inp.first_run_id else None)
+    header = (article_marker(spec.job_id, owner).decode("utf-8")
+              + f"draft={inp.draft.artifact_id}"
               f"@{inp.draft.revision} {inp.draft.content_hash} "
               f"review={decision['decision_id']} -->\n\n")
     data = header.encode("utf-8") + draft_body
     await pause_point("publish_before_write")
-    path = write_article(spec.destination, spec.job_id, data, runtime.roots)
+    path = write_article(spec.destination, spec.job_id, data, runtime.roots, owner)
     await pause_point("publish_after_write")
     body = PublishResult(
         receipt_key=key, destination=spec.destination, location=str(path),

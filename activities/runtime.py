@@ -47,6 +47,7 @@ from activities.store_access import WorkerStore
 from artifacts.attestation import Keyring
 from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
+from contracts.errors import CarriedStateMismatch
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
 
@@ -111,6 +112,14 @@ class ActivityRuntime:
             raise artifacts.IntegrityError("job_spec", job.spec.artifact_id, job.spec.revision,
                                            job.spec.content_hash, rec.content_hash)
         spec = JobSpec.model_validate_json(body)
+        # the reference must name this job's own spec in its own tenant and project: a
+        # made-up reference to another job's spec is never read as this job's
+        # (SECURITY.md, "Tenant isolation")
+        if (job.spec.kind != "job_spec" or job.spec.artifact_id != job.job_id
+                or spec.job_id != job.job_id
+                or (spec.scope.tenant, spec.scope.project) != (job.tenant, job.project)):
+            raise CarriedStateMismatch(f"job {job.job_id} names spec {job.spec.artifact_id} "
+                                       "of another job; not read")
         self._specs[key] = spec
         while len(self._specs) > self._spec_cache_size:
             self._specs.popitem(last=False)

@@ -17,6 +17,7 @@ from activities.runtime import (
     ref_of,
 )
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
+from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
 from contracts.path_safety import check_job_paths
 
@@ -37,20 +38,44 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     """Store a job's spec (at start, and after ``resolve`` adds a source) — once every path
     it names is inside this worker's roots (``contracts.path_safety.check_job_paths``): a
     spec started around ``pressroom run``'s own check is refused here, non-retryably,
-    before anything reads it."""
+    before anything reads it.
+
+    Each revision records the job's first run id (``first_run_id``); a workflow that
+    reuses the id of an earlier job in the same tenant and project cannot add a revision
+    to that job's spec (``JobIdReused``) and so never reads as that job. With ``held``
+    (a continued run checking its carried state) nothing is written: the reference must be
+    this job's stored spec head holding exactly this spec (``CarriedStateMismatch``).
+    SECURITY.md, "Tenant isolation"."""
     spec = inp.spec
     check_job_paths(spec, runtime.roots, runtime.locations)
     store = await runtime.store()
     body = dumps(spec.model_dump(mode="json"))
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     head = await store.head("job_spec", job_spec_id(spec), principal=principal_of(spec))
+    owner = head.metadata.get("first_run_id") if head is not None else None
+    if inp.held is not None:
+        held = inp.held
+        if (head is None or (held.kind, held.artifact_id, held.revision, held.content_hash)
+                != ("job_spec", head.artifact_id, head.revision, head.content_hash)
+                or head.content_hash != digest):
+            raise CarriedStateMismatch(
+                f"the carried spec reference {held.artifact_id} r{held.revision} is not job "
+                f"{spec.job_id}'s stored spec in {spec.scope.tenant}/{spec.scope.project}")
+        if owner is not None and inp.first_run_id is not None and owner != inp.first_run_id:
+            raise CarriedStateMismatch(f"job {spec.job_id}'s stored spec belongs to another "
+                                       "run of the same id")
+        return ref_of(head)
+    if owner is not None and inp.first_run_id is not None and owner != inp.first_run_id:
+        raise JobIdReused(f"job id {spec.job_id} already belongs to an earlier job in "
+                          f"{spec.scope.tenant}/{spec.scope.project}; nothing written")
     if head is not None and head.content_hash == digest:
         return ref_of(head)
     await pause_point("store_job_spec_before_write")
+    first = {"first_run_id": inp.first_run_id} if inp.first_run_id else None
     rec = await put_once(store, "job_spec", job_spec_id(spec), body, spec=spec,
                          trust="task_authority",
                          parent_revision=head.revision if head else None,
-                         write_id=f"job-spec:{digest}")
+                         write_id=f"job-spec:{digest}", metadata=first)
     await pause_point("store_job_spec_after_write")
     return ref_of(rec)
 

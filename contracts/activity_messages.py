@@ -90,6 +90,14 @@ class StepState(_Msg):
 
 class StoreJobSpecInput(_Msg):
     spec: JobSpec
+    #: the job's first run (``workflow.info().first_execution_run_id``): a job id reused by
+    #: another workflow cannot add a revision to this job's spec (SECURITY.md, "Tenant
+    #: isolation"); ``None`` in histories recorded before it was carried
+    first_run_id: str | None = None
+    #: a continued run's check of its carried state: the spec revision ``held`` must be this
+    #: job's stored spec head, in its tenant and project, holding exactly ``spec``; nothing
+    #: is written (``CarriedStateMismatch`` otherwise)
+    held: ArtifactRef | None = None
 
 
 class AssembleContextInput(_Msg):
@@ -177,6 +185,9 @@ class PublishInput(_Msg):
     context: ContextRef
     draft: ArtifactRef
     review: ArtifactRef
+    #: the job's first run id, written into the article's marker so a reused job id never
+    #: replaces another run's article; ``None`` in histories recorded before it was carried
+    first_run_id: str | None = None
 
 
 class PublishResult(_Msg):

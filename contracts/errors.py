@@ -15,6 +15,9 @@ them without importing each other:
   commit id (only a ``ref``, which ``pressroom run`` resolves at submit; or a value built
   around the spec's validation). The worker never acquires it.
 - ``PublishRefused`` — the stored review does not authorize the publication.
+- ``JobIdReused`` — a workflow with an earlier job's id tried to add to that job's spec or
+  replace its article (the first run id differs); ``CarriedStateMismatch`` — a continued
+  run's carried state does not name this job's stored spec.
 - ``PathRefused`` — a path a job names may not be used (``contracts.path_safety``): on
   ``/proc``, ``/sys`` or ``/dev``, inside Pressroom's own state, not a regular file (a FIFO,
   socket or device), over the size limit, relative, or turned into a symbolic link after it
@@ -74,6 +77,22 @@ class PublishRefused(ApplicationError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, type=PublishRefused.__name__, non_retryable=True)
+
+
+class JobIdReused(ApplicationError):
+    """A workflow reusing an earlier job's id tried to take over that job's records (its
+    stored spec, its published article); refused, nothing written (never retried)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type=JobIdReused.__name__, non_retryable=True)
+
+
+class CarriedStateMismatch(ApplicationError):
+    """A continued run's carried state names a spec revision that is not this job's stored
+    spec (never retried: the job ends)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type=CarriedStateMismatch.__name__, non_retryable=True)
 
 
 class PathRefused(JobError, ApplicationError):

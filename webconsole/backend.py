@@ -39,6 +39,7 @@ from artifacts.errors import InvalidArtifact, ScopeDenied
 from context.limits.blocks import DataBlockView
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
+from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
 from contracts.signing import normalize_name
 from contracts.workflow_messages import PendingDraft, ReviewResult
 from webconsole.evidence import request_blocks
@@ -209,8 +210,14 @@ class ConsoleBackend:
                                    f"({view.summary})")
         pending = view.live.pending_draft
         principal = _principal(spec)
-        record, body = await self.store.get("article_draft", pending.artifact_id,
-                                            principal=principal, revision=pending.revision)
+        try:  # the status names the draft: it must be this job's own (contracts/ownership.py)
+            check_owned(job_id, "article_draft", pending.artifact_id)
+            record, body = await self.store.get("article_draft", pending.artifact_id,
+                                                principal=principal, revision=pending.revision)
+            check_record(job_id, spec.scope.tenant, spec.scope.project, record)
+        except ForeignArtifact:
+            raise DraftUnavailable(f"job {job_id!r} names a draft that is not its own; "
+                                   "not shown") from None
         if "sha256:" + hashlib.sha256(body).hexdigest() != pending.content_hash:
             raise DraftUnavailable(f"job {job_id!r}: the stored draft r{pending.revision} does "
                                    "not match the hash the job holds; not shown")
@@ -224,6 +231,11 @@ class ConsoleBackend:
         verified = False
         if isinstance(manifest_id, str):
             manifest = await self.store.get_manifest(manifest_id, principal=principal)
+            try:
+                check_manifest(job_id, manifest, manifest_id)
+            except ForeignArtifact:
+                raise DraftUnavailable(f"job {job_id!r}: its draft's manifest is not its own; "
+                                       "not shown") from None
             blocks, verified = _blocks_of(manifest)
         return DraftReview(job_id=job_id, spec=spec, pending=pending,
                            destination=view.live.destination, text=body.decode("utf-8"),
@@ -239,8 +251,10 @@ class ConsoleBackend:
                 manifest_id, principal=_principal(spec))
         except (ScopeDenied, InvalidArtifact):
             manifest = {}
-        if manifest.get("run_id") != job_id:  # another job's, or none: the same answer
-            raise NotVisible(f"job {job_id!r} has no manifest {manifest_id!r}")
+        try:  # another job's, or none: the same answer
+            check_manifest(job_id, manifest, manifest_id)
+        except ForeignArtifact:
+            raise NotVisible(f"job {job_id!r} has no manifest {manifest_id!r}") from None
         serialized = manifest.get("serialized_request") or {}
         canonical = serialized.get("canonical_json")
         manifest["_request_verified"] = isinstance(canonical, str) and (

@@ -29,6 +29,7 @@ from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
 from contracts.job_spec import JobSpec, load_job_spec
+from contracts.ownership import check_manifest, check_owned, check_record
 from contracts.path_safety import (
     PathRoots,
     article_path,
@@ -623,11 +624,14 @@ async def pending_draft_text(live: JobStatus, settings: Settings) -> str:
 
 async def pending_draft_body(live: JobStatus, settings: Settings) -> bytes:
     assert live.pending_draft is not None
+    # the status names the draft: it must be the job's own (contracts/ownership.py)
+    check_owned(live.job_id, "article_draft", live.pending_draft.artifact_id)
     store = await _store(settings)
     try:
-        _rec, body = await store.get("article_draft", live.pending_draft.artifact_id,
-                                     principal=_principal(live.tenant, live.project),
-                                     revision=live.pending_draft.revision)
+        rec, body = await store.get("article_draft", live.pending_draft.artifact_id,
+                                    principal=_principal(live.tenant, live.project),
+                                    revision=live.pending_draft.revision)
+        check_record(live.job_id, live.tenant, live.project, rec)
     finally:
         await store.close()
     return bytes(body)
@@ -758,6 +762,7 @@ async def explain(console: Console, settings: Settings, job_id: str, step: str |
         shown: list[dict[str, Any]] = []
         for manifest_id in ids:
             manifest = await store.get_manifest(manifest_id, principal=_principal(tenant, project))
+            check_manifest(job_id, manifest, manifest_id)
             if step and step not in (manifest.get("step_id"), manifest.get("stage"), manifest_id):
                 continue
             shown.append(manifest)
@@ -782,7 +787,9 @@ async def _explain_turn(console: Console, settings: Settings, job_id: str, view:
             raise JobNotFound(f"job {job_id!r} has no research turn {turn}")
         _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
                                  revision=head.revision)
-        manifest = await store.get_manifest(json.loads(raw)["manifest_id"], principal=principal)
+        manifest_id = json.loads(raw)["manifest_id"]
+        manifest = await store.get_manifest(manifest_id, principal=principal)
+        check_manifest(job_id, manifest, manifest_id)
     finally:
         await store.close()
     console.print(f"[bold]research turn {turn}[/bold]")

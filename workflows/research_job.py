@@ -65,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
     )
     from contracts.job_spec import JobSpec
+    from contracts.ownership import owns
     from contracts.signing import Purpose, Signature, SignatureError, normalize_name, verify
     from contracts.workflow_messages import (
         SEEN_NONCES_KEPT,
@@ -118,6 +119,11 @@ ROLLOVER_AFTER_RESOLVE_PATCH = "continue-as-new-after-resolve"
 #: workflows/visibility.py) whenever they change; histories recorded before it replay
 #: without the upserts
 SEARCH_ATTRIBUTES_PATCH = "search-attributes"
+#: the patch id under which a continued run checks the state it carried against the job's
+#: stored spec before anything else (``check_carried_state``), and the job's first run id
+#: travels with its spec and its article (SECURITY.md, "Tenant isolation"); histories
+#: recorded before it replay without the check
+CARRIED_CHECK_PATCH = "carried-state-check"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 #: a ``needs_operator`` reason is cut to this many characters
@@ -129,7 +135,16 @@ class ResearchJobWorkflow:
     @workflow.init
     def __init__(self, inp: ResearchJobInput) -> None:
         self._spec: JobSpec = inp.spec
-        self._state: JobState = inp.carried.model_copy(deep=True) if inp.carried else JobState()
+        # A carried state is the job's own memory only on its own continue-as-new, which a
+        # client start can never claim (``continued_run_id`` is the server's). Anything
+        # else is a made-up state — another job's draft, another tenant's manifests — and
+        # is neither kept nor shown: the status query answers from an empty state and the
+        # run ends at once (SECURITY.md, "Tenant isolation").
+        self._forged_carry = (inp.carried is not None
+                              and workflow.info().continued_run_id is None)
+        self._state: JobState = (inp.carried.model_copy(deep=True)
+                                 if inp.carried is not None and not self._forged_carry
+                                 else JobState())
         self._resolutions: list[ResolveInput] = []
         self._review_busy = False
         #: the latest signed ``retry``/``abandon`` for a step that needs an operator, and
@@ -144,6 +159,12 @@ class ResearchJobWorkflow:
     # ------------------------------------------------------------------ run
     @workflow.run
     async def run(self, inp: ResearchJobInput) -> JobResult:
+        if self._forged_carry:
+            self._state.status = "failed"
+            raise ApplicationError(
+                f"refused: job {self._spec.job_id} was started with a carried state, which a "
+                "job accepts only from its own continue-as-new; nothing was read",
+                type="ForgedCarriedState", non_retryable=True)
         # The stages run as a task so an accepted ``cancel`` Update can stop them wherever
         # they wait. A task adds no command, so histories recorded before replay unchanged.
         stages = asyncio.ensure_future(self._run_stages())
@@ -173,12 +194,14 @@ class ResearchJobWorkflow:
 
     async def _run_stages(self) -> JobResult:
         state = self._state
+        if (workflow.info().continued_run_id is not None and state.refs is not None
+                and workflow.patched(CARRIED_CHECK_PATCH)):
+            await self._check_carried()
         while True:
             self._sync_visibility()  # the last stage, turn or token count, before any wait
             self._maybe_continue_as_new()
             if state.stage == "start":
-                ref = await self._act("store_job_spec", StoreJobSpecInput(spec=self._spec),
-                                      ArtifactRef)
+                ref = await self._act("store_job_spec", self._spec_input(), ArtifactRef)
                 state.refs = StepState(job_spec=ref)
                 state.stage = "plan"
             elif state.stage == "plan":
@@ -380,6 +403,7 @@ class ResearchJobWorkflow:
                                    non_retryable=True)
         state.receipt = await self._act("publish", PublishInput(
             job=self._job(), context=ctx, draft=refs.draft, review=refs.review,
+            first_run_id=self._first_run_id(),
         ), PublishResult)
         state.status = "published"
         state.stage = "done"
@@ -449,8 +473,7 @@ class ResearchJobWorkflow:
                     sources = [*self._spec.sources, r.source]
                 self._spec = self._spec.model_copy(update={"sources": sources})
                 # activities read the spec from the store: store the new revision first
-                ref = await self._act("store_job_spec", StoreJobSpecInput(spec=self._spec),
-                                      ArtifactRef)
+                ref = await self._act("store_job_spec", self._spec_input(), ArtifactRef)
                 self._set_refs(job_spec=ref)
                 to_acquire.append(r.source)
             elif r.action == "refresh_source" and r.source_name:
@@ -646,6 +669,50 @@ class ResearchJobWorkflow:
         )
 
     # -------------------------------------------------------------- helpers
+    def _first_run_id(self) -> str | None:
+        """The job's first run id under the carried-state patch (``None`` in histories
+        recorded before it, so their activity inputs replay as they were)."""
+        if not workflow.patched(CARRIED_CHECK_PATCH):
+            return None
+        return workflow.info().first_execution_run_id
+
+    def _spec_input(self) -> StoreJobSpecInput:
+        return StoreJobSpecInput(spec=self._spec, first_run_id=self._first_run_id())
+
+    async def _check_carried(self) -> None:
+        """End the job (``CarriedStateMismatch``, nothing published) unless every reference
+        the carried state holds is this job's own and its spec reference names the stored
+        spec of this job, in its tenant and project, holding exactly the spec this run has
+        (``store_job_spec`` with ``held``: it reads, never writes)."""
+        job_id, state = self._spec.job_id, self._state
+        refs = self._refs
+        held = [r for r in (refs.job_spec, refs.plan, refs.source_records, refs.evidence_pack,
+                            refs.tool_records, refs.draft, refs.review, refs.agent_plan,
+                            refs.notes) if r is not None]
+        foreign = [r.artifact_id for r in held if not owns(job_id, r.kind, r.artifact_id)]
+        if state.pending_draft is not None and not owns(job_id, "article_draft",
+                                                        state.pending_draft.artifact_id):
+            foreign.append(state.pending_draft.artifact_id)
+        if foreign:
+            await self._refuse_carried(f"it names artifacts of another job ({foreign[0]!r})")
+        try:
+            await self._act("store_job_spec", StoreJobSpecInput(
+                spec=self._spec, first_run_id=self._first_run_id(), held=refs.job_spec),
+                ArtifactRef, stop_for_operator=False)
+        except ActivityError as failed:
+            if isinstance(failed.cause, CancelledError):
+                raise
+            cause = failed.cause
+            why = cause.message if isinstance(cause, ApplicationError) else str(failed)
+            await self._refuse_carried(why[:_MAX_REASON_CHARS])
+
+    async def _refuse_carried(self, why: str) -> NoReturn:
+        self._state = JobState(status="failed")  # nothing of it is shown any more
+        self._sync_visibility()
+        raise ApplicationError(f"refused: job {self._spec.job_id}'s carried state does not "
+                               f"match its stored spec: {why}", type="CarriedStateMismatch",
+                               non_retryable=True) from None
+
     @property
     def _refs(self) -> StepState:
         if self._state.refs is None:

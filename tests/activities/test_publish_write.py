@@ -131,3 +131,27 @@ def test_a_file_as_destination_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PathRefused, match="not a folder"):
         write_article(str(tmp_path / "notes.md"), "job-1", ARTICLE, roots(tmp_path))
     assert (tmp_path / "notes.md").read_text(encoding="utf-8") == "mine\n"
+
+
+def _article(owner: tuple[str, str, str], text: str) -> bytes:
+    return article_marker("job-1", owner) + f"draft=d@1 sha256:x review=r -->\n\n{text}\n".encode()
+
+
+def test_a_reused_job_id_never_replaces_another_runs_article(tmp_path: Path) -> None:
+    """The marker binds tenant, project and the first run id: a later workflow with the
+    same job id — same tenant or another — is refused with one line and the first
+    article stays byte for byte; the same run publishing again still succeeds."""
+    first_owner = ("acme", "docs", "run-first")
+    first = _article(first_owner, "revenue up 4%")
+    path = write_article(str(tmp_path / "out"), "job-1", first, roots(tmp_path), first_owner)
+    for owner in (("acme", "docs", "run-second"), ("globex", "docs", "run-first"),
+                  ("acme", "other", "run-first")):
+        with pytest.raises(PublishRefused, match="another workflow with the same job id"):
+            write_article(str(tmp_path / "out"), "job-1", _article(owner, "revenue down 40%"),
+                          roots(tmp_path), owner)
+        assert path.read_bytes() == first
+        assert sorted(p.name for p in path.parent.iterdir()) == ["job-1.md"]
+    # a retried publish of the same run (same marker) replaces its own article in place
+    assert write_article(str(tmp_path / "out"), "job-1", first, roots(tmp_path),
+                         first_owner) == path
+    assert path.read_bytes() == first
