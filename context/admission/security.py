@@ -51,6 +51,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from context import invisible
 from context.admission import carriers
 from context.admission.needles import find, find_casefolded
 from context.admission.scan import contains_any, occurrences
@@ -777,7 +778,23 @@ class Detector:
             m = _first_match(pattern, lead, text, lowered)
             if m:
                 found.append(m.group(0)[:80])
+        if invisible.has_invisible(text):
+            found += _hidden_flags(self, text, found)
         return tuple(found)
+
+
+def _hidden_flags(detector: Detector, text: str, found: list[str]) -> list[str]:
+    """Flags for what invisible characters hide (``context.invisible``): an instruction
+    the text spells only for a reader that decodes TAG characters and skips the other
+    invisible ones (``hidden: ignore previous instructions``), and — when any of them hides
+    or reorders text (a TAG character, a bidi override) — how many invisible characters
+    the text holds. Typography alone (a soft hyphen, an emoji's joiner) is not flagged."""
+    flags = [f"hidden: {flag}" for flag in detector.instruction_matches(invisible.read_as(text))
+             if flag not in found]
+    marks = [ord(m.group()) for m in invisible.PATTERN.finditer(text)]
+    if any(c in invisible.HIDING for c in marks):
+        flags.append(f"invisible characters: {len(marks)}")
+    return flags
 
 
 _CACHE: dict[tuple[tuple[str, ...], tuple[str, ...]], Detector] = {}
