@@ -2,7 +2,7 @@
 default-ignorable code point (``Default_Ignorable_Code_Point``).
 
 Why one list: a reader cannot see these characters, so they can hide text — a bidi override
-makes ``evil\\u202edm.md`` read as ``evilmd.md``; Unicode TAG characters (U+E0000–E007F)
+makes ``evil\\u202edm.md`` read as ``evilmd.md``; Unicode TAG characters (U+E0000..E007F)
 spell a whole sentence (``ignore previous instructions…``) that renders as nothing while a
 model reads every letter of it. The review console marks each of them
 (``webconsole.shown``) and the instruction detector decodes and counts them
@@ -11,7 +11,7 @@ from this same list.
 
 The ranges are those of Unicode 15.1 (DerivedCoreProperties and the ``Cf`` category),
 including the code points the standard reserves as default-ignorable (the whole of
-U+E0000–E0FFF); a test holds them to every ``Cf`` code point ``unicodedata`` knows.
+U+E0000..E0FFF); a test holds them to every ``Cf`` code point ``unicodedata`` knows.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ INVISIBLE = frozenset(c for a, b in RANGES for c in range(a, b + 1))
 #: one of them, anywhere (a C-level search: a text without one costs one pass)
 PATTERN = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}"
                                    for a, b in RANGES) + "]")
-#: Unicode TAG characters: U+E0020–E007E shadow printable ASCII (U+E0041 is a hidden "A")
+#: Unicode TAG characters: U+E0020..E007E shadow printable ASCII (U+E0041 is a hidden "A")
 TAG_SHADOWED = range(0xE0020, 0xE007F)
 #: characters that hide or reorder text rather than shape it: TAG characters and bidi
 #: embeddings, overrides and isolates (a zero-width joiner in an emoji, a soft hyphen or a
