@@ -43,6 +43,9 @@ MAX_LEVELS = 3
 _SIMPLE = {'"': '"', "'": "'", "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n",
            "r": "\r", "t": "\t"}
 _ENTITIES = html.entities.html5
+#: the escapes of quotes and line breaks that make up most of a JSON result's escapes
+_FAST = {**{f"\\{k}": v for k, v in _SIMPLE.items()}, "&quot;": '"', "&amp;": "&",
+         "&lt;": "<", "&gt;": ">", "&#34;": '"', "&#39;": "'", "%22": '"', "%27": "'"}
 
 _ESCAPE = re.compile(
     r"\\(?:(?P<pair>u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})"
@@ -52,6 +55,23 @@ _ESCAPE = re.compile(
     r"|%(?P<pct>[2-7][0-9a-fA-F])")
 #: what every escape starts with: a text holding none of these has no decoded view
 ESCAPE_STARTS = ("\\", "&", "%")
+#: an escape that may decode to a letter, a digit or another character some secret shape's
+#: prefilter word holds (``\u0070``, ``&#x70;``, ``&pi;``, ``%70``, ``\/``); the others —
+#: quotes, backslashes, line breaks, ``&amp;``, ``&lt;``, ``&gt;`` — only decode to
+#: characters no prefilter word holds
+_ESCAPE_SPELLING = re.compile(r"\\[ux/]")
+_NAMED_SPELLING = re.compile(r"&#|&(?!(?:quot|amp|lt|gt|apos|nbsp);)[A-Za-z]")
+_PERCENT_SPELLING = re.compile(r"%(?!22|27)[2-7][0-9a-fA-F]")
+
+
+def may_spell(text: str) -> bool:
+    """Whether decoding ``text`` may add an occurrence of a prefilter word: when not, the
+    decoded view holds no word the text does not hold, and a text that passes no shape's
+    prefilter needs no decoded view scanned (the cheap path of a clean result)."""
+    # a one-character ``in`` first: it is nearly free, a regex pass is not
+    return (("\\" in text and _ESCAPE_SPELLING.search(text) is not None)
+            or ("&" in text and _NAMED_SPELLING.search(text) is not None)
+            or ("%" in text and _PERCENT_SPELLING.search(text) is not None))
 
 
 def _decoded(m: re.Match[str]) -> str | None:
@@ -125,11 +145,13 @@ def decode(text: str) -> View | None:
     escapes: list[tuple[int, int, int, int]] = []
     pos = 0
     out_len = 0
+    fast = _FAST.get
     for m in _ESCAPE.finditer(text):
-        chars = _decoded(m)
+        escape = m.group()
+        chars = fast(escape) or _decoded(m)
         if chars is None:
             continue
-        a, b = m.span()
+        a, b = m.start(), m.start() + len(escape)
         parts.append(text[pos:a])
         out_len += a - pos
         parts.append(chars)

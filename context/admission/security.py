@@ -651,6 +651,9 @@ class Detector:
         track = _Track() if where is not None else None
         first = self._scan(text, folded, track)
         base = text if first is None else first.redacted
+        if first is None and (not carriers.has_escape(text) or (
+                not self._active(text, folded) and not carriers.may_spell(text))):
+            return None  # no decoded view, or one holding no word a shape starts from
         chain = carriers.views(base)
         found: list[tuple[int, int, str]] = []  # spans of ``base``
         for level in range(1, len(chain) + 1):

@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from context.admission import carriers
 from context.admission.security import Detector, _redact_carrier, _redact_spans
-from tests.context.test_secret_shapes import FILLER, POSITIVES
+from tests.context.test_secret_shapes import FILLER, POSITIVES, WORDS
 
 DET = Detector()
 DB = "Xk29" + "fjQm2vB7"
@@ -131,3 +133,23 @@ def test_views_decode_level_by_level_and_map_back() -> None:
     a, b = carriers.encoded_span(chain, start, start + 1)
     assert outer[a:b] == "b"
     assert carriers.decode("plain text") is None
+
+
+ESCAPED_WORDS = [*WORDS, '\\"', "\\'", "\\\\", "\\n", "\\u0070", "\\x41", "\\/", "&quot;",
+                 "&#34;", "&#x70;", "&amp;", "&colon;", "%22", "%3D", "%70", "%2F", DB]
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from(ESCAPED_WORDS), min_size=1, max_size=30))
+def test_the_cheap_path_finds_what_the_full_decoded_scan_finds(parts: list[str]) -> None:
+    """Skipping the decoded view of a text that passes no prefilter and holds no escape
+    that may spell a prefilter word changes no result."""
+    text = "".join(parts)
+    cheap = DET.scan_secrets(text)
+    original = carriers.may_spell
+    carriers.may_spell = lambda _text: True  # type: ignore[assignment]
+    try:
+        full = DET.scan_secrets(text)
+    finally:
+        carriers.may_spell = original
+    assert cheap == full
