@@ -36,7 +36,7 @@ from webconsole.config import ConsoleConfig
 from webconsole.pages import job, jobs, manifest, review, signin
 from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_signin
 from webconsole.sessions import Sessions
-from webconsole.shown import shown
+from webconsole.shown import marked, shown, verbatim
 from webconsole.throttle import GuardBusy, PasswordGuard
 from workflows.commands import argument_line
 from workflows.errors import TemporalUnavailable
@@ -77,8 +77,10 @@ class SecurityHeaders:
 def templates() -> Jinja2Templates:
     env = Environment(loader=FileSystemLoader(HERE / "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=marked)  # every printed value: invisible characters marked
     env.filters["shown"] = shown
+    env.filters["verbatim"] = verbatim  # a form value that must post back unchanged
     env.filters["argument_line"] = argument_line  # a tool call's arguments, one short line
     return Jinja2Templates(env=env)
 

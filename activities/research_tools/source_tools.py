@@ -30,7 +30,6 @@ from typing import Any
 import regex
 
 from activities.research_tools.arguments import (
-    MAX_HIT_LINE_CHARS,
     MAX_HITS,
     MAX_LIST_ENTRIES,
     MAX_READ_LINES,
@@ -40,6 +39,7 @@ from activities.research_tools.arguments import (
     parse_arguments,
 )
 from activities.research_tools.budget import CallBudget
+from activities.research_tools.hit_lines import hit_line
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from activities.research_tools.source_files import SourceFiles, confine, declared, open_source
 from contracts.path_safety import PathRoots
@@ -166,7 +166,7 @@ def _scan(files: SourceFiles, arguments: SearchArguments, pattern: regex.Pattern
                 truncated = True
                 break
             count += 1
-            shown.append([number, line[:MAX_HIT_LINE_CHARS]])
+            shown.append([number, hit_line(line)])  # never inside a secret
         if shown:
             files_hit.append({"path": path, "revision": revision, "lines": shown})
         if truncated:

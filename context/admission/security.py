@@ -51,6 +51,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from context import invisible
+from context.admission import carriers
 from context.admission.needles import find, find_casefolded
 from context.admission.scan import contains_any, occurrences
 
@@ -412,6 +414,93 @@ def _redact_spans(text: str, spans: list[Span], kind: str) -> str:
     return "".join(out)
 
 
+class _Track:
+    """Where each ``[REDACTED:…]`` of a text redacted shape by shape stands in the text
+    as it was: (start now, end now, start before, end before, kind), ascending. Shapes run
+    on the text the previous ones redacted, so a span they report is in shifted
+    coordinates; this maps it back (a span that takes in an earlier placeholder takes in
+    what that placeholder replaced)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[int, int, int, int, str]] = []
+
+    def original(self, pos: int, *, end: bool) -> int:
+        shift = 0
+        for now_a, now_b, was_a, was_b, _ in self.marks:
+            if pos <= now_a:
+                break
+            if pos < now_b:  # inside a placeholder: all of what it replaced
+                return was_b if end else was_a
+            shift = was_b - now_b
+        return pos + shift
+
+    def redacted(self, spans: list[Span], kind: str) -> None:
+        """Record what ``_redact_spans(text, spans, kind)`` did to the current text."""
+        width = len(f"[REDACTED:{kind}]")
+        kept: list[Span] = []
+        pos = 0
+        for a, b in spans:  # the spans ``_redact_spans`` replaced
+            if a >= pos:
+                kept.append((a, b))
+                pos = b
+        new: list[tuple[int, int, int, int, str]] = []
+        marks = iter(self.marks)
+        mark = next(marks, None)
+        delta = 0
+        for a, b in kept:
+            was_a, was_b = self.original(a, end=False), self.original(b, end=True)
+            while mark is not None and mark[1] <= a:  # wholly before: shifted
+                new.append((mark[0] + delta, mark[1] + delta, *mark[2:]))
+                mark = next(marks, None)
+            while mark is not None and mark[0] < b:  # taken in by this span
+                mark = next(marks, None)
+            new.append((a + delta, a + delta + width, was_a, was_b, kind))
+            delta += width - (b - a)
+        while mark is not None:
+            new.append((mark[0] + delta, mark[1] + delta, *mark[2:]))
+            mark = next(marks, None)
+        self.marks = new
+
+
+_STRUCTURE = re.compile(r"[\s,:\[\]{}]*")
+
+
+def _merged(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Spans sorted, overlapping ones joined (the first one's kind)."""
+    out: list[tuple[int, int, str]] = []
+    for a, b, kind in sorted(spans):
+        if out and a < out[-1][1]:
+            out[-1] = (out[-1][0], max(b, out[-1][1]), out[-1][2])
+        else:
+            out.append((a, b, kind))
+    return out
+
+
+def _redact_carrier(text: str, outer: carriers.View,
+                    spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with each span a decoded view found replaced by ``[REDACTED:<kind>]``
+    (plain ASCII: valid inside a JSON string, an HTML page, a URL). A span may reach over
+    the raw quotes that end one JSON string and start the next (a secret across two
+    lines of a ``read`` result): those quotes, and the commas, colons, brackets and blanks
+    between them, are kept, so the carrier's structure stays whole."""
+    out: list[str] = []
+    pos = 0
+    for a, b, kind in spans:
+        out.append(text[pos:a])
+        piece = a
+        for q in range(a, b + 1):
+            if q < b and (text[q] != '"' or outer.inside_escape(q)):
+                continue
+            part = text[piece:q]
+            out.append(part if _STRUCTURE.fullmatch(part) else f"[REDACTED:{kind}]")
+            if q < b:
+                out.append('"')
+            piece = q + 1
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
 # (pattern, prefilter groups, leading words). The regex only runs when a word of every
 # group occurs in the folded text. Every match of these patterns *starts* with one of its
 # leading words (lower-case ASCII in a case-insensitive pattern; a test checks both), so
@@ -535,15 +624,56 @@ class Detector:
         if found is not None:  # no LRU reordering: single dict ops stay thread-safe
             return found
         folded = find_casefolded(self._folded_words, text)
-        result = (self._scan(text, folded), self.instruction_matches(text, folded))
+        result = (self._scan_all(text, folded), self.instruction_matches(text, folded))
         self._memo[content_hash] = result
         if len(self._memo) > _MEMO_ENTRIES:
             self._memo.popitem(last=False)
         return result
 
     def scan_secrets(self, text: str) -> SecretScan | None:
-        """Kinds of secret material found and the text with each secret redacted."""
-        return self._scan(text, find_casefolded(self._secret_folded, text))
+        """Kinds of secret material found and the text with each secret redacted — in the
+        text as it is and in its decoded views (``context.admission.carriers``)."""
+        return self._scan_all(text, find_casefolded(self._secret_folded, text))
+
+    def secret_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Where ``scan_secrets`` redacts ``text``: (start, end, kind) in ``text``'s own
+        positions, ascending, not overlapping — for a caller that must cut the text and
+        may not cut a secret in half (a search hit line)."""
+        where: list[tuple[int, int, str]] = []
+        self._scan_all(text, find_casefolded(self._secret_folded, text), where)
+        return _merged(where)
+
+    def _scan_all(self, text: str, folded: frozenset[str],
+                  where: list[tuple[int, int, str]] | None = None) -> SecretScan | None:
+        """``_scan``, then the same shapes over each decoded view of what is left, each
+        finding redacted in the carrier (the encoded text) at whole escapes; ``where``
+        collects the spans in ``text``'s positions."""
+        track = _Track() if where is not None else None
+        first = self._scan(text, folded, track)
+        base = text if first is None else first.redacted
+        if first is None and (not carriers.has_escape(text) or (
+                not self._active(text, folded) and not carriers.may_spell(text))):
+            return None  # no decoded view, or one holding no word a shape starts from
+        chain = carriers.views(base)
+        found: list[tuple[int, int, str]] = []  # spans of ``base``
+        for level in range(1, len(chain) + 1):
+            view = chain[level - 1]
+            inner = _Track()
+            if self._scan(view.text, find_casefolded(self._secret_folded, view.text),
+                          inner) is None:
+                continue
+            for _, _, a, b, kind in inner.marks:
+                found.append((*carriers.encoded_span(chain[:level], a, b), kind))
+        if track is not None and where is not None:
+            where += [(a, b, kind) for _, _, a, b, kind in track.marks]
+            where += [(track.original(a, end=False), track.original(b, end=True), kind)
+                      for a, b, kind in found]
+        if not found:
+            return first
+        kinds = list(first.kinds) if first is not None else []
+        kinds += [kind for _, _, kind in found if kind not in kinds]
+        kinds = list(dict.fromkeys(kinds))
+        return SecretScan(tuple(kinds), _redact_carrier(base, chain[0], _merged(found)))
 
     def _active(self, text: str, folded: frozenset[str],
                 found: frozenset[str] | None = None) -> set[int]:
@@ -557,7 +687,8 @@ class Detector:
                 active.update(shapes)
         return active
 
-    def _scan(self, text: str, folded: frozenset[str]) -> SecretScan | None:
+    def _scan(self, text: str, folded: frozenset[str],
+              track: _Track | None = None) -> SecretScan | None:
         found = find(self._secret_words, text)
         active = self._active(text, folded, found)
         if not active:
@@ -579,6 +710,8 @@ class Detector:
                 gated = {}
             spans = _shape_spans(shape, redacted, lowered, lead, gated)
             if spans:
+                if track is not None:
+                    track.redacted(spans, shape.kind)
                 redacted, stale = _redact_spans(redacted, spans, shape.kind), True
                 if shape.kind not in kinds:
                     kinds.append(shape.kind)
@@ -648,7 +781,23 @@ class Detector:
             m = _first_match(pattern, lead, text, lowered)
             if m:
                 found.append(m.group(0)[:80])
+        if invisible.has_invisible(text):
+            found += _hidden_flags(self, text, found)
         return tuple(found)
+
+
+def _hidden_flags(detector: Detector, text: str, found: list[str]) -> list[str]:
+    """Flags for what invisible characters hide (``context.invisible``): an instruction
+    the text spells only for a reader that decodes TAG characters and skips the other
+    invisible ones (``hidden: ignore previous instructions``), and — when any of them hides
+    or reorders text (a TAG character, a bidi override) — how many invisible characters
+    the text holds. Typography alone (a soft hyphen, an emoji's joiner) is not flagged."""
+    flags = [f"hidden: {flag}" for flag in detector.instruction_matches(invisible.read_as(text))
+             if flag not in found]
+    marks = [ord(m.group()) for m in invisible.PATTERN.finditer(text)]
+    if any(c in invisible.HIDING for c in marks):
+        flags.append(f"invisible characters: {len(marks)}")
+    return flags
 
 
 _CACHE: dict[tuple[tuple[str, ...], tuple[str, ...]], Detector] = {}

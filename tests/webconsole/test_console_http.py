@@ -6,7 +6,8 @@ changes, the revised draft and its diff, to approval and the publish receipt —
 decision signed with the reviewer's account key and sent through the real Update. Around
 it: the refusals (no session, wrong password, missing CSRF token, stale hash, a reviewer the
 job does not list, another tenant's job) and the escaping of hostile content (a source
-holding ``<script>`` and a file name with a bidi override).
+holding ``<script>`` and a file name with a bidi override and TAG characters: every page
+shows each invisible character as a marker).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from temporalio.client import Client
 
 from activities.runtime import ActivityRuntime
+from context.invisible import INVISIBLE
 from contracts.job_spec import JobSpec
 from tests.waiting import wait_for
 from tests.webconsole.consolekit import (
@@ -35,7 +37,14 @@ from tests.workflows.jobkit import published_files, running_worker, start_job, w
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 HOSTILE_LINE = "The client retries <script>alert('x')</script> with backoff <img src=x onerror=y>."
-BIDI_NAME = "evil\u202edm.md"
+#: a bidi override and a word in Unicode TAG characters (both invisible on screen)
+TAG_WORD = "".join(chr(0xE0000 + ord(c)) for c in "ok")
+BIDI_NAME = f"evil\u202edm{TAG_WORD}.md"
+
+
+def _unmarked(html: str) -> list[str]:
+    """Invisible characters a page shows as they are (each should be a marker)."""
+    return [f"U+{ord(c):04X}" for c in html if ord(c) in INVISIBLE]
 
 
 def _hostile_docs(docs: Path) -> None:
@@ -126,6 +135,8 @@ async def test_review_flow_refusals_and_escaping(
             assert "<script>alert" not in html and "<img src=x" not in html
             assert "&lt;script&gt;alert(" in html
             assert "⟨U+202E⟩" in html
+            assert "⟨U+E006F⟩" in html and "⟨U+E006B⟩" in html  # the TAG characters too
+            assert _unmarked(html) == [] and _unmarked(job_page.text) == []
 
             manifest_link = f"/jobs/{spec.job_id}/manifests/"
             start = html.index(manifest_link)
@@ -136,6 +147,7 @@ async def test_review_flow_refusals_and_escaping(
                              "Kept out", "The exact request", "matches its seal"):
                 assert expected in manifest.text, expected
             assert "<script>alert" not in manifest.text
+            assert _unmarked(manifest.text) == []
 
             token = form_token(html)
             decision = {"draft_revision": str(first.pending_draft.revision),

@@ -101,3 +101,49 @@ async def test_an_acquisition_failure_reason_is_redacted(
     assert result.reason is not None and SERVER_TOKEN not in result.reason
     assert "[REDACTED:github_token]" in result.reason and "HTTP 403" in result.reason
     assert SERVER_TOKEN not in result.tool_result.content
+
+
+#: a configuration file's double-quoted secrets (assembled from parts: no literal shape)
+QUOTED = {"DB_PASSWORD": "Xk29" + "fjQm2vB7", "api_key": "q8Lz" + "3RtY6wPn1sDf",
+          "password": "Tr0u" + "b4dorZz81k"}
+CONFIG = ("# Database settings\n\n"
+          f'DB_PASSWORD = "{QUOTED["DB_PASSWORD"]}"\n'
+          f'api_key = "{QUOTED["api_key"]}"\n'
+          f'password: "{QUOTED["password"]}"\n')
+
+
+async def test_json_quoted_secrets_in_a_real_read_never_reach_the_sealed_request(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec], docs: Any) -> None:
+    """The ``read`` result is stored as JSON (every quote a ``\\"``): the gate scans its
+    decoded strings, so none of the values is in the provider request or the manifest,
+    and the pair carries the secret flag."""
+    from activities.record_turn import record_turn
+    from contracts.activity_messages import RecordTurnInput
+
+    (docs / "config.md").write_text(CONFIG, encoding="utf-8")
+    spec = make_spec()
+    job = await _job(runtime, spec)
+    read = await run_tool_call(runtime, ToolCallInput(
+        job=job, call_id="t0001-1", tool_name="read", turn=1,
+        arguments={"source": "handbook", "path": "config.md", "start_line": 1,
+                   "end_line": 5}))
+    assert read.status == "success"
+    store = await runtime.store()
+    _, raw = await store.get("tool_record", exchange_id(spec.job_id, "t0001-1"),
+                             principal=principal_of(spec))
+    assert QUOTED["DB_PASSWORD"] in json.loads(raw)["result"]["content"]  # as read
+    as_of = "2026-01-01T00:00:00+00:00"
+    turn = await record_turn(runtime, RecordTurnInput(
+        job=job, turn=1, state=StepState(job_spec=job.spec), results=[read], as_of=as_of))
+    state = StepState(job_spec=job.spec, tool_records=turn.tool_records)
+    ref = await assemble_context(runtime, AssembleContextInput(
+        job=job, step_id="research-2", stage="research", state=state, turn=2, as_of=as_of))
+    assert ref.status == "ready", ref
+    body = await store.get_manifest(ref.manifest_id, principal=principal_of(spec))
+    sealed = json.dumps(body)  # the manifest and the serialized provider request
+    for value in QUOTED.values():
+        assert value not in sealed
+    request = body["serialized_request"]["canonical_json"]
+    assert "[REDACTED:assigned_secret]" in request
+    [pair] = [p for p in body["tool_pairs"] if p["call_id"] == "t0001-1"]
+    assert "secret_material:assigned_secret@result" in pair["security_flags"]
