@@ -19,9 +19,15 @@ them without importing each other:
   ``/proc``, ``/sys`` or ``/dev``, inside Pressroom's own state, not a regular file (a FIFO,
   socket or device), over the size limit, relative, or turned into a symbolic link after it
   was checked; its subclass ``PathOutsideRoots``: resolved, it lies outside every root the
-  operator set for its kind (source or publish roots). Both are ``JobError``s (the CLI
-  prints one line at submit) and non-retryable ``ApplicationError``s (a worker refusing a
-  path fails the step at once).
+  operator set for its kind (source or publish roots); and its subclass
+  ``PathOutsideTenantRoots``: with tenant roots bound (``settings.Settings.tenant_source_roots``
+  / ``tenant_publish_roots``), it lies outside the roots of the job's own tenant — the
+  message names the path and that tenant, and the other tenant whose root holds it. All
+  are ``JobError``s (the CLI prints one line at submit) and non-retryable
+  ``ApplicationError``s (a worker refusing a path fails the step at once).
+- ``ReviewerNotRegistered`` — a worker that accepts only registered reviewers
+  (``--registered-reviewers-only``) met a reviewer or operator key the operator's registry
+  does not hold for that name (a ``JobError`` and a non-retryable ``ApplicationError``).
 - ``ProviderError`` and its subclasses — a model provider failed (``activities.providers``):
   ``ProviderUnavailable`` (the provider's SDK is not installed; not retryable),
   ``ProviderConfigError`` (unknown provider name, missing API key, or a payload built for
@@ -90,6 +96,23 @@ class PathOutsideRoots(PathRefused):
                                   non_retryable=True)
 
 
+class PathOutsideTenantRoots(PathOutsideRoots):
+    """With tenant roots bound, a path lies outside the roots of the job's own tenant."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=PathOutsideTenantRoots.__name__,
+                                  non_retryable=True)
+
+
+class ReviewerNotRegistered(JobError, ApplicationError):
+    """A reviewer or operator key is not the one the operator's registry holds for its name,
+    on a worker that accepts only registered reviewers (never retried)."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=ReviewerNotRegistered.__name__,
+                                  non_retryable=True)
+
+
 class ProviderError(ApplicationError):
     """Root of every model-provider error."""
 
@@ -146,6 +169,7 @@ __all__ = [
     "JobError",
     "JobSpecError",
     "PathOutsideRoots",
+    "PathOutsideTenantRoots",
     "PathRefused",
     "ProviderCallError",
     "ProviderConfigError",
@@ -153,6 +177,7 @@ __all__ = [
     "ProviderInputError",
     "ProviderUnavailable",
     "PublishRefused",
+    "ReviewerNotRegistered",
     "SourceError",
     "SourceSpecError",
     "UnpinnedSource",
