@@ -612,6 +612,13 @@ def reviewer_add(
         return typer.Exit(1)
 
     registry = settings.reviewers_dir
+    from contracts.names import NameRefused, check_name
+    from workflows.reviewer_keys import known_names
+
+    try:
+        check_name(name, known_names(settings))
+    except NameRefused as exc:
+        raise fail(str(exc)) from None
     try:
         if not replace and accounts.exists(name):
             raise fail(f"reviewer account {name!r} already exists (pass --replace for a new "

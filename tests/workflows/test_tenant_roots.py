@@ -191,3 +191,24 @@ async def test_registered_reviewers_only_refuses_a_key_the_registry_does_not_hol
         await approve(client, spec.job_id)
         assert (await handle.result()).status == "published"
 
+
+
+async def test_the_worker_flags_bind_tenants_and_refuse_a_malformed_binding(
+        tmp_path: Path) -> None:
+    """``pressroom worker`` and ``worker.py`` take the bindings as flags; a value that is
+    not ``TENANT=DIR`` stops them before they connect, naming it."""
+    import asyncio
+    import sys
+
+    from tests.webconsole.test_accounts import _cli
+    from tests.workflows.jobkit import REPO_ROOT
+
+    rc, out, err = await _cli(tmp_path, "worker", "--tenant-source-root", "acme")
+    assert rc == 2 and "not TENANT=DIR[:DIR...]: 'acme'" in out + err, (out, err)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(REPO_ROOT / "worker.py"), "--tenant-publish-root", "acme=rel",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _out, raw = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 2
+    assert "--tenant-source-root/--tenant-publish-root: not an absolute path: 'rel'" in (
+        raw.decode())
