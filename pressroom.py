@@ -154,6 +154,38 @@ _PublishRoots = Annotated[list[Path] | None,
                           typer.Option("--publish-root", help=_PUBLISH_ROOT_HELP)]
 
 
+_TENANT_ROOT_HELP = ("Bind a tenant to its own source roots, TENANT=DIR[:DIR...] "
+                     "(repeatable; replaces $PRESSROOM_TENANT_SOURCE_ROOTS): once any tenant "
+                     "is bound, a job reads only inside its tenant's roots and a job of an "
+                     "unbound tenant is refused.")
+_TENANT_PUBLISH_HELP = ("Bind a tenant to its own publish roots, TENANT=DIR[:DIR...] "
+                        "(repeatable; replaces $PRESSROOM_TENANT_PUBLISH_ROOTS).")
+_REGISTERED_ONLY_HELP = ("Accept only reviewer and operator keys the reviewer registry "
+                         "($PRESSROOM_HOME/reviewers) holds: a job pinning any other key is "
+                         "refused (default: $PRESSROOM_REGISTERED_REVIEWERS_ONLY, else off).")
+_TenantRoots = Annotated[list[str] | None, typer.Option(
+    "--tenant-source-root", metavar="TENANT=DIR", help=_TENANT_ROOT_HELP)]
+_TenantPublishRoots = Annotated[list[str] | None, typer.Option(
+    "--tenant-publish-root", metavar="TENANT=DIR", help=_TENANT_PUBLISH_HELP)]
+_RegisteredOnly = Annotated[bool, typer.Option(
+    "--registered-reviewers-only", help=_REGISTERED_ONLY_HELP)]
+
+
+def _with_tenants(settings: Settings, sources: list[str] | None, publish: list[str] | None,
+                  registered_only: bool) -> Settings:
+    """``--tenant-source-root`` / ``--tenant-publish-root`` win over the variables (each
+    ``TENANT=DIR[:DIR...]``, folders absolute); ``--registered-reviewers-only`` turns the
+    mode on (the variable may too)."""
+    try:
+        settings = settings.with_tenant_roots(sources=sources, publish=publish)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--tenant-source-root / "
+                                                      "--tenant-publish-root") from None
+    if registered_only:
+        settings = settings.model_copy(update={"registered_reviewers_only": True})
+    return settings
+
+
 def _with_roots(settings: Settings, sources: list[Path] | None,
                 publish: list[Path] | None) -> Settings:
     """``--source-root`` / ``--publish-root`` win over the variables (``~`` expanded,
@@ -172,13 +204,18 @@ def dev(
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
     source_root: _SourceRoots = None,
     publish_root: _PublishRoots = None,
+    tenant_source_root: _TenantRoots = None,
+    tenant_publish_root: _TenantPublishRoots = None,
+    registered_reviewers_only: _RegisteredOnly = False,
 ) -> None:
     """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker (whose
     roots also include the bundled examples/ folder)."""
     from worker import run_worker
     from workflows.embedded import run_dev
 
-    settings = _with_roots(_settings(ctx), source_root, publish_root)
+    settings = _with_tenants(_with_roots(_settings(ctx), source_root, publish_root),
+                             tenant_source_root, tenant_publish_root,
+                             registered_reviewers_only)
     _job_cmd(run_dev(console, settings, run_worker, port=port, headless=headless,
                      task_queue=_queue(task_queue, settings)), settings)
 
@@ -248,6 +285,9 @@ def worker(
                           "$PRESSROOM_HELPER_PROCESSES, else 1 on a multi-core machine)."),
     source_root: _SourceRoots = None,
     publish_root: _PublishRoots = None,
+    tenant_source_root: _TenantRoots = None,
+    tenant_publish_root: _TenantPublishRoots = None,
+    registered_reviewers_only: _RegisteredOnly = False,
     drain_seconds: float | None = typer.Option(
         None, min=0, help="On SIGTERM/Ctrl-C, seconds running activities get to finish "
                           "before they are handed back (default: "
@@ -265,14 +305,25 @@ def worker(
         health_address = parse_health_address(health_port) if health_port else None
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--health-port") from None
-    settings = with_observability(_with_roots(_settings(ctx), source_root, publish_root),
-                                  metrics_port=metrics_port, tracing=tracing,
-                                  log_format=log_format, health_address=health_address)
+    settings = with_observability(
+        _with_tenants(_with_roots(_settings(ctx), source_root, publish_root),
+                      tenant_source_root, tenant_publish_root, registered_reviewers_only),
+        metrics_port=metrics_port, tracing=tracing, log_format=log_format,
+        health_address=health_address)
     console.print(f"pressroom worker → {where(settings, address=address, namespace=namespace)}, "
                   f"queue {_queue(task_queue, settings)!r}")
     console.print("  source roots: " + ", ".join(map(str, settings.source_root_paths()))
                   + "\n  publish roots: " + ", ".join(map(str, settings.publish_root_paths())),
                   highlight=False, soft_wrap=True)
+    for tenant in sorted({*settings.tenant_source_roots, *settings.tenant_publish_roots}):
+        console.print(f"  tenant {tenant}: source roots "
+                      + (", ".join(map(str, settings.tenant_source_roots.get(tenant, ())))
+                         or "none") + "; publish roots "
+                      + (", ".join(map(str, settings.tenant_publish_roots.get(tenant, ())))
+                         or "none"), highlight=False, soft_wrap=True)
+    if settings.registered_reviewers_only:
+        console.print(f"  reviewers: only keys registered in {settings.reviewers_dir}",
+                      highlight=False, soft_wrap=True)
     _job_cmd(run_worker(settings, address=address, namespace=namespace,
                         task_queue=_queue(task_queue, settings), store_url=store_url,
                         tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca,
@@ -638,6 +689,13 @@ def reviewer_add(
         return typer.Exit(1)
 
     registry = settings.reviewers_dir
+    from contracts.names import NameRefused, check_name
+    from workflows.reviewer_keys import known_names
+
+    try:
+        check_name(name, known_names(settings))
+    except NameRefused as exc:
+        raise fail(str(exc)) from None
     try:
         if not replace and accounts.exists(name):
             raise fail(f"reviewer account {name!r} already exists (pass --replace for a new "

@@ -17,6 +17,13 @@ folders are always roots (``source_root_paths`` / ``publish_root_paths``); the c
 what they stand for — ``pressroom run`` the job file's folder, ``pressroom dev`` / ``demo``
 the bundled ``examples/``. ``contracts.path_safety`` enforces them.
 
+An operator may bind tenants to their own roots (``PRESSROOM_TENANT_SOURCE_ROOTS`` /
+``PRESSROOM_TENANT_PUBLISH_ROOTS``, or the repeatable ``--tenant-source-root`` /
+``--tenant-publish-root`` flags: ``TENANT=DIR[:DIR...]``). Once any tenant is bound, a job
+reads and publishes only inside its own tenant's roots, which replace the roots above for
+it, and a job of a tenant bound to none is refused (SECURITY.md, "No read outside the
+roots"). With no binding, every job shares the roots above, as before.
+
 This module imports nothing from Pressroom, so every layer may import it without a cycle.
 
 A bad value is a ``SettingsError``: one line naming the variable. ``PRESSROOM_STORE_URL``
@@ -76,6 +83,9 @@ WORKER_DRAIN_SECONDS = "PRESSROOM_WORKER_DRAIN_SECONDS"
 REVIEWER = "PRESSROOM_REVIEWER"
 REVIEWER_KEY = "PRESSROOM_REVIEWER_KEY"
 ATTESTATION_KEYS = "PRESSROOM_ATTESTATION_KEYS"
+TENANT_SOURCE_ROOTS = "PRESSROOM_TENANT_SOURCE_ROOTS"
+TENANT_PUBLISH_ROOTS = "PRESSROOM_TENANT_PUBLISH_ROOTS"
+REGISTERED_REVIEWERS_ONLY = "PRESSROOM_REGISTERED_REVIEWERS_ONLY"
 DEBUG = "PRESSROOM_DEBUG"
 #: Temporal's own client variables (``temporalio.envconfig``): kept as read, in
 #: ``Settings.temporal_env``, and turned into connection options by ``workflows.connection``.
@@ -151,6 +161,21 @@ VARIABLES: tuple[Variable, ...] = (
              "`$PRESSROOM_HOME` is always included, `pressroom run` adds the job file's "
              "folder, `pressroom dev` / `demo` the bundled `examples/`; `--publish-root` "
              "(repeatable) overrides the variable"),
+    Variable(TENANT_SOURCE_ROOTS, "tenant_source_roots", "unset: every job shares the roots",
+             "tenants bound to their own source roots: `TENANT=DIR[:DIR...]` entries "
+             "separated by `;`. Once any tenant is bound (here or in "
+             "`PRESSROOM_TENANT_PUBLISH_ROOTS`), a job reads only inside its tenant's roots, "
+             "which replace the source roots above for it, and a job of an unbound tenant "
+             "is refused; `--tenant-source-root TENANT=DIR` (repeatable) overrides it"),
+    Variable(TENANT_PUBLISH_ROOTS, "tenant_publish_roots", "unset: every job shares the roots",
+             "tenants bound to their own publish roots, in the same form: a bound job's "
+             "destination must lie inside its tenant's; `--tenant-publish-root "
+             "TENANT=DIR` (repeatable) overrides it"),
+    Variable(REGISTERED_REVIEWERS_ONLY, "registered_reviewers_only", "off (on in `deploy/`)",
+             "`on`: the worker accepts only reviewer and operator keys the operator's "
+             "registry (`$PRESSROOM_HOME/reviewers`) holds for their names — a job spec "
+             "pinning any other key is refused at start, and a decision signed with one is "
+             "never published; `--registered-reviewers-only` turns it on"),
     Variable(TEMPORAL_ADDRESS, "temporal_address", "`localhost:7233`",
              "Temporal frontend `HOST:PORT`; `--address` overrides it"),
     Variable(TEMPORAL_NAMESPACE, "temporal_namespace", "`default`",
@@ -276,6 +301,35 @@ def _parse_roots(raw: Sequence[str]) -> tuple[Path, ...]:
             raise ValueError(f"not an absolute path: {entry!r}")
         roots.append(path)
     return tuple(roots)
+
+
+def parse_tenant_roots(entries: Sequence[str]) -> dict[str, tuple[Path, ...]]:
+    """``TENANT=DIR[:DIR...]`` entries (a variable's, split at ``;``, or repeated flags)
+    into tenant → absolute folders, a tenant named twice keeping every folder;
+    ``ValueError`` naming the first entry that is not of that form."""
+    bound: dict[str, tuple[Path, ...]] = {}
+    for entry in (item.strip() for item in entries):
+        if not entry:
+            continue
+        tenant, sep, folders = entry.partition("=")
+        tenant = tenant.strip()
+        if not sep or not tenant:
+            raise ValueError(f"not TENANT=DIR[:DIR...]: {entry!r}")
+        roots = _parse_roots(folders.split(os.pathsep))
+        if not roots:
+            raise ValueError(f"tenant {tenant!r} is bound to no folder")
+        bound[tenant] = (*bound.get(tenant, ()), *roots)
+    return bound
+
+
+def _tenant_roots(environ: Mapping[str, str], name: str) -> dict[str, tuple[Path, ...]]:
+    raw = _text(environ, name)
+    if raw is None:
+        return {}
+    try:
+        return parse_tenant_roots(raw.split(";"))
+    except ValueError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
 
 
 def _database_url(environ: Mapping[str, str]) -> str | None:
@@ -404,6 +458,12 @@ class Settings(BaseModel):
     source_roots: tuple[Path, ...] = ()
     #: Folders a destination may lie in besides ``home`` (see ``publish_root_paths``).
     publish_roots: tuple[Path, ...] = ()
+    #: Tenants bound to their own source / publish roots (``TENANT=DIR`` bindings); once
+    #: either holds a tenant, a job's roots are its tenant's (``contracts.path_safety``).
+    tenant_source_roots: dict[str, tuple[Path, ...]] = Field(default_factory=dict)
+    tenant_publish_roots: dict[str, tuple[Path, ...]] = Field(default_factory=dict)
+    #: The worker accepts only reviewer and operator keys its registry holds for them.
+    registered_reviewers_only: bool = False
     #: The two below count as set only when given (``model_fields_set``: the variable, or a
     #: flag through ``model_copy``); unset, ``TEMPORAL_*`` and the profile decide
     #: (``workflows.connection``), the default last.
@@ -448,6 +508,9 @@ class Settings(BaseModel):
             fixtures=fixtures_from_env(environ) if _text(environ, FIXTURES) else None,
             source_roots=_roots(environ, SOURCE_ROOTS),
             publish_roots=_roots(environ, PUBLISH_ROOTS),
+            tenant_source_roots=_tenant_roots(environ, TENANT_SOURCE_ROOTS),
+            tenant_publish_roots=_tenant_roots(environ, TENANT_PUBLISH_ROOTS),
+            registered_reviewers_only=_switch(environ, REGISTERED_REVIEWERS_ONLY),
             task_queue=_text(environ, TASK_QUEUE) or DEFAULT_TASK_QUEUE,
             helper_processes=_helper_processes(environ),
             worker_grace_seconds=_grace_seconds(environ),
@@ -520,6 +583,24 @@ class Settings(BaseModel):
         if publish:
             update["publish_roots"] = tuple(publish)
         return self.model_copy(update=update) if update else self
+
+    def with_tenant_roots(self, *, sources: Sequence[str] | None = None,
+                          publish: Sequence[str] | None = None) -> Settings:
+        """These settings with ``--tenant-source-root`` / ``--tenant-publish-root`` values
+        (``TENANT=DIR[:DIR...]``), which replace the variables' bindings when given;
+        ``ValueError`` names a value that is not of that form."""
+        update: dict[str, dict[str, tuple[Path, ...]]] = {}
+        if sources:
+            update["tenant_source_roots"] = parse_tenant_roots(sources)
+        if publish:
+            update["tenant_publish_roots"] = parse_tenant_roots(publish)
+        return self.model_copy(update=update) if update else self
+
+    @property
+    def tenants_bound(self) -> bool:
+        """Whether any tenant is bound to roots of its own (then every job's roots are its
+        tenant's)."""
+        return bool(self.tenant_source_roots or self.tenant_publish_roots)
 
     @property
     def locations(self) -> dict[str, str]:

@@ -29,7 +29,11 @@ keeps them in the worker process.
 It reads a job's paths only inside its source roots and publishes only inside its publish
 roots (``contracts.path_safety``): ``$PRESSROOM_HOME`` and the fixtures folder, plus
 ``PRESSROOM_SOURCE_ROOTS`` / ``PRESSROOM_PUBLISH_ROOTS`` or ``--source-root`` /
-``--publish-root`` (repeatable; they replace the variables).
+``--publish-root`` (repeatable; they replace the variables). Tenants bound to roots of
+their own (``--tenant-source-root`` / ``--tenant-publish-root TENANT=DIR``, or
+``PRESSROOM_TENANT_SOURCE_ROOTS`` / ``PRESSROOM_TENANT_PUBLISH_ROOTS``) read and publish
+only inside those; ``--registered-reviewers-only`` accepts only the reviewer keys of the
+operator's registry (``activities.reviewer_registry``).
 
 This module wires the parts: ``build_runtime`` builds the helper pool and hands it to the
 ``ActivityRuntime`` the activities share, so neither of those two modules imports the
@@ -71,7 +75,10 @@ from settings import (
     LOG_FORMATS,
     METRICS_PORT,
     PUBLISH_ROOTS,
+    REGISTERED_REVIEWERS_ONLY,
     SOURCE_ROOTS,
+    TENANT_PUBLISH_ROOTS,
+    TENANT_SOURCE_ROOTS,
     WORKER_DRAIN_SECONDS,
     Settings,
     SettingsError,
@@ -223,18 +230,22 @@ def build_helper_pool(store_url: str, processes: int, *, locations: Mapping[str,
 
 def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   roots: PathRoots | None = None, helper_processes: int = 0,
-                  attestation: Keyring | None = None) -> ActivityRuntime:
+                  attestation: Keyring | None = None,
+                  registered_reviewers_only: bool = False) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
     ``roots``: the folders it reads a job's paths from and publishes into
     (``PathRoots.of(settings)``; none: only Pressroom's own home and fixtures);
-    ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``)."""
+    ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``);
+    ``registered_reviewers_only``: only registered reviewer keys may review
+    (``activities.reviewer_registry``)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
-                           attestation=attestation)
+                           attestation=attestation,
+                           registered_reviewers_only=registered_reviewers_only)
 
 
 def attestation_keyring(settings: Settings) -> Keyring | None:
@@ -287,7 +298,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
         await register_search_attributes(client)
         runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
                                 roots=PathRoots.of(settings),
-                                helper_processes=helpers, attestation=attestation)
+                                helper_processes=helpers, attestation=attestation,
+                                registered_reviewers_only=settings.registered_reviewers_only)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -368,6 +380,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--publish-root", action="append", type=_root, default=None,
                         help="a folder jobs may publish into (repeatable; default: "
                              f"${PUBLISH_ROOTS}; $PRESSROOM_HOME always)")
+    parser.add_argument("--tenant-source-root", action="append", default=None,
+                        metavar="TENANT=DIR[:DIR...]",
+                        help="bind a tenant to its own source roots (repeatable; default: "
+                             f"${TENANT_SOURCE_ROOTS}); once any tenant is bound, a job reads "
+                             "only inside its tenant's roots")
+    parser.add_argument("--tenant-publish-root", action="append", default=None,
+                        metavar="TENANT=DIR[:DIR...]",
+                        help="bind a tenant to its own publish roots (repeatable; default: "
+                             f"${TENANT_PUBLISH_ROOTS})")
+    parser.add_argument("--registered-reviewers-only", action="store_true", default=None,
+                        help="accept only reviewer and operator keys the reviewer registry "
+                             f"holds (default: ${REGISTERED_REVIEWERS_ONLY}, else off)")
     parser.add_argument("--drain-seconds", type=float, default=None,
                         help="on SIGTERM/SIGINT, seconds running activities get to finish "
                              "before they are handed back (default: "
@@ -390,6 +414,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     except SettingsError as exc:  # one clear line, like the pressroom CLI
         parser.exit(2, f"pressroom worker: {exc}\n")
     settings = settings.with_roots(sources=args.source_root, publish=args.publish_root)
+    try:
+        settings = settings.with_tenant_roots(sources=args.tenant_source_root,
+                                              publish=args.tenant_publish_root)
+    except ValueError as exc:
+        parser.exit(2, f"pressroom worker: --tenant-source-root/--tenant-publish-root: {exc}\n")
+    if args.registered_reviewers_only:
+        settings = settings.model_copy(update={"registered_reviewers_only": True})
     settings = with_observability(settings, metrics_port=args.metrics_port,
                                   tracing=args.tracing, log_format=args.log_format,
                                   health_address=args.health_port)

@@ -104,8 +104,8 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
     spec = await runtime.spec_of(inp.job)
     # the job's policy, parsed once per worker; a policy file is read inside the worker's
     # source roots and its errors quote nothing from it (activities.job_policy)
-    policy = job_policy(spec.policy, runtime.roots)
-    candidates = await load_candidates(store, spec, inp, policy, roots=runtime.roots)
+    policy = job_policy(spec.policy, runtime.roots_for(spec))
+    candidates = await load_candidates(store, spec, inp, policy, roots=runtime.roots_for(spec))
     previous = await previous_manifest(store, spec, inp.step_id)
     request = _request(spec, inp, candidates, policy, previous)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's

@@ -154,14 +154,21 @@ def _verify_signature(spec: JobSpec, decision: dict[str, Any], reviewer: str) ->
                              f"{signed.signature.signer!r}")
 
 
-def check_registry(registry: Path, reviewer: str, public_key: str) -> None:
+def check_registry(registry: Path, reviewer: str, public_key: str, *,
+                   required: bool = False) -> None:
     """The worker's own check: a reviewer the operator registered must have signed with the
     registered key. A job author chooses a job's keys; this stops them from listing a
-    registered reviewer's name with a key of their own."""
+    registered reviewer's name with a key of their own. ``required`` (a worker that
+    accepts only registered reviewers, ``activities.reviewer_registry``): a reviewer with
+    no entry is refused too."""
     entry = registry / f"{key_file_name(reviewer)}.pub"
     try:
         registered = entry.read_text(encoding="ascii").strip()
     except FileNotFoundError:
+        if required:
+            raise PublishRefused(f"reviewer {reviewer!r} is not in the reviewer registry "
+                                 f"{registry}; this worker accepts only registered "
+                                 "reviewers (--registered-reviewers-only)") from None
         return
     except (OSError, UnicodeDecodeError):
         raise PublishRefused(f"reviewer registry entry {entry} cannot be read") from None
@@ -245,7 +252,8 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
     decision = json.loads(review_body)
     _verify(spec, inp, review_rec, decision)
     check_registry(home_from_env(runtime.locations) / "reviewers", decision["reviewer"],
-                   decision["signature"]["public_key"])
+                   decision["signature"]["public_key"],
+                   required=runtime.registered_reviewers_only)
     draft_rec, draft_body = await store.get(inp.draft.kind, inp.draft.artifact_id,
                                             principal=principal, revision=inp.draft.revision)
     if draft_rec.content_hash != inp.draft.content_hash:
@@ -258,7 +266,7 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
               f"review={decision['decision_id']} -->\n\n")
     data = header.encode("utf-8") + draft_body
     await pause_point("publish_before_write")
-    path = write_article(spec.destination, spec.job_id, data, runtime.roots, owner)
+    path = write_article(spec.destination, spec.job_id, data, runtime.roots_for(spec), owner)
     await pause_point("publish_after_write")
     body = PublishResult(
         receipt_key=key, destination=spec.destination, location=str(path),

@@ -64,7 +64,7 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     async def one(src: Any) -> Any:
         call_id = f"{spec.job_id}:{inp.context.step_id}:{src.name}"
         acquisition = await acquire(src, topics, call_id=call_id, as_of=as_of, turn=inp.turn,
-                                    locations=runtime.locations, roots=runtime.roots)
+                                    locations=runtime.locations, roots=runtime.roots_for(spec))
         results.append(acquisition.tool_result.model_dump(mode="json"))
         return acquisition
 

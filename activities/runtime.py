@@ -73,14 +73,18 @@ class ActivityRuntime:
     attestation keys (``settings.Settings.attestation_keys``, loaded by the worker): the
     store signs every revision with them and candidates are checked against them
     (``activities.candidates``); ``None`` writes and reads unsigned revisions.
+    ``registered_reviewers_only``: only keys the operator's reviewer registry holds may
+    review (``activities.reviewer_registry``).
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
                  roots: PathRoots | None = None,
                  spec_cache_size: int = SPEC_CACHE_SIZE,
                  helpers: HelperPool | None = None,
-                 attestation: Keyring | None = None) -> None:
+                 attestation: Keyring | None = None,
+                 registered_reviewers_only: bool = False) -> None:
         self.store_url = store_url
+        self.registered_reviewers_only = registered_reviewers_only
         self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)
@@ -89,6 +93,11 @@ class ActivityRuntime:
         self._lock = asyncio.Lock()
         self._specs: OrderedDict[tuple[str, ...], JobSpec] = OrderedDict()
         self._spec_cache_size = spec_cache_size
+
+    def roots_for(self, spec: JobSpec) -> PathRoots:
+        """The roots ``spec``'s paths are used inside: its tenant's own when the operator
+        bound tenants to roots, else this worker's (``PathRoots.for_tenant``)."""
+        return self.roots.for_tenant(spec.scope.tenant)
 
     async def spec_of(self, job: JobRef) -> JobSpec:
         """The job spec revision ``job`` names, read once per worker.

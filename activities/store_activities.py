@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
+from activities.reviewer_registry import check_spec_reviewers
 from activities.runtime import (
     ActivityRuntime,
     dumps,
@@ -20,6 +21,7 @@ from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInpu
 from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
 from contracts.path_safety import check_job_paths
+from settings import home_from_env
 
 
 def job_spec_id(spec: JobSpec) -> str:
@@ -38,7 +40,9 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     """Store a job's spec (at start, and after ``resolve`` adds a source) — once every path
     it names is inside this worker's roots (``contracts.path_safety.check_job_paths``): a
     spec started around ``pressroom run``'s own check is refused here, non-retryably,
-    before anything reads it.
+    before anything reads it. A worker that accepts only registered reviewers also refuses
+    a spec listing a reviewer or operator key its registry does not hold
+    (``activities.reviewer_registry``).
 
     Each revision records the job's first run id (``first_run_id``); a workflow that
     reuses the id of an earlier job in the same tenant and project cannot add a revision
@@ -48,6 +52,8 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     SECURITY.md, "Tenant isolation"."""
     spec = inp.spec
     check_job_paths(spec, runtime.roots, runtime.locations)
+    if runtime.registered_reviewers_only:
+        check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
     store = await runtime.store()
     body = dumps(spec.model_dump(mode="json"))
     digest = "sha256:" + hashlib.sha256(body).hexdigest()

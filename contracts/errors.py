@@ -24,9 +24,15 @@ them without importing each other:
   was checked; its subclass ``PathOutsideRoots``: resolved, it lies outside every root the
   operator set for its kind (source or publish roots); its subclass ``RepositoryRefused``:
   a local repository that is not one of its own folder, or whose git folders or alternates
-  lie elsewhere (``contracts.git_safety``). Both are ``JobError``s (the CLI
-  prints one line at submit) and non-retryable ``ApplicationError``s (a worker refusing a
-  path fails the step at once).
+  lie elsewhere (``contracts.git_safety``); and its subclass ``PathOutsideTenantRoots``:
+  with tenant roots bound (``settings.Settings.tenant_source_roots`` /
+  ``tenant_publish_roots``), it lies outside the roots of the job's own tenant — the
+  message names the path and that tenant, and the other tenant whose root holds it. All
+  are ``JobError``s (the CLI prints one line at submit) and non-retryable
+  ``ApplicationError``s (a worker refusing a path fails the step at once).
+- ``ReviewerNotRegistered`` — a worker that accepts only registered reviewers
+  (``--registered-reviewers-only``) met a reviewer or operator key the operator's registry
+  does not hold for that name (a ``JobError`` and a non-retryable ``ApplicationError``).
 - ``ProviderError`` and its subclasses — a model provider failed (``activities.providers``):
   ``ProviderUnavailable`` (the provider's SDK is not installed; not retryable),
   ``ProviderConfigError`` (unknown provider name, missing API key, or a payload built for
@@ -120,6 +126,23 @@ class RepositoryRefused(PathRefused):
                                   non_retryable=True)
 
 
+class PathOutsideTenantRoots(PathOutsideRoots):
+    """With tenant roots bound, a path lies outside the roots of the job's own tenant."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=PathOutsideTenantRoots.__name__,
+                                  non_retryable=True)
+
+
+class ReviewerNotRegistered(JobError, ApplicationError):
+    """A reviewer or operator key is not the one the operator's registry holds for its name,
+    on a worker that accepts only registered reviewers (never retried)."""
+
+    def __init__(self, message: str) -> None:
+        ApplicationError.__init__(self, message, type=ReviewerNotRegistered.__name__,
+                                  non_retryable=True)
+
+
 class ProviderError(ApplicationError):
     """Root of every model-provider error."""
 
@@ -176,6 +199,7 @@ __all__ = [
     "JobError",
     "JobSpecError",
     "PathOutsideRoots",
+    "PathOutsideTenantRoots",
     "PathRefused",
     "ProviderCallError",
     "ProviderConfigError",
@@ -184,6 +208,7 @@ __all__ = [
     "ProviderUnavailable",
     "PublishRefused",
     "RepositoryRefused",
+    "ReviewerNotRegistered",
     "SourceError",
     "SourceSpecError",
     "UnpinnedSource",

@@ -42,6 +42,17 @@ Hidden entries (a name starting with ``.``) are skipped, as they always were.
 A violation is ``PathOutsideRoots`` (outside every root) or ``PathRefused`` (the rest), both
 in ``contracts.errors``: one line at the CLI, a non-retryable failure in an activity. The
 message names the path and the roots, never what the file holds.
+
+Tenant roots. An operator may bind tenants to roots of their own
+(``Settings.tenant_source_roots`` / ``tenant_publish_roots``, carried in
+``PathRoots.tenants``). Once any tenant is bound, a job's paths are checked against
+``PathRoots.for_tenant(spec.scope.tenant)``: its tenant's roots *replace* the shared ones
+(Pressroom's own state stays refused inside them), so a job cannot name a folder of another
+tenant even when both lie under one shared root, and a link inside its folder that leads
+into another tenant's is excluded like any link out of the roots. A path outside them is
+``PathOutsideTenantRoots``, naming the path, the job's tenant and — when another tenant's
+root holds it — that tenant; a tenant bound to no roots of a kind has none of that kind.
+With no binding, ``for_tenant`` is the shared roots, as before tenants could be bound.
 """
 
 from __future__ import annotations
@@ -64,7 +75,7 @@ from context.policy import (
     load_policy,
     policy_from_text,
 )
-from contracts.errors import PathOutsideRoots, PathRefused
+from contracts.errors import PathOutsideRoots, PathOutsideTenantRoots, PathRefused
 from contracts.git_safety import Readable, confine_repository
 from contracts.job_spec import JobSpec
 from contracts.source_specs import (
@@ -87,6 +98,8 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_
 _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:)", re.IGNORECASE)
 
 Kind = Literal["source", "publish"]
+#: one tenant's binding: (tenant, its source roots, its publish roots)
+TenantBinding = tuple[str, tuple[Path, ...], tuple[Path, ...]]
 
 
 def undecodable_name(name: str) -> str | None:
@@ -122,19 +135,50 @@ class PathRoots:
     publish: tuple[Path, ...]
     private: tuple[Path, ...] = ()
     state_dirs: tuple[Path, ...] = field(default=())
+    #: every tenant the operator bound to roots of its own (module docstring); empty: none
+    tenants: tuple[TenantBinding, ...] = ()
+    #: the tenant these roots were narrowed to (``for_tenant``); ``None``: the shared roots
+    tenant: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("sources", "publish", "private", "state_dirs"):
             object.__setattr__(self, name, _resolved(getattr(self, name)))
+        object.__setattr__(self, "tenants", tuple(
+            (name, _resolved(src), _resolved(pub)) for name, src, pub in self.tenants))
 
     @classmethod
     def of(cls, settings: Settings, *, sources: Iterable[Path] = (),
            publish: Iterable[Path] = ()) -> PathRoots:
         """The roots ``settings`` name, plus what a command adds (the job file's folder for
-        ``pressroom run``; the bundled examples for ``dev`` / ``demo``)."""
+        ``pressroom run``; the bundled examples for ``dev`` / ``demo``), and the tenants'
+        bindings."""
+        names = sorted({*settings.tenant_source_roots, *settings.tenant_publish_roots})
+        tenants = tuple((name, settings.tenant_source_roots.get(name, ()),
+                         settings.tenant_publish_roots.get(name, ())) for name in names)
         return cls(sources=settings.source_root_paths(*sources),
                    publish=settings.publish_root_paths(*publish),
-                   private=settings.private_paths, state_dirs=(settings.home,))
+                   private=settings.private_paths, state_dirs=(settings.home,),
+                   tenants=tenants)
+
+    def for_tenant(self, tenant: str) -> PathRoots:
+        """The roots a job of ``tenant`` may use: with no tenant bound, these; otherwise
+        only ``tenant``'s own (none when it is bound to none), so that every check below
+        refuses the rest with ``PathOutsideTenantRoots`` naming the tenant."""
+        if not self.tenants:
+            return self
+        own = next(((src, pub) for name, src, pub in self.tenants if name == tenant),
+                   ((), ()))
+        return PathRoots(sources=own[0], publish=own[1], private=self.private,
+                         state_dirs=self.state_dirs, tenants=self.tenants, tenant=tenant)
+
+    def owner_of(self, real: Path, kind: Kind) -> str | None:
+        """The bound tenant other than ``self.tenant`` one of whose roots of ``kind`` holds
+        resolved ``real`` (for the refusal's message), else ``None``."""
+        for name, src, pub in self.tenants:
+            if name != self.tenant and any(real == r or r in real.parents
+                                           for r in (src if kind == "source" else pub)):
+                return name
+        return None
 
     @classmethod
     def default(cls, locations: Mapping[str, str]) -> PathRoots:
@@ -215,6 +259,14 @@ def locate(path: str | Path, roots: PathRoots, kind: Kind, *, what: str) -> Loca
                                   "for a job")
             return Located(root, real)
     shown = f" (resolved: {real})" if str(real) != os.path.normpath(text) else ""
+    if roots.tenant is not None:
+        owner = roots.owner_of(real, kind)
+        where = f" it lies in tenant {owner!r}'s {kind} roots," if owner is not None else ""
+        raise PathOutsideTenantRoots(
+            f"{what} {text}{shown} is outside tenant {roots.tenant!r}'s {kind} roots "
+            f"({roots.describe(kind)});{where} a job reads and publishes only inside its "
+            "own tenant's roots (PRESSROOM_TENANT_SOURCE_ROOTS / "
+            "PRESSROOM_TENANT_PUBLISH_ROOTS)")
     flag = "--source-root" if kind == "source" else "--publish-root"
     raise PathOutsideRoots(f"{what} {text}{shown} is outside the {kind} roots "
                            f"({roots.describe(kind)}); an operator may add a root with "
@@ -550,7 +602,9 @@ def check_job_paths(spec: JobSpec, roots: PathRoots, locations: Mapping[str, str
     inside them, not special, and — where it already exists — of the right type (a document
     a file or folder, a page a file, a repository, workspace and destination a folder).
     A path that does not exist yet passes: a missing source is a recorded retrieval
-    failure, a missing destination is created when publishing."""
+    failure, a missing destination is created when publishing. With tenants bound, the
+    roots are ``spec``'s tenant's own (``PathRoots.for_tenant``)."""
+    roots = roots.for_tenant(spec.scope.tenant)
     for what, path, kind, types in job_paths(spec, locations):
         _check(what, path, kind, types, roots)
 
@@ -563,6 +617,7 @@ __all__ = [
     "FolderListing",
     "Located",
     "PathRoots",
+    "TenantBinding",
     "article_path",
     "check_job_paths",
     "check_source",

@@ -12,6 +12,10 @@ the registry's public key written into the spec that is started, so the key the 
 trusts is fixed for the job's whole life even if the registry changes later. A name found
 nowhere is a ``JobSpecError`` before anything starts.
 
+A name that mixes scripts, or imitates a name already registered (the reviewer registry's
+and the console accounts' entries) or another the same spec lists, is refused by
+``keygen``, ``reviewer add`` and ``pin_reviewers`` alike (``contracts.names``).
+
 Errors name the file, never its content (a key file is a secret).
 """
 
@@ -26,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contracts.errors import JobError, JobSpecError
 from contracts.job_spec import JobSpec, ReviewerSpec
+from contracts.names import check_name
 from contracts.signing import (
     SignatureError,
     generate_private_key,
@@ -37,7 +42,8 @@ from contracts.signing import (
 )
 from settings import Settings
 
-__all__ = ["Keygen", "ReviewerKeyError", "keygen", "pin_reviewers", "signing_key"]
+__all__ = ["Keygen", "ReviewerKeyError", "keygen", "known_names", "pin_reviewers",
+           "signing_key"]
 
 #: a key file larger than this is not a PEM Ed25519 key; refuse before reading it whole
 _MAX_KEY_BYTES = 16_384
@@ -67,11 +73,30 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         fh.write(data)
 
 
+def known_names(settings: Settings) -> list[str]:
+    """The names already registered, as their entries' file stems: the reviewer registry's
+    ``<name>.pub`` and the review console's ``<name>.json`` accounts (``contracts.names``
+    compares them by confusable skeleton)."""
+    found: set[str] = set()
+    for folder, suffix in ((settings.reviewers_dir, ".pub"),
+                           (settings.console_accounts_dir, ".json")):
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        found.update(e[:-len(suffix)] for e in entries
+                     if e.endswith(suffix) and not e.startswith("."))
+    return sorted(found)
+
+
 def keygen(settings: Settings, name: str, *, out: Path | None = None,
            register: bool = False) -> Keygen:
-    """A new key pair for ``name``; the private key is written 0600, never overwritten."""
+    """A new key pair for ``name``; the private key is written 0600, never overwritten.
+    A name that mixes scripts or imitates a registered one is refused first
+    (``contracts.names``)."""
     if not name.strip():
         raise ReviewerKeyError("a reviewer name is needed")
+    check_name(name, known_names(settings))
     key = generate_private_key()
     if out is None:
         settings.keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -140,8 +165,15 @@ def pin_reviewers(spec: JobSpec, settings: Settings) -> tuple[JobSpec, list[str]
     """The spec with every name-only reviewer/operator pinned to its registry key.
 
     Returns the pinned spec and one line per pinned name. ``JobSpecError`` names a
-    reviewer found neither in the spec nor in the registry.
+    reviewer found neither in the spec nor in the registry; ``NameRefused`` one whose name
+    mixes scripts or imitates a registered name or another the spec lists.
     """
+    people = [*spec.review.reviewers, *spec.review.operators]
+    known = known_names(settings)
+    for index, person in enumerate(people):
+        others = [p.name for p in people[:index]]
+        check_name(person.name, [*known, *others],
+                   what=f"job spec {spec.job_id}: field 'review': reviewer")
     if not spec.review.unpinned():
         return spec, []
     pinned: dict[str, tuple[str, list[str]]] = {}  # name → (key, the roles it is pinned for)

@@ -314,6 +314,37 @@ def test_the_commands_the_deploy_files_run_exist() -> None:
 # --- Compose ------------------------------------------------------------------------------
 
 
+def deployed_worker_settings() -> dict[str, Any]:
+    """Each deployed worker's settings as its own environment gives them: the Kubernetes
+    Deployment's (its ConfigMap's data and its own ``env`` values), the Compose worker's
+    and the systemd unit's (``worker.env.example``)."""
+    from settings import Settings
+
+    found: dict[str, Any] = {}
+    configmaps = {doc["metadata"]["name"]: doc.get("data", {})
+                  for _, doc in DOCS if doc["kind"] == "ConfigMap"}
+    [worker] = [c for c in pod_spec(deployment())["containers"] if c["name"] == "worker"]
+    env: dict[str, str] = {}
+    for source in worker.get("envFrom", []):
+        env.update(configmaps.get(source.get("configMapRef", {}).get("name"), {}))
+    env.update({e["name"]: e["value"] for e in worker.get("env", []) if "value" in e})
+    found["kubernetes"] = Settings.from_env(env)
+    found["compose"] = Settings.from_env(
+        {k: str(v) for k, v in compose()["services"]["worker"]["environment"].items()})
+    lines = (DEPLOY / "worker.env.example").read_text().splitlines()
+    found["systemd"] = Settings.from_env(dict(
+        line.split("=", 1) for line in lines if line.strip() and not line.startswith("#")))
+    return found
+
+
+def test_every_deployed_worker_accepts_only_registered_reviewers() -> None:
+    """SECURITY.md: in ``deploy/`` the worker accepts only reviewer keys its registry
+    holds (``--registered-reviewers-only``), so whoever can start a job cannot choose its
+    reviewers' keys."""
+    for where, settings in deployed_worker_settings().items():
+        assert settings.registered_reviewers_only, where
+
+
 def compose() -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
     return data
