@@ -158,7 +158,7 @@ async def test_bad_model_replies_are_typed_tool_errors_not_crashes(
 async def test_token_budget_blocks_until_raised(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec]) -> None:
-    spec = make_spec(research={"token_budget": 5000})
+    spec = make_spec(research={"token_budget": 2000})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"blocked", "awaiting_review"})
@@ -166,7 +166,7 @@ async def test_token_budget_blocks_until_raised(
         assert status.blocked_reason is not None
         assert status.blocked_reason.startswith("budget_exhausted (")
         research = status.research
-        assert research is not None and research.tokens_used >= 5000
+        assert research is not None and research.tokens_used >= 2000
         turns_at_block = research.turn
         await resolve(client, spec.job_id, ResolveInput(
             action="raise_budget", token_budget=10_000_000))
@@ -194,8 +194,10 @@ async def test_continue_as_new_keeps_each_runs_history_flat(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec]) -> None:
     """Every two turns the job continues as new with references only: every run holds the
-    same two turns' worth of history, however many turns came before."""
-    spec = make_spec(research={"turns_per_run": 2})
+    same two turns' worth of history, however many turns came before. One call per turn
+    makes the job long enough for several middle runs (the agent studies every topic side
+    by side, so the default limit would finish it in three turns)."""
+    spec = make_spec(research={"turns_per_run": 2, "max_calls_per_turn": 1})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"awaiting_review"})
