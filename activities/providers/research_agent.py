@@ -11,30 +11,41 @@ still shows (``tool-result:<call id>``; a recent note is one of them), the older
 ledger: the newest aged notes line by line, ``notes:<job>:<n>``, each naming its topic and
 evidence item ``note:<topic>:<call id>#<n>``, and an index of older ones per topic,
 ``notes-index:<job>``; see ``activities.candidates``) and its own plan (``agent_plan``).
-It then works on the first topic still needing a note:
+Every topic still needing a note takes its next step in the same turn, side by side up to
+the runtime's call limit (``call_limit``: 8 by default; a lower one is learnt from the
+``too_many_calls`` refusal that names it and kept in the plan), so a job takes as many turns
+as its slowest topic, not the sum of them. A topic's next step:
 
 1. visible ``read`` results showing a quotable line with one of the topic's terms, not yet
    noted → ``note`` the most informative such line verbatim (``salience``: a definition
    with its value, then a docstring or comment, then a use; a bare header or an export
-   list entry last), citing it and the adjacent lines that also define or explain a term
-   (one note per read, up to three, in parallel) — but only once the topic's own searches
-   are done, and never while a search hit not yet read promises a better line;
-2. else the (term, source) pairs not yet searched → ``search`` them (parallel calls);
-3. else visible ``search`` hits for the topic's terms → ``read`` a few lines around the
-   best of them: the best hit of every source first (so each declared source holding a
-   term is read), then the next best elsewhere, up to three;
+   list entry last), citing it and the adjacent lines after it that also define or
+   explain a term (one note per read, up to three) — but only once the topic's own
+   searches are done, and never while a search hit not yet read promises a better line;
+2. else the (term, source) pairs not yet searched → ``search`` them; a term is not searched
+   again where a visible, complete search (not truncated, nothing skipped) of a query it
+   contains already shows its every line;
+3. else visible ``search`` hits for the topic's terms → ``read`` one line before and three
+   after the best of them (a note cites its line and those after it): the best hit of
+   every source first (so each declared source holding a term is read), then the best of
+   every term in every source, then the next best elsewhere, up to three — a hit another
+   topic's read of this turn covers is not read twice;
 4. else the topic is exhausted → ``update_plan`` marking it ``[-]`` with the sources it
    was searched in (a refused note in the last turn exhausts it too), so later turns skip
    it even after its results are cleared — until a source is added.
 
+A turn whose notes leave no topic pending also writes the plan and calls ``finish``: the
+turn after it would do nothing else (a note the runtime refuses then stops the job for a
+human, as the topic it exhausts would one turn later).
+
 A reviewer's comment is a research request (``extractive.review_requests``): the names it
 gives — backticked or quoted words, dotted, snake_case, CamelCase and UPPER_CASE
-identifiers — become the search terms of the topic it names (or of the first topic), until
-a note quotes one of them or the plan marks the request ``no evidence`` (then ``finish``
-lists it as an open item). A comment that gives no names asks for one more note on its
-topic. With nothing left it updates the plan and calls ``finish`` naming the exhausted
-topics and requests as open items. Quotes go through ``extractive.fragments``, so
-instruction-like text is never copied into a note.
+identifiers — become the search terms of the topic it names (or of the topic sharing most
+words with it), until a note quotes one of them or the plan marks the request ``no
+evidence`` (then ``finish`` lists it as an open item). A comment that gives no names asks
+for one more note on its topic. With nothing left it updates the plan and calls ``finish``
+naming the exhausted topics and requests as open items. Quotes go through
+``extractive.fragments``, so instruction-like text is never copied into a note.
 """
 
 from __future__ import annotations
@@ -290,9 +301,11 @@ class Agent:
         limit = self.call_limit()
         last_turn = max((r.turn for r in self.seen.results), default=0)
         # a refused note exhausts a topic: the first still pending (a refusal does not name
-        # its topic; each one exhausts one, so a topic that keeps failing ends)
+        # its topic; each one exhausts one, so a topic that keeps failing ends) — a call
+        # past the turn's limit was never checked, so it exhausts nothing
         refused = any(r.turn == last_turn and r.tool_name == "note" and r.status == "error"
-                          for r in self.seen.results)
+                      and r.content.get("error") != "too_many_calls"
+                      for r in self.seen.results)
         calls: list[tuple[str, dict[str, Any]]] = []
         marks: dict[str, str] = {}
         self.reading = []
@@ -313,9 +326,9 @@ class Agent:
                 marks[topic] = exhaust
                 continue
             calls += step[:room]
-        if limit < MAX_CALLS_PER_TURN and not _PLAN_LIMIT.search(self.seen.plan):
-            marks.setdefault("", "")  # a limit just learnt goes into the plan at once
-        if marks:  # the plan takes the last place: a call it displaces comes next turn
+        # a limit just learnt goes into the plan at once (the refusal will age out)
+        learnt = limit < MAX_CALLS_PER_TURN and not _PLAN_LIMIT.search(self.seen.plan)
+        if marks or learnt:  # the plan takes the last place: what it displaces comes next
             calls = [*calls[:limit - 1], ("update_plan", {"text": self.plan(marks)})]
         return self._maybe_finish(calls, limit)
 
