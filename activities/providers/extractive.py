@@ -130,11 +130,33 @@ class Request:
     terms: tuple[str, ...]
 
 
+_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _pieces(text: str) -> set[str]:
+    """The words inside names and prose (``SSL_SHUTDOWN_TIMEOUT``, ``maxSize``, "shut
+    down"): lower-cased, three letters or more, a plural's final s dropped."""
+    return {w.casefold().removesuffix("s") for w in _PIECE.findall(text) if len(w) >= 3}
+
+
+def _closest_topic(comment: str, topics: list[tuple[str, list[str]]]) -> str | None:
+    """The topic sharing the most words with the comment (its name's and its terms'
+    pieces: ``SHUTDOWN_GRACE`` goes to ``shutdown_timeout``), the first among equals."""
+    said = _pieces(comment)
+    best, best_score = None, 0
+    for topic, terms in topics:
+        score = len(said & _pieces(" ".join((topic, *terms))))
+        if score > best_score:
+            best, best_score = topic, score
+    return best
+
+
 def review_requests(comments: list[str], topics: list[tuple[str, list[str]]]) -> list[Request]:
     """Each comment as a research request (pure: the agent and the draft writer read the
     same requests from the same request text). A comment belongs to the first topic it
     names (by name or search term); one that names none but gives names of its own
-    belongs to the first topic — a note needs a topic, and the draft says where it went."""
+    belongs to the topic whose name and terms share most words with it, else to the first
+    topic — a note needs a topic, and the draft says where it went."""
     out = []
     for comment in comments:
         lowered = comment.casefold()
@@ -144,7 +166,9 @@ def review_requests(comments: list[str], topics: list[tuple[str, list[str]]]) ->
         topic_words = {w.casefold() for topic, terms in topics for w in (topic, *terms)}
         terms = tuple(dict.fromkeys(t.strip() for t in found
                                     if t.strip() and t.strip().casefold() not in topic_words))
-        topic = named or (topics[0][0] if terms and topics else None)
+        topic = named
+        if topic is None and terms and topics:
+            topic = _closest_topic(comment, topics) or topics[0][0]
         out.append(Request(comment, topic, terms))
     return out
 

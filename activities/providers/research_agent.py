@@ -11,30 +11,41 @@ still shows (``tool-result:<call id>``; a recent note is one of them), the older
 ledger: the newest aged notes line by line, ``notes:<job>:<n>``, each naming its topic and
 evidence item ``note:<topic>:<call id>#<n>``, and an index of older ones per topic,
 ``notes-index:<job>``; see ``activities.candidates``) and its own plan (``agent_plan``).
-It then works on the first topic still needing a note:
+Every topic still needing a note takes its next step in the same turn, side by side up to
+the runtime's call limit (``call_limit``: 8 by default; a lower one is learnt from the
+``too_many_calls`` refusal that names it and kept in the plan), so a job takes as many turns
+as its slowest topic, not the sum of them. A topic's next step:
 
 1. visible ``read`` results showing a quotable line with one of the topic's terms, not yet
    noted → ``note`` the most informative such line verbatim (``salience``: a definition
    with its value, then a docstring or comment, then a use; a bare header or an export
-   list entry last), citing it and the adjacent lines that also define or explain a term
-   (one note per read, up to three, in parallel) — but only once the topic's own searches
-   are done, and never while a search hit not yet read promises a better line;
-2. else the (term, source) pairs not yet searched → ``search`` them (parallel calls);
-3. else visible ``search`` hits for the topic's terms → ``read`` a few lines around the
-   best of them: the best hit of every source first (so each declared source holding a
-   term is read), then the next best elsewhere, up to three;
+   list entry last), citing it and the adjacent lines after it that also define or
+   explain a term (one note per read, up to three) — but only once the topic's own
+   searches are done, and never while a search hit not yet read promises a better line;
+2. else the (term, source) pairs not yet searched → ``search`` them; a term is not searched
+   again where a visible, complete search (not truncated, nothing skipped) of a query it
+   contains already shows its every line;
+3. else visible ``search`` hits for the topic's terms → ``read`` one line before and three
+   after the best of them (a note cites its line and those after it): the best hit of
+   every source first (so each declared source holding a term is read), then the best of
+   every term in every source, then the next best elsewhere, up to three — a hit another
+   topic's read of this turn covers is not read twice;
 4. else the topic is exhausted → ``update_plan`` marking it ``[-]`` with the sources it
    was searched in (a refused note in the last turn exhausts it too), so later turns skip
    it even after its results are cleared — until a source is added.
 
+A turn whose notes leave no topic pending also writes the plan and calls ``finish``: the
+turn after it would do nothing else (a note the runtime refuses then stops the job for a
+human, as the topic it exhausts would one turn later).
+
 A reviewer's comment is a research request (``extractive.review_requests``): the names it
 gives — backticked or quoted words, dotted, snake_case, CamelCase and UPPER_CASE
-identifiers — become the search terms of the topic it names (or of the first topic), until
-a note quotes one of them or the plan marks the request ``no evidence`` (then ``finish``
-lists it as an open item). A comment that gives no names asks for one more note on its
-topic. With nothing left it updates the plan and calls ``finish`` naming the exhausted
-topics and requests as open items. Quotes go through ``extractive.fragments``, so
-instruction-like text is never copied into a note.
+identifiers — become the search terms of the topic it names (or of the topic sharing most
+words with it), until a note quotes one of them or the plan marks the request ``no
+evidence`` (then ``finish`` lists it as an open item). A comment that gives no names asks
+for one more note on its topic. With nothing left it updates the plan and calls ``finish``
+naming the exhausted topics and requests as open items. Quotes go through
+``extractive.fragments``, so instruction-like text is never copied into a note.
 """
 
 from __future__ import annotations
@@ -66,19 +77,27 @@ AGENT_MODEL = "research-agent-v1"
 #: reads; a note cites at most ``NOTE_SPAN`` adjacent lines
 MAX_SEARCHES_PER_TURN = 6
 MAX_READS_PER_TURN = 3
+#: the runtime's default limit of calls per turn (``ResearchSpec.max_calls_per_turn``); a
+#: job with a lower one refuses the rest, and the refusal names it (``call_limit``)
+MAX_CALLS_PER_TURN = 8
 MAX_NOTES_PER_TURN = 3
 NOTE_SPAN = 3
 #: a line this informative (a definition, the term as written) is noted wherever seen
 STRONG = salience.DEFINITION * 4 + 5  # whole word, as written, at module level
 #: how much of a note's quoted lines the notes ledger shows (``activities.candidates``)
 LEDGER_QUOTE_CHARS = 100
-#: lines read on each side of a hit
-READ_CONTEXT = 3
+#: lines read before and after a hit: a note cites its best line and the lines after it
+#: (a header's docstring, the adjacent definitions), never the ones before — a line before
+#: that holds a term is a hit of its own
+READ_BEFORE = 1
+READ_AFTER = NOTE_SPAN
 
 _SOURCE = re.compile(r"^- (?P<name>\S+) \((?P<kind>git|document|web_page)\b")
 _NOTE_ID = re.compile(r"^note:(?P<topic>.+):(?P<call>t\d{4}-\d+)#\d+$")
 _TURN = re.compile(r"^t(?P<turn>\d{4})-\d+$")
 _BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
+_AT_MOST = re.compile(r"at most (\d+) per turn")
+_PLAN_LIMIT = re.compile(r"^Calls per turn: at most (\d+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -192,6 +211,8 @@ class Agent:
     def __init__(self, seen: Picture) -> None:
         self.seen = seen
         self.exact: list[str] = []  # the current topic's terms as written
+        #: reads this turn already asks for: (source, path, start, end)
+        self.reading: list[tuple[str, str, int, int]] = []
 
     def requests(self, topic: str) -> list[Request]:
         return [r for r in review_requests(self.seen.comments, self.seen.topics)
@@ -240,6 +261,8 @@ class Agent:
     def plan(self, marks: dict[str, str]) -> str:
         lines = ["# Research plan (kept by the research agent)", "",
                  f"Question: {self.seen.question}", ""]
+        if (limit := self.call_limit()) < MAX_CALLS_PER_TURN:
+            lines[-1:-1] = [f"Calls per turn: at most {limit}"]
         exhausted = self.exhausted()
         for topic, terms in self.seen.topics:
             mark = marks.get(topic) or ("-" if topic in exhausted else None)
@@ -256,34 +279,69 @@ class Agent:
                     lines.append(line)
         return "\n".join(lines) + "\n"
 
+    def call_limit(self) -> int:
+        """The most calls one turn asks for: the runtime's default, or the lower limit a
+        visible refusal named (``too_many_calls: … at most N per turn``) — the request is
+        all the agent knows, so it learns a job's own limit from the runtime's answer."""
+        limit = MAX_CALLS_PER_TURN
+        for result in self.seen.results:
+            if result.status == "error" and result.content.get("error") == "too_many_calls":
+                m = _AT_MOST.search(str(result.content.get("detail", "")))
+                if m:
+                    limit = min(limit, max(1, int(m.group(1))))
+        # the refusal ages out of the turns the request shows; the plan keeps the limit
+        if m := _PLAN_LIMIT.search(self.seen.plan):
+            limit = min(limit, max(1, int(m.group(1))))
+        return limit
+
     def decide(self) -> list[tuple[str, dict[str, Any]]]:
         pending = self.pending()
         if not pending:
-            open_items = [f"{topic}: no evidence found in the declared sources"
-                          for topic in sorted(self.exhausted())]
-            open_items += [line.removeprefix("- [-] ") for line in self.seen.plan.splitlines()
-                           if " request: no evidence for " in line]
-            note_count = sum(len(v) for v in self.seen.notes.values())
-            return [("update_plan", {"text": self.plan({})}),
-                    ("finish", {"summary": f"{note_count} cited notes over "
-                                           f"{len(self.seen.topics)} topics.",
-                                "open_items": open_items})]
-        topic, terms = pending[0]
+            return self._finish()
+        limit = self.call_limit()
+        last_turn = max((r.turn for r in self.seen.results), default=0)
+        # a refused note exhausts a topic: the first still pending (a refusal does not name
+        # its topic; each one exhausts one, so a topic that keeps failing ends) — a call
+        # past the turn's limit was never checked, so it exhausts nothing
+        refused = any(r.turn == last_turn and r.tool_name == "note" and r.status == "error"
+                      and r.content.get("error") != "too_many_calls"
+                      for r in self.seen.results)
+        calls: list[tuple[str, dict[str, Any]]] = []
+        marks: dict[str, str] = {}
+        self.reading = []
+        # every pending topic takes its next step in this same turn (searches, reads or
+        # notes side by side, up to the call limit): topics advance together, so a job
+        # takes as many turns as its slowest topic, not the sum of them
+        for topic, terms in pending:
+            room = limit - len(calls)
+            if room <= 0:
+                break
+            request = self.open_request(topic)
+            exhaust = f"request:{_request_line(request)}" if request else "-"
+            if refused and topic == pending[0][0]:
+                marks[topic] = exhaust
+                continue
+            step = self._step(topic, terms)
+            if step is None:
+                marks[topic] = exhaust
+                continue
+            calls += step[:room]
+        # a limit just learnt goes into the plan at once (the refusal will age out)
+        learnt = limit < MAX_CALLS_PER_TURN and not _PLAN_LIMIT.search(self.seen.plan)
+        if marks or learnt:  # the plan takes the last place: what it displaces comes next
+            calls = [*calls[:limit - 1], ("update_plan", {"text": self.plan(marks)})]
+        return self._maybe_finish(calls, limit)
+
+    def _step(self, topic: str, terms: list[str]) -> list[tuple[str, dict[str, Any]]] | None:
+        """The topic's next calls — notes, else searches, else reads — or None when it is
+        exhausted."""
         terms = self.terms(topic, terms)
         self.exact = terms
         lowered = [t.casefold() for t in terms]
-        last_turn = max((r.turn for r in self.seen.results), default=0)
-        request = self.open_request(topic)
-        exhaust = {topic: f"request:{_request_line(request)}" if request else "-"}
-        if any(r.turn == last_turn and r.tool_name == "note" and r.status == "error"
-               for r in self.seen.results):
-            return [("update_plan", {"text": self.plan(exhaust)})]
         quoted = self.seen.noted_text.get(topic, set())
-        searched = {(r.content.get("source"), str(r.content.get("query", "")).casefold())
-                    for r in self.seen.results if r.tool_name == "search"}
         searches = [("search", {"source": source, "query": term})
                     for term in terms for source in self.seen.sources
-                    if (source, term.casefold()) not in searched]
+                    if not self._answered(source, term)]
         # a read another topic asked for may show this topic's terms; it is noted before
         # this topic's own searches only when it already holds a definition as asked
         notes = self._notes(topic, lowered, quoted, strong_only=bool(searches))
@@ -294,7 +352,76 @@ class Agent:
         reads = self._reads(lowered, quoted)
         if reads:
             return reads
-        return [("update_plan", {"text": self.plan(exhaust)})]
+        return None
+
+    def _answered(self, source: str, term: str) -> bool:
+        """Whether a visible search of ``source`` already shows every line holding
+        ``term``: the same query, or a plain query contained in it whose result was
+        complete (not truncated, every file searched, none skipped) — searching again
+        would only repeat those hits."""
+        wanted = term.casefold()
+        full = max((int(r.content.get("files_searched") or 0) for r in self.seen.results
+                    if r.tool_name == "search" and r.content.get("source") == source),
+                   default=0)
+        for result in self.seen.results:
+            content = result.content
+            if result.tool_name != "search" or content.get("source") != source:
+                continue
+            query = str(content.get("query", "")).casefold()
+            if query == wanted:
+                return True
+            if (result.status == "success" and query and query in wanted
+                    and not content.get("regex") and not content.get("truncated")
+                    and not content.get("skipped_count")
+                    and int(content.get("files_searched") or 0) == full):
+                return True
+        return False
+
+    def _finish(self) -> list[tuple[str, dict[str, Any]]]:
+        open_items = [f"{topic}: no evidence found in the declared sources"
+                      for topic in sorted(self.exhausted())]
+        open_items += [line.removeprefix("- [-] ") for line in self.seen.plan.splitlines()
+                       if " request: no evidence for " in line]
+        note_count = sum(len(v) for v in self.seen.notes.values())
+        plan = self.plan({})
+        finish = ("finish", {"summary": f"{note_count} cited notes over "
+                                        f"{len(self.seen.topics)} topics.",
+                             "open_items": open_items})
+        if plan.strip() == self.seen.plan.strip():
+            return [finish]  # the plan already says so
+        if self.call_limit() < 2:
+            return [("update_plan", {"text": plan})]  # finish comes next turn, on its own
+        return [("update_plan", {"text": plan}), finish]
+
+    def _maybe_finish(self, calls: list[tuple[str, dict[str, Any]]],
+                      limit: int) -> list[tuple[str, dict[str, Any]]]:
+        """``calls``, followed by the plan and ``finish`` when they are only notes (and a
+        plan) after which no topic would be pending: the turn after them would do nothing
+        else. A note the runtime refuses then stops the job for a human with that topic
+        uncovered — as it would one turn later, when the refusal exhausts the topic."""
+        if not calls or any(name not in ("note", "update_plan") for name, _ in calls):
+            return calls
+        future = Picture(question=self.seen.question, topics=self.seen.topics,
+                         sources=self.seen.sources, comments=self.seen.comments,
+                         notes={k: set(v) for k, v in self.seen.notes.items()},
+                         noted_text={k: set(v) for k, v in self.seen.noted_text.items()},
+                         plan=self.seen.plan)
+        for index, (name, arguments) in enumerate(calls, start=1):
+            if name == "note":
+                topic = str(arguments["topic"])
+                future.notes.setdefault(topic, set()).add(f"t9999-{index}")
+                future.noted_text.setdefault(topic, set()).add(
+                    " ".join(str(arguments["claim"]).split()))
+            else:
+                future.plan = str(arguments["text"])
+        after = Agent(future)
+        if after.pending():
+            return calls
+        notes = [c for c in calls if c[0] == "note"]
+        finishing = after._finish()
+        if len(notes) + len(finishing) > limit or finishing[-1][0] != "finish":
+            return calls
+        return [*notes, *finishing]
 
     def _notes(self, topic: str, lowered: list[str], quoted: set[str], *,
                strong_only: bool = False) -> list[tuple[str, dict[str, Any]]]:
@@ -382,23 +509,52 @@ class Agent:
 
     def _reads(self, lowered: list[str], noted: set[str]) -> list[tuple[str, dict[str, Any]]]:
         """Reads around the best hits: the best of every source first (so each declared
-        source holding a term is read), then the next best elsewhere — another file, or
-        the same file away from what is already chosen — up to ``MAX_READS_PER_TURN``."""
+        source holding a term is read), then the best of every term in every source (so a
+        topic's second term is read where it is best said), then the next best
+        elsewhere — another file, or the same file away from what is already chosen — up to
+        ``MAX_READS_PER_TURN``. A hit another topic's read this turn covers counts as
+        chosen and is not read twice."""
         hits = self._hits(lowered, noted)
+        planned = {(s, p, n) for s, p, a, b in self.reading for n in range(a, b + 1)}
         chosen: list[tuple[str, str, int]] = []
+        fresh: list[tuple[str, str, int]] = []
+
+        def choose(source: str, path: str, line: int) -> None:
+            if len(chosen) >= MAX_READS_PER_TURN or any(
+                    s == source and p == path and abs(n - line) <= READ_BEFORE + READ_AFTER
+                    for s, p, n in chosen):
+                return
+            chosen.append((source, path, line))
+            if (source, path, line) not in planned:
+                fresh.append((source, path, line))
+
         for source in dict.fromkeys(source for _v, source, _p, _l in hits):
             _v, _s, path, line = next(h for h in hits if h[1] == source)
-            chosen.append((source, path, line))
+            choose(source, path, line)
+        for term in lowered:
+            for source in dict.fromkeys(source for _v, source, _p, _l in hits):
+                best = next((h for h in hits if h[1] == source
+                             and term in self._hit_text(h)), None)
+                if best is not None:
+                    choose(best[1], best[2], best[3])
         for _value, source, path, line in hits:
-            if len(chosen) >= MAX_READS_PER_TURN:
-                break
-            if all(not (s == source and p == path and abs(n - line) <= 2 * READ_CONTEXT)
-                   for s, p, n in chosen):
-                chosen.append((source, path, line))
-        return [("read", {"source": source, "path": path,
-                          "start_line": max(1, line - READ_CONTEXT),
-                          "end_line": line + READ_CONTEXT})
-                for source, path, line in chosen[:MAX_READS_PER_TURN]]
+            choose(source, path, line)
+        reads = []
+        for source, path, line in fresh:
+            start, end = max(1, line - READ_BEFORE), line + READ_AFTER
+            self.reading.append((source, path, start, end))
+            reads.append(("read", {"source": source, "path": path,
+                                   "start_line": start, "end_line": end}))
+        return reads
+
+    def _hit_text(self, hit: tuple[int, str, str, int]) -> str:
+        _value, source, path, line = hit
+        for result in self.seen.results:
+            if result.tool_name == "search" and result.content.get("source") == source:
+                for p, _revision, number, text in search_hits(result.content):
+                    if p == path and number == line:
+                        return text.casefold()
+        return ""
 
 
 def decide_offline(payload: dict[str, Any], adapter: str) -> ProviderDecision:

@@ -8,7 +8,8 @@ that in a fixed order (higher is better), a pure function of the line and the te
 * 5 — a definition with its value: an assignment whose target holds the term
   (``SSL_HANDSHAKE_TIMEOUT = 60.0``, ``self._aborting = True``, ``x: int = 3``), or a
   signature giving the term a default (``def __init__(self, maxsize=0):``);
-* 4 — prose about it: a comment or docstring sentence (several words, few code symbols);
+* 4 — prose about it: a comment or docstring sentence (several words, few code symbols;
+  an inline code span such as ``:exc:`~pkg.Error``` counts as one word);
 * 3 — code that uses it (a call, a condition, a return);
 * 1 — a bare header naming it: ``class Foo:``, ``class Foo(Base):``, ``def foo(self):``;
 * 0 — an entry of an export or import list (``"FooError",``, ``FooError,``), a doctest
@@ -29,6 +30,7 @@ _HEADER = re.compile(r"^(?:(?:async\s+)?def\s+\w+\s*\((?P<params>[^)]*)\)?\s*(?:
                      r"|class\s+\w+\s*(?:\([^)]*\))?)\s*:?\s*$")
 _ASSIGN = re.compile(r"^(?P<target>[\w.\[\]'\"]+)\s*(?::[^=]+)?(?<![=!<>])=(?!=)\s*\S")
 _WORD = re.compile(r"[A-Za-z]{2,}")
+_CODE_SPAN = re.compile(r"(?::[\w:]+:)?`+[^`]+`+")
 
 
 def rank(line: str, terms: list[str], question_words: frozenset[str] = frozenset(),
@@ -76,9 +78,14 @@ def score(line: str, terms: list[str]) -> int:
     if (m := _ASSIGN.match(text)) is not None and any(
             t in m.group("target").casefold() for t in terms):
         return DEFINITION
-    code = sum(text.count(c) for c in "()[]{}=_.:")
-    words = len(_WORD.findall(text))
-    if text.startswith("#") or (words >= 5 and code <= words // 2):
+    # an inline code span of a docstring (``:exc:`~pkg.Error```, ```name```) is one word
+    # of its sentence, not code: "Raise :exc:`~a.b.Error` on mismatches" is prose
+    spans = len(_CODE_SPAN.findall(text))
+    plain = _CODE_SPAN.sub(" ", text)
+    code = sum(plain.count(c) for c in "()[]{}=_.:")
+    words = len(_WORD.findall(plain)) + spans
+    if text.startswith("#") or (words >= 5 and code <= words // 2) or (
+            spans and words >= 4 and code == 0):
         return PROSE
     return USE
 

@@ -1,8 +1,9 @@
 """The agent eval's questions: a YAML file of typed records, refused whole if one is bad.
 
 A question names its corpus (``stdlib`` or ``package``: which sources its job declares),
-the research question, its topics with their search terms, and its key lines — the file a
-line is in and a regular expression its quoted text must match. A file that cannot be used
+the research question, its topics with their search terms, its key lines — the file a
+line is in and a regular expression its quoted text must match — and, optionally, its own
+ceilings on research turns and tokens. A file that cannot be used
 is an ``AgentDatasetError`` naming the file and the field, never a partial run.
 """
 
@@ -58,6 +59,11 @@ class Question(_Model):
     question: str = Field(min_length=1)
     topics: tuple[Topic, ...] = Field(min_length=1)
     key_lines: tuple[KeyLine, ...] = Field(min_length=1)
+    #: this question's own ceilings on research turns and tokens (the gate's defaults
+    #: otherwise): what the agent needs with a margin, so an agent that wastes turns or
+    #: tokens on it fails the gate
+    max_turns: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
 
 
 class QuestionSet(_Model):

@@ -61,6 +61,9 @@ class QuestionResult(BaseModel):
     status: str
     turns: int
     tokens: int
+    #: the question's own ceilings (``Question.max_turns``/``max_tokens``), if it has them
+    max_turns: int | None = None
+    max_tokens: int | None = None
     findings: int
     key_lines: int
     key_lines_cited: int
@@ -169,6 +172,7 @@ def grade(question: Question, status: Any, article: str,
         id=question.id, status=str(getattr(status, "status", "unknown")),
         turns=research.turn if research else 0,
         tokens=research.tokens_used if research else 0,
+        max_turns=question.max_turns, max_tokens=question.max_tokens,
         findings=len(cited), key_lines=len(hits), key_lines_cited=sum(hits),
         key_line_recall=sum(hits) / len(hits),
         missed_key_lines=[f"{k.path}: {k.match}" for k, hit in

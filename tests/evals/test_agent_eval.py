@@ -63,3 +63,22 @@ def test_a_bad_questions_file_is_one_line_naming_the_field(tmp_path: Path) -> No
                           text=True, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "questions.0.corpus" in done.stderr
+
+
+def test_a_question_s_own_turn_and_token_ceilings_gate_it() -> None:
+    """A question's ``max_turns``/``max_tokens`` replace the gate's defaults for it: the
+    same figures pass under the defaults and fail under the question's own ceilings."""
+    from evals.agent_lab.runner import QuestionResult
+
+    def result(**ceilings: int) -> QuestionResult:
+        return QuestionResult(
+            id="q", status="awaiting_review", turns=4, tokens=12_000, findings=1,
+            key_lines=1, key_lines_cited=1, key_line_recall=1.0, missed_key_lines=[],
+            uninformative_quotes=[], uninformative_share=0.0, sources_with_hits=[],
+            unread_sources=[], article="", **ceilings)
+
+    assert release_gate([result()]).passed
+    failed = {c.name: c.questions for c in release_gate(
+        [result(max_turns=3, max_tokens=10_000)]).checks if not c.passed}
+    assert failed == {"turns": ["q"], "tokens": ["q"]}
+    assert all(q.max_turns and q.max_tokens for q in load_questions(BUNDLED_QUESTIONS))

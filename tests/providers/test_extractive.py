@@ -197,3 +197,19 @@ async def test_reviewer_comments_are_answered_one_by_one(built: BuiltRequest) ->
             "guidelines document.") in text
     assert "- Addressed (see delay_cap): Quote where max_delay is applied." in text
     assert "## delay_cap" in text and "## jitter" not in text
+
+
+def test_a_comment_naming_no_topic_goes_to_the_topic_sharing_its_words() -> None:
+    """A comment that names no topic nor term but gives names of its own belongs to the
+    topic whose name and terms share most words with it — not to the first topic — and
+    to the first one only when nothing is shared (a note needs a topic)."""
+    from activities.providers.extractive import review_requests
+
+    topics = [("handshake_timeout", ["SSL_HANDSHAKE_TIMEOUT"]),
+              ("shutdown_timeout", ["SSL_SHUTDOWN_TIMEOUT"])]
+    grace, unrelated, none = review_requests(
+        ["Also quote `SHUTDOWN_GRACE_PERIOD` and how long shutdowns wait.",
+         "Quote `FLUSH_INTERVAL` too.", "Compare with the competitor."], topics)
+    assert (grace.topic, grace.terms) == ("shutdown_timeout", ("SHUTDOWN_GRACE_PERIOD",))
+    assert (unrelated.topic, unrelated.terms) == ("handshake_timeout", ("FLUSH_INTERVAL",))
+    assert (none.topic, none.terms) == (None, ())

@@ -158,7 +158,7 @@ async def test_bad_model_replies_are_typed_tool_errors_not_crashes(
 async def test_token_budget_blocks_until_raised(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec]) -> None:
-    spec = make_spec(research={"token_budget": 5000})
+    spec = make_spec(research={"token_budget": 2000})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"blocked", "awaiting_review"})
@@ -166,7 +166,7 @@ async def test_token_budget_blocks_until_raised(
         assert status.blocked_reason is not None
         assert status.blocked_reason.startswith("budget_exhausted (")
         research = status.research
-        assert research is not None and research.tokens_used >= 5000
+        assert research is not None and research.tokens_used >= 2000
         turns_at_block = research.turn
         await resolve(client, spec.job_id, ResolveInput(
             action="raise_budget", token_budget=10_000_000))
@@ -194,8 +194,10 @@ async def test_continue_as_new_keeps_each_runs_history_flat(
         client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec]) -> None:
     """Every two turns the job continues as new with references only: every run holds the
-    same two turns' worth of history, however many turns came before."""
-    spec = make_spec(research={"turns_per_run": 2})
+    same two turns' worth of history, however many turns came before. One call per turn
+    makes the job long enough for several middle runs (the agent studies every topic side
+    by side, so the default limit would finish it in three turns)."""
+    spec = make_spec(research={"turns_per_run": 2, "max_calls_per_turn": 1})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"awaiting_review"})
@@ -396,3 +398,42 @@ async def test_update_plan_is_data_and_cannot_change_the_task_or_the_reviewers(
 
     stored = await store_json(runtime, spec, "job_spec", job_spec_id(spec))
     assert [r["name"] for r in stored["review"]["reviewers"]] == ["alice", "bob"]
+
+
+async def test_a_one_call_limit_is_learnt_once_and_the_job_still_finishes(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """A job allowing one call per turn: the agent's first turn asks for more, the runtime
+    refuses the rest naming the limit, and from then on the agent asks for one call a turn
+    (the limit kept in its plan once the refusal has aged out) — down to ``finish`` on its
+    own after the plan, instead of asking for the plan and ``finish`` together until the
+    turn limit."""
+    spec = make_spec(research={"max_calls_per_turn": 1, "max_turns": 14})
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked"})
+    assert status.status == "awaiting_review", status.blocked_reason
+    research = status.research
+    assert research is not None and research.stop_reason == "finished", research
+    assert sorted(research.covered_topics) == ["resume", "retries"]
+    history = await loop_tool_history(runtime, spec)
+    refused = [c["call_id"] for c, r in zip(history["calls"], history["results"], strict=True)
+               if r["status"] == "error" and "too_many_calls" in r["content"]]
+    assert refused == ["t0001-2"], refused
+
+
+async def test_a_requested_name_a_visible_search_already_answered_is_not_searched_again(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """A comment asking for `resume offset`: the first round's complete search for
+    `resume` already shows every line holding it, so the agent notes the line from what
+    it read without searching for it again."""
+    spec = make_spec()
+    _first, _text, before, after = await _revise(
+        client, runtime, task_queue, spec, "Quote where the `resume offset` is stored.")
+    history = await loop_tool_history(runtime, spec)
+    queries = [c["arguments"].get("query") for c in history["calls"]
+               if c["tool_name"] == "search"]
+    assert "resume offset" not in queries and "resume" in queries, queries
+    new = [n for n in after if n not in before]
+    assert any("The resume offset is stored" in n["content"] for n in new), new
