@@ -246,7 +246,11 @@ def test_anthropic_adapter_end_to_end() -> None:
     out = assemble(request([RL], adapter="anthropic_messages", tool_history=hist))
     assert isinstance(out, Ready)
     p = out.serialized.payload
-    assert "Follow the research policy." in p["system"]
+    # the system text is one text block closing the stable prefix with a cache breakpoint
+    # (docs/context-engine.md#prompt-cache-identity)
+    [system] = p["system"]
+    assert "Follow the research policy." in system["text"]
+    assert system["cache_control"] == {"type": "ephemeral"}
     assert p["messages"][0]["role"] == "user"
     m = out.manifest
     assert m.adapter.name == "anthropic_messages" and m.adapter.serialization_policy_version
