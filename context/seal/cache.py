@@ -32,6 +32,7 @@ store later keeps what the provider reported it read from and wrote to its cache
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,6 +88,49 @@ def requested(payload: dict[str, Any], adapter: Adapter, counter: TokenCounter
     key = payload.get("prompt_cache_key")
     return {"breakpoints": found, "prompt_cache_key": key if isinstance(key, str) else None,
             "cacheable_prefix_tokens": adapter.cacheable_prefix_tokens(payload, counter)}
+
+
+def _wire_segments(payload: dict[str, Any]) -> list[str]:
+    """The request's parts in the order providers read them — tool definitions, system,
+    then each message's blocks — without ``cache_control`` (a breakpoint marks where to
+    cache; it is not content the cache compares)."""
+
+    def plain(value: Any) -> str:
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != "cache_control"}
+        return canonical(value)
+
+    out = [plain(t) for t in payload.get("tools") or []]
+    system = payload.get("system")
+    if isinstance(system, str):
+        out.append(system)
+    elif isinstance(system, list):
+        out += [plain(b) for b in system]
+    for m in payload.get("messages") or []:
+        content = m.get("content")
+        head = plain({k: v for k, v in m.items() if k != "content"})
+        if isinstance(content, list):
+            out += [head, *(plain(b) for b in content)]
+        else:
+            out += [head, content if isinstance(content, str) else plain(content)]
+    return out
+
+
+def shared_prefix_tokens(previous: dict[str, Any] | None, payload: dict[str, Any],
+                         counter: TokenCounter) -> int:
+    """Tokens of the longest byte-identical prefix ``payload`` shares with ``previous``, in
+    the providers' order: what a prefix cache holding ``previous`` could serve. The offline
+    provider reports it as its cached input (docs/context-engine.md#prompt-cache-identity)."""
+    if previous is None:
+        return 0
+    total = 0
+    for old, new in zip(_wire_segments(previous), _wire_segments(payload), strict=False):
+        if old == new:
+            total += counter.count_text(new)
+            continue
+        same = os.path.commonprefix([old, new])
+        return total + (counter.count_text(same) if same else 0)
+    return total
 
 
 def cache_entry(
