@@ -32,7 +32,6 @@ store later keeps what the provider reported it read from and wrote to its cache
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,6 +115,18 @@ def _wire_segments(payload: dict[str, Any]) -> list[str]:
     return out
 
 
+def _common_prefix(a: str, b: str) -> str:
+    """The longest common leading substring (bisected on slice equality)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return a[:low]
+
+
 def shared_prefix_tokens(previous: dict[str, Any] | None, payload: dict[str, Any],
                          counter: TokenCounter) -> int:
     """Tokens of the longest byte-identical prefix ``payload`` shares with ``previous``, in
@@ -128,7 +139,7 @@ def shared_prefix_tokens(previous: dict[str, Any] | None, payload: dict[str, Any
         if old == new:
             total += counter.count_text(new)
             continue
-        same = os.path.commonprefix([old, new])
+        same = _common_prefix(old, new)
         return total + (counter.count_text(same) if same else 0)
     return total
 

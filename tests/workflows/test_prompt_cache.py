@@ -1,7 +1,7 @@
-"""Prompt caching requested and measured on whole jobs (docs/context-engine.md#prompt-cache-identity).
+"""Prompt caching requested and measured on whole jobs.
 
-Everything runs for real: the session's dev server, a worker with Pressroom's activities,
-the SQLite store under a temporary ``$PRESSROOM_HOME`` and the ``pressroom trace`` command
+What is requested and measured: docs/context-engine.md#prompt-cache-identity. Everything
+runs for real: the session's dev server, a worker with Pressroom's activities, the SQLite store under a temporary ``$PRESSROOM_HOME`` and the ``pressroom trace`` command
 as a separate process. Only the paid model APIs are faked: the official OpenAI and
 Anthropic SDKs talk to a local server replaying API-shaped replies
 (``tests/workflows/replay_api.py``) that report cached and cache-write input tokens as the
