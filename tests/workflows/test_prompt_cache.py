@@ -1,11 +1,12 @@
 """Prompt caching requested and measured on whole jobs.
 
 What is requested and measured: docs/context-engine.md#prompt-cache-identity. Everything
-runs for real: the session's dev server, a worker with Pressroom's activities, the SQLite store under a temporary ``$PRESSROOM_HOME`` and the ``pressroom trace`` command
-as a separate process. Only the paid model APIs are faked: the official OpenAI and
-Anthropic SDKs talk to a local server replaying API-shaped replies
-(``tests/workflows/replay_api.py``) that report cached and cache-write input tokens as the
-APIs do. The offline provider's job needs no fake at all.
+runs for real: the session's dev server, a worker with Pressroom's activities, the SQLite
+store under a temporary ``$PRESSROOM_HOME`` and the ``pressroom trace`` command as a
+separate process. Only the paid model APIs are faked: the official OpenAI and Anthropic
+SDKs talk to a local server replaying API-shaped replies (``tests/workflows/replay_api.py``)
+that report cached and cache-write input tokens as the APIs do. The offline provider's job
+needs no fake at all.
 """
 
 from __future__ import annotations
