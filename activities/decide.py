@@ -38,6 +38,7 @@ from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of
 from activities.telemetry import emit, now_ns
 from artifacts import content_hash
 from context.admission.security import redact_arguments
+from context.seal.adapters import get_adapter
 from context.seal.cache import shared_prefix_tokens
 from context.tokens import default_counter
 from contracts.activity_messages import (
@@ -154,7 +155,8 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
     if provider.name == OFFLINE and decision.cached_input_tokens is None:
         # no cache offline: report what a prefix cache holding the last request would serve
         shared = shared_prefix_tokens(await _previous_request(store, spec, inp.turn),
-                                      serialized["payload"], default_counter())
+                                      serialized["payload"], default_counter(),
+                                      get_adapter(serialized["adapter"]))
         decision = decision.model_copy(update={
             "cached_input_tokens": min(shared, decision.input_tokens or 0),
             "cache_write_input_tokens": 0})

@@ -128,12 +128,18 @@ def _common_prefix(a: str, b: str) -> str:
 
 
 def shared_prefix_tokens(previous: dict[str, Any] | None, payload: dict[str, Any],
-                         counter: TokenCounter) -> int:
+                         counter: TokenCounter, adapter: Adapter) -> int:
     """Tokens of the longest byte-identical prefix ``payload`` shares with ``previous``, in
-    the providers' order: what a prefix cache holding ``previous`` could serve. The offline
-    provider reports it as its cached input (docs/context-engine.md#prompt-cache-identity)."""
+    the providers' order: what a prefix cache holding ``previous`` could serve — never
+    more than ``previous`` itself counts (the parts are counted one by one, without the
+    request's framing). The offline provider reports it as its cached input
+    (docs/context-engine.md#prompt-cache-identity)."""
     if previous is None:
         return 0
+    return min(_shared(previous, payload, counter), adapter.count_tokens(previous, counter))
+
+
+def _shared(previous: dict[str, Any], payload: dict[str, Any], counter: TokenCounter) -> int:
     total = 0
     for old, new in zip(_wire_segments(previous), _wire_segments(payload), strict=False):
         if old == new:

@@ -155,7 +155,8 @@ def _offline_prefixes(turns: list[dict[str, Any]]) -> Iterator[int]:
     previous = None
     for t in turns:
         payload = json.loads(t["manifest"]["serialized_request"]["canonical_json"])
-        yield shared_prefix_tokens(previous, payload, counter)
+        yield shared_prefix_tokens(previous, payload, counter,
+                                   get_adapter(t["manifest"]["adapter"]["name"]))
         previous = payload
 
 
@@ -171,6 +172,8 @@ async def test_offline_provider_reports_the_byte_identical_prefix_it_would_cache
     reported = [t["usage"]["cached_input_tokens"] for t in turns]
     assert reported == list(_offline_prefixes(turns))
     assert reported[0] == 0
+    for before, cached in zip(turns, reported[1:], strict=False):
+        assert cached <= before["usage"]["input_tokens"]  # a cache holds only what was sent
     for t, cached in zip(turns[1:], reported[1:], strict=True):
         assert t["usage"]["cacheable_prefix_tokens"] <= cached < t["usage"]["input_tokens"]
         assert t["usage"]["cache_write_input_tokens"] == 0
