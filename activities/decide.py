@@ -17,6 +17,13 @@ error result the model sees next turn; the calls past the turn's limit become on
 refused call that says how many were not run. Secrets in a call's arguments are redacted
 (``context.admission.security``) before the call travels anywhere: only the stored reply
 keeps them as the provider sent them.
+
+Prompt caching is measured here (docs/context-engine.md#prompt-cache-identity): the stored
+reply's ``usage`` keeps the provider's cached and cache-write input tokens beside the
+engine's own count of the cacheable prefix (``cacheable_prefix_tokens``, from the sealed
+manifest), and the manifest's usage row gets them too. The offline provider has no cache;
+it reports what a prefix cache would have served: the tokens of the byte-identical prefix
+this request shares with the job's previous turn's request.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of
 from activities.telemetry import emit, now_ns
 from artifacts import content_hash
 from context.admission.security import redact_arguments
+from context.seal.adapters import get_adapter
+from context.seal.cache import shared_prefix_tokens
+from context.tokens import default_counter
 from contracts.activity_messages import (
     MAX_TOOL_ARGUMENT_CHARS,
     DecideInput,
@@ -38,6 +48,8 @@ from contracts.activity_messages import (
     PlannedCall,
 )
 
+#: the provider with no prompt cache of its own (activities/providers/__init__.py)
+OFFLINE = "extractive"
 #: the longest tool name passed on as asked (longer ones are refused as unknown)
 _MAX_TOOL_NAME = 64
 
@@ -89,7 +101,39 @@ def _result(record: Any, body: dict[str, Any]) -> DecideResult:
     return DecideResult(decision=ref_of(record),
                         calls=[PlannedCall.model_validate(c) for c in body["planned"]],
                         input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
-                        text_chars=len(body["text"]))
+                        text_chars=len(body["text"]),
+                        cached_input_tokens=usage.get("cached_input_tokens") or 0,
+                        cache_write_input_tokens=usage.get("cache_write_input_tokens") or 0)
+
+
+def _consistent(decision: ProviderDecision) -> ProviderDecision:
+    """The cache figures as parts of the input (a reply claiming more cached than input
+    tokens is untrusted input, not a reason to fail the turn): each capped to what is left."""
+    total = decision.input_tokens or 0
+    cached = decision.cached_input_tokens
+    written = decision.cache_write_input_tokens
+    if cached is not None:
+        cached = min(cached, total)
+    if written is not None:
+        written = min(written, total - (cached or 0))
+    return decision.model_copy(update={"cached_input_tokens": cached,
+                                       "cache_write_input_tokens": written})
+
+
+async def _previous_request(store: Any, spec: Any, turn: int) -> dict[str, Any] | None:
+    """The payload the job's previous turn sent (verified against its sealed hash), or
+    ``None`` on the first turn."""
+    previous: dict[str, Any] | None = None
+    if turn > 1:
+        head = await store.head("model_decision", decision_id(spec.job_id, turn - 1),
+                                principal=principal_of(spec))
+        if head is not None:
+            _, raw = await store.get("model_decision", decision_id(spec.job_id, turn - 1),
+                                     principal=principal_of(spec), revision=head.revision)
+            before = json.loads(raw)
+            previous = (await load_serialized(store, spec, before["manifest_id"],
+                                              before["input_hash"]))["payload"]
+    return previous
 
 
 async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
@@ -108,10 +152,19 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
     provider = get_provider(spec.model.provider, model=spec.model.name)
     started = now_ns()
     decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])
+    if provider.name == OFFLINE and decision.cached_input_tokens is None:
+        # no cache offline: report what a prefix cache holding the last request would serve
+        shared = shared_prefix_tokens(await _previous_request(store, spec, inp.turn),
+                                      serialized["payload"], default_counter(),
+                                      get_adapter(serialized["adapter"]))
+        decision = decision.model_copy(update={
+            "cached_input_tokens": min(shared, decision.input_tokens or 0),
+            "cache_write_input_tokens": 0})
     emit("model_call", started, provider=spec.model.provider, operation="decide",
          model=spec.model.name, response_model=decision.model,
          input_tokens=decision.input_tokens, output_tokens=decision.output_tokens,
          job_id=spec.job_id, step_id=ctx.step_id, manifest_id=ctx.manifest_id)
+    decision = _consistent(decision)
     planned = plan_calls(decision, inp.turn, spec.research.max_calls_per_turn)
     body = {
         "turn": inp.turn, "manifest_id": ctx.manifest_id, "input_hash": serialized["hash"],
@@ -120,7 +173,10 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         "tool_calls": [c.model_dump(mode="json") for c in decision.tool_calls],
         "planned": [c.model_dump(mode="json") for c in planned],
         "usage": {"input_tokens": decision.input_tokens or 0,
-                  "output_tokens": decision.output_tokens or 0},
+                  "output_tokens": decision.output_tokens or 0,
+                  "cached_input_tokens": decision.cached_input_tokens,
+                  "cache_write_input_tokens": decision.cache_write_input_tokens,
+                  "cacheable_prefix_tokens": serialized["cache"].get("cacheable_prefix_tokens")},
     }
     raw = dumps(body)
     await pause_point("decide_before_write")
@@ -132,6 +188,8 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
                                     revision=record.revision)
         body = json.loads(stored)
     if decision.input_tokens is not None:
-        await store.record_usage(ctx.manifest_id, decision.input_tokens, principal=principal)
+        await store.record_usage(ctx.manifest_id, decision.input_tokens, principal=principal,
+                                 cached_input_tokens=decision.cached_input_tokens,
+                                 cache_write_input_tokens=decision.cache_write_input_tokens)
     await pause_point("decide_after_write")
     return _result(record, body)

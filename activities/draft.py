@@ -60,6 +60,8 @@ async def load_serialized(store: Any, spec: Any, manifest_id: str,
     # The payload sent is decoded from the verified bytes, never taken from a second copy
     # (manifests written before this kept one beside them; it is ignored).
     loaded: dict[str, Any] = {**serialized, "payload": json.loads(canonical)}
+    # the engine's prompt-cache record (its count of the cacheable prefix), for the turn
+    loaded["cache"] = body.get("cache") or {}
     return loaded
 
 

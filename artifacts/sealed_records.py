@@ -160,11 +160,14 @@ def put_manifest(
 
 
 def get_manifest(tx: Tx, manifest_id: str, *, principal: Principal) -> dict[str, Any]:
-    """The sealed manifest body; recorded provider usage fills ``budget.actual_input_tokens``."""
+    """The sealed manifest body; recorded provider usage fills ``budget.actual_input_tokens``
+    and, when the provider reported them, ``budget.cached_input_tokens`` and
+    ``budget.cache_write_input_tokens``."""
     check_identifier(manifest_id, "manifest_id")
     principal = check_principal(principal)
     row = tx.one(
-        "SELECT CAST(body AS TEXT), body_hash, actual_input_tokens FROM manifests "
+        "SELECT CAST(body AS TEXT), body_hash, actual_input_tokens, cached_input_tokens, "
+        "cache_write_input_tokens FROM manifests "
         "WHERE manifest_id = :id AND tenant = :tenant AND project = :project",
         {"id": manifest_id, "tenant": principal.tenant, "project": principal.project},
     )
@@ -173,10 +176,12 @@ def get_manifest(tx: Tx, manifest_id: str, *, principal: Principal) -> dict[str,
     body = _verified("manifest", manifest_id, row[0], row[1])  # decoded anew: caller's own
     if row[2] is not None:
         budget = body.get("budget")
-        if isinstance(budget, dict):
-            budget["actual_input_tokens"] = row[2]
-        else:
-            body["actual_input_tokens"] = row[2]
+        target = budget if isinstance(budget, dict) else body
+        target["actual_input_tokens"] = row[2]
+        for name, value in (("cached_input_tokens", row[3]),
+                            ("cache_write_input_tokens", row[4])):
+            if value is not None:
+                target[name] = value
     return body
 
 
@@ -200,24 +205,40 @@ def manifest_summaries(tx: Tx, run_id: str, *, principal: Principal) -> list[dic
              "created_at": tx.time_of(row[3])} for row in rows]
 
 
+def _usage_count(value: Any, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArtifact(f"{what} must be a non-negative int, got {value!r}")
+
+
 def record_usage(tx: Tx, manifest_id: str, actual_input_tokens: int, *,
-                 principal: Principal) -> None:
-    """Write back the provider's input-token count once (the same value again is a no-op),
-    on a manifest of the principal's tenant and project — like reading it."""
+                 principal: Principal, cached_input_tokens: int | None = None,
+                 cache_write_input_tokens: int | None = None) -> None:
+    """Write back the provider's input-token count once (the same values again are a no-op),
+    on a manifest of the principal's tenant and project — like reading it. The cache figures
+    are parts of ``actual_input_tokens`` (what the provider read from / wrote to its prompt
+    cache); ``None`` leaves one unrecorded."""
     check_identifier(manifest_id, "manifest_id")
     principal = check_principal(principal)
-    if (isinstance(actual_input_tokens, bool) or not isinstance(actual_input_tokens, int)
-            or actual_input_tokens < 0):
+    _usage_count(actual_input_tokens, "actual_input_tokens")
+    for value, what in ((cached_input_tokens, "cached_input_tokens"),
+                        (cache_write_input_tokens, "cache_write_input_tokens")):
+        if value is not None:
+            _usage_count(value, what)
+    if (cached_input_tokens or 0) + (cache_write_input_tokens or 0) > actual_input_tokens:
         raise InvalidArtifact(
-            f"actual_input_tokens must be a non-negative int, got {actual_input_tokens!r}"
-        )
+            f"cached ({cached_input_tokens}) and cache-write ({cache_write_input_tokens}) "
+            f"input tokens exceed actual_input_tokens {actual_input_tokens}")
     tx.require_write()
     scoped = {"id": manifest_id, "tenant": principal.tenant, "project": principal.project}
-    if tx.run("UPDATE manifests SET actual_input_tokens = :n WHERE manifest_id = :id "
+    values = {"n": actual_input_tokens, "cached": cached_input_tokens,
+              "written": cache_write_input_tokens}
+    if tx.run("UPDATE manifests SET actual_input_tokens = :n, cached_input_tokens = :cached, "
+              "cache_write_input_tokens = :written WHERE manifest_id = :id "
               "AND tenant = :tenant AND project = :project AND actual_input_tokens IS NULL",
-              {"n": actual_input_tokens, **scoped}):
+              {**values, **scoped}):
         return
-    found = tx.one("SELECT actual_input_tokens FROM manifests WHERE manifest_id = :id "
+    found = tx.one("SELECT actual_input_tokens, cached_input_tokens, cache_write_input_tokens "
+                   "FROM manifests WHERE manifest_id = :id "
                    "AND tenant = :tenant AND project = :project", scoped)
     if found is None:  # unknown, or another tenant's: the same answer either way
         raise ScopeDenied(_not_visible(principal, "manifest", manifest_id))
@@ -225,6 +246,11 @@ def record_usage(tx: Tx, manifest_id: str, actual_input_tokens: int, *,
         raise SealedConflict("manifest", manifest_id,
                              f"actual_input_tokens already recorded as {found[0]}, "
                              f"not {actual_input_tokens}")
+    if (found[1], found[2]) != (cached_input_tokens, cache_write_input_tokens):
+        raise SealedConflict("manifest", manifest_id,
+                             f"cache usage already recorded as {found[1]} cached and "
+                             f"{found[2]} written, not {cached_input_tokens} and "
+                             f"{cache_write_input_tokens}")
 
 
 def put_checkpoint(

@@ -158,9 +158,11 @@ class ArtifactStore:
                                   principal=principal)
 
     async def record_usage(self, manifest_id: str, actual_input_tokens: int, *,
-                           principal: Principal) -> None:
+                           principal: Principal, cached_input_tokens: int | None = None,
+                           cache_write_input_tokens: int | None = None) -> None:
         await self.db.call(True, sealed_records.record_usage, manifest_id, actual_input_tokens,
-                           principal=principal)
+                           principal=principal, cached_input_tokens=cached_input_tokens,
+                           cache_write_input_tokens=cache_write_input_tokens)
 
     async def put_checkpoint(
         self, checkpoint_id: str, *, run_id: str, step_id: str, body: dict[str, Any],

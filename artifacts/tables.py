@@ -122,6 +122,8 @@ class Manifest(Base):
     policy_digest: Mapped[str | None] = mapped_column(String(71), nullable=True)
     serialized_input_hash: Mapped[str | None] = mapped_column(String(71), nullable=True)
     actual_input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cached_input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cache_write_input_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     body: Mapped[dict[str, Any]] = mapped_column(JSON)
     body_hash: Mapped[str] = mapped_column(String(71))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())

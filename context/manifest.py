@@ -126,6 +126,10 @@ class BudgetEntry(_M):
     usable_input: int
     estimated_used: int | None
     actual_input_tokens: int | None = None
+    #: filled in from the store with ``actual_input_tokens``: the part of it the provider
+    #: read from its prompt cache and the part it wrote to it
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
     evidence_budget: int | None
     evidence_block_tokens: int
     partitions: dict[str, PartitionEntry]
@@ -234,6 +238,13 @@ class CacheEntry(_M):
     status: CacheStatus
     previous_assembly_id: str | None
     reason: str
+    #: what the request asks the provider to cache: Anthropic ``cache_control``
+    #: breakpoints placed, and the OpenAI ``prompt_cache_key`` (none on a blocked step)
+    breakpoints: int = 0
+    prompt_cache_key: str | None = None
+    #: the engine's count, in tokens, of the cacheable prefix it asked for (up to the last
+    #: breakpoint; for OpenAI the tools and the system message)
+    cacheable_prefix_tokens: int | None = None
 
 
 class StageEntry(_M):

@@ -266,6 +266,10 @@ class DecideResult(_Msg):
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     text_chars: int = Field(default=0, ge=0)
+    #: the part of ``input_tokens`` the provider read from / wrote to its prompt cache
+    #: (activities/providers/base.py; docs/context-engine.md#prompt-cache-identity)
+    cached_input_tokens: int = Field(default=0, ge=0)
+    cache_write_input_tokens: int = Field(default=0, ge=0)
 
 
 class RecordTurnInput(_Msg):

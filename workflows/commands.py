@@ -189,6 +189,12 @@ class TraceTurn(BaseModel):
     output_tokens: int
     manifest_id: str
     calls: list[TraceCall]
+    #: prompt cache (docs/context-engine.md#prompt-cache-identity): the provider's reported
+    #: cached and cache-write input tokens (None: not reported), and the engine's own count
+    #: of the cacheable prefix it asked for
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+    cacheable_prefix_tokens: int | None = None
 
 
 class TraceReport(BaseModel):
@@ -532,7 +538,11 @@ async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceT
                          model=str(decision.get("model", "")),
                          input_tokens=int(usage.get("input_tokens") or 0),
                          output_tokens=int(usage.get("output_tokens") or 0),
-                         manifest_id=str(decision.get("manifest_id", "")), calls=[])
+                         manifest_id=str(decision.get("manifest_id", "")), calls=[],
+                         **{k: usage[k] for k in ("cached_input_tokens",
+                                                  "cache_write_input_tokens",
+                                                  "cacheable_prefix_tokens")
+                            if isinstance(usage.get(k), int)})
         for call in decision.get("planned") or []:
             record = await _head_json(store, "tool_record",
                                       f"{job_id}:tool:{call['call_id']}", principal)
@@ -564,7 +574,7 @@ async def trace(console: Console, settings: Settings, job_id: str,
     for turn in turns:
         console.print(f"[bold]turn {turn.turn}[/bold] {turn.model} "
                       f"in {turn.input_tokens} out {turn.output_tokens} tokens "
-                      f"(manifest {turn.manifest_id})")
+                      f"{cache_line(turn)}(manifest {turn.manifest_id})")
         for call in turn.calls:
             shown = "not run yet" if call.status is None else (
                 f"{call.status}{' ' + call.rejection if call.rejection else ''}"
@@ -572,6 +582,15 @@ async def trace(console: Console, settings: Settings, job_id: str,
             console.print(f"  {call.call_id:<9} {call.tool_name:<11} "
                           f"{argument_line(call.arguments)[:80]:<80} → {shown}")
     return TraceReport(job_id=job_id, turns=turns)
+
+
+def cache_line(turn: TraceTurn) -> str:
+    """``cached N written N of prefix N `` when the turn recorded cache figures."""
+    if turn.cached_input_tokens is None and turn.cacheable_prefix_tokens is None:
+        return ""
+    return (f"cached {turn.cached_input_tokens or 0} written "
+            f"{turn.cache_write_input_tokens or 0} of prefix "
+            f"{turn.cacheable_prefix_tokens or 0} ")
 
 
 def argument_line(arguments: dict[str, Any]) -> str:

@@ -5,6 +5,15 @@ text plus token usage. ``ProviderResult.input_tokens`` is the provider's own cou
 API's usage for remote providers, the tiktoken count of the payload for ``extractive``);
 the draft activity writes it back to the manifest beside the engine's estimate.
 
+Prompt caching (docs/context-engine.md#prompt-cache-identity): ``input_tokens`` is *every*
+input token of the request, cached or not, for both APIs (OpenAI's ``prompt_tokens``
+already is; Anthropic's ``input_tokens`` counts only the uncached rest, so its cache reads
+and writes are added). ``cached_input_tokens`` is the part of it the provider read from its
+prompt cache (OpenAI ``prompt_tokens_details.cached_tokens``, Anthropic
+``cache_read_input_tokens``) and ``cache_write_input_tokens`` the part it wrote to the cache
+(Anthropic ``cache_creation_input_tokens``; OpenAI bills no writes, so 0). ``None`` means the
+provider did not say. The uncached, unwritten rest is ``input - cached - cache_write``.
+
 Errors: ``ProviderError`` and its subclasses live in ``contracts.errors``, because the
 workflow's retry policy names the permanent ones by class and must not import this code.
 """
@@ -24,6 +33,8 @@ class ProviderResult(BaseModel):
     text: str
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int | None = Field(default=None, ge=0)
+    cache_write_input_tokens: int | None = Field(default=None, ge=0)
     model: str
     provider: str
 
@@ -54,6 +65,8 @@ class ProviderDecision(BaseModel):
     text: str = ""
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int | None = Field(default=None, ge=0)
+    cache_write_input_tokens: int | None = Field(default=None, ge=0)
     model: str
     provider: str
     stop_reason: str | None = None

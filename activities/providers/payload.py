@@ -50,8 +50,8 @@ def read_request(payload: dict[str, Any], adapter: str) -> RequestView:
     if not isinstance(messages, list) or not messages:
         raise ProviderInputError("request has no messages")
     view = RequestView()
-    if isinstance(payload.get("system"), str):
-        view.control.append(payload["system"])
+    # a string, or text blocks when the stable prefix carries a cache breakpoint
+    view.control += _texts_of(payload.get("system"))
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             raise ProviderInputError(f"message {i} is not an object")

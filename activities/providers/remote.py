@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 from activities.providers.base import ProposedToolCall, ProviderDecision, ProviderResult
 from contracts.errors import (
@@ -149,6 +149,45 @@ def _proposed(call_id: Any, name: Any, raw_arguments: Any) -> ProposedToolCall:
     )
 
 
+def _count(value: Any) -> int | None:
+    """A token count the API reported: a non-negative int, else ``None`` (not said)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+class _Usage(TypedDict):
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_input_tokens: int | None
+    cache_write_input_tokens: int | None
+
+
+def _openai_usage(usage: Any) -> _Usage:
+    """Chat Completions usage: ``prompt_tokens`` already counts the cached part
+    (``prompt_tokens_details.cached_tokens``); OpenAI bills no cache writes."""
+    prompt = _count(getattr(usage, "prompt_tokens", None))
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = _count(getattr(details, "cached_tokens", None))
+    return {"input_tokens": prompt, "output_tokens": _count(getattr(usage, "completion_tokens",
+                                                                    None)),
+            "cached_input_tokens": cached,
+            "cache_write_input_tokens": None if prompt is None else 0}
+
+
+def _anthropic_usage(usage: Any) -> _Usage:
+    """Messages usage: ``input_tokens`` is only the input after the last cache breakpoint
+    (neither read from nor written to the cache), so every input token of the request is
+    the sum of it, ``cache_read_input_tokens`` and ``cache_creation_input_tokens``
+    (activities/providers/base.py)."""
+    rest = _count(getattr(usage, "input_tokens", None))
+    read = _count(getattr(usage, "cache_read_input_tokens", None))
+    write = _count(getattr(usage, "cache_creation_input_tokens", None))
+    total = None if rest is None else rest + (read or 0) + (write or 0)
+    return {"input_tokens": total, "output_tokens": _count(getattr(usage, "output_tokens", None)),
+            "cached_input_tokens": read, "cache_write_input_tokens": write}
+
+
 def _checked_request(
     name: str, expected: str, model: str | None, payload: dict[str, Any], adapter: str
 ) -> dict[str, Any]:
@@ -202,8 +241,7 @@ class OpenAIProvider:
         usage = getattr(response, "usage", None)
         return ProviderResult(
             text=response.choices[0].message.content or "",
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
+            **_openai_usage(usage),
             model=getattr(response, "model", None) or request["model"],
             provider=self.name,
         )
@@ -230,8 +268,7 @@ class OpenAIProvider:
         return ProviderDecision(
             tool_calls=calls,
             text=message.content or "",
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
+            **_openai_usage(usage),
             model=getattr(response, "model", None) or request["model"],
             provider=self.name,
             stop_reason=getattr(choice, "finish_reason", None),
@@ -289,8 +326,7 @@ class AnthropicProvider:
         usage = getattr(response, "usage", None)
         return ProviderResult(
             text=_anthropic_text(response),
-            input_tokens=getattr(usage, "input_tokens", None),
-            output_tokens=getattr(usage, "output_tokens", None),
+            **_anthropic_usage(usage),
             model=getattr(response, "model", None) or request["model"],
             provider=self.name,
         )
@@ -306,8 +342,7 @@ class AnthropicProvider:
         return ProviderDecision(
             tool_calls=calls,
             text=_anthropic_text(response),
-            input_tokens=getattr(usage, "input_tokens", None),
-            output_tokens=getattr(usage, "output_tokens", None),
+            **_anthropic_usage(usage),
             model=getattr(response, "model", None) or request["model"],
             provider=self.name,
             stop_reason=getattr(response, "stop_reason", None),

@@ -36,8 +36,8 @@ from context.manifest import (
 )
 from context.manifest_entries import artifact_refs, checkpoint_ref, included_entry
 from context.memo import ItemMemo
-from context.seal.adapters import SerializationError, SerializedRequest, get_adapter
-from context.seal.cache import cache_entry, prefix_values
+from context.seal.adapters import CacheRequest, SerializationError, SerializedRequest, get_adapter
+from context.seal.cache import cache_entry, prefix_values, prompt_cache_key, requested
 from context.seal.render import (
     AssemblyInput,
     RenderedMessage,
@@ -193,6 +193,30 @@ class Finisher:
         return AssemblyInput(messages=tuple(msgs),
                              tool_definitions=tuple(state.request.tool_definitions))
 
+    def _prefix(self, assembly: AssemblyInput) -> tuple[str, str] | None:
+        """The stable prefix's identity, when it is cache-eligible."""
+        state, request = self.state, self.state.request
+        control_items = [a.item for a in state.ordered(Zone.CONTROL)]
+        stable = set(state.policy.cache.stable_prefix_sources)
+        if control_items and all(i.source_type in stable for i in control_items):
+            return prefix_values(assembly, control_items, state.policy, request.adapter,
+                                 request.model.name)
+        return None
+
+    def _cache_request(self, assembly: AssemblyInput) -> CacheRequest | None:
+        """What to ask the provider to cache (docs/context-engine.md#prompt-cache-identity):
+        nothing without an eligible stable prefix; else a breakpoint at its end, one at the
+        last compaction boundary of the history (the end of the history summary), and a
+        per-job cache key."""
+        prefix = self._prefix(assembly)
+        if prefix is None:
+            return None
+        summaries = {s.summary_id for s in self.state.summaries}
+        boundary = [i for i, m in enumerate(assembly.messages)
+                    if m.item_ids and m.item_ids[0] in summaries]
+        return CacheRequest(stable_prefix=True, boundaries=tuple(boundary[-1:]),
+                            key=prompt_cache_key(self.state.request.run_id, prefix[1]))
+
     def ready(self) -> Outcome:
         state, counter = self.state, self.state.counter
         adapter = get_adapter(state.request.adapter)
@@ -202,7 +226,8 @@ class Finisher:
             assembly = self.render()
             try:
                 serialized = adapter.serialize(
-                    assembly, state.request.model.name, state.policy.budget.response_reserve
+                    assembly, state.request.model.name, state.policy.budget.response_reserve,
+                    self._cache_request(assembly),
                 )
             except SerializationError as exc:
                 raise Blocked(BlockedReason.SERIALIZATION_INVALID, str(exc)) from None
@@ -339,20 +364,18 @@ class Finisher:
         included = fields.pop("_included")
         for a in included:
             a.tokens = per_item.get(a.item.item_id, a.tokens)
-        control_items = [a.item for a in state.ordered(Zone.CONTROL)]
-        prefix = None
-        stable = set(state.policy.cache.stable_prefix_sources)
-        if control_items and all(i.source_type in stable for i in control_items):
-            prefix = prefix_values(assembly, control_items, state.policy, request.adapter,
-                                   request.model.name)
+        prefix = self._prefix(assembly)
+        adapter = get_adapter(request.adapter)
+        cache = cache_entry(run_id=request.run_id, policy=state.policy,
+                            previous=request.previous_manifest, prefix=prefix, blocked=False)
+        cache = cache.model_copy(update=requested(serialized.payload, adapter, state.counter))
         fields.update(
             status="ready", blocked_reason=None, blocked_detail=None,
             assembly_input_hash=assembly.digest(),
             serialized_model_input_hash=serialized.hash,
             budget=self._budget(per_part, total, evidence),
             included=[included_entry(a) for a in included],
-            cache=cache_entry(run_id=request.run_id, policy=state.policy,
-                              previous=request.previous_manifest, prefix=prefix, blocked=False),
+            cache=cache,
         )
         manifest = seal(fields)
         blocks = [m.content or "" for m in assembly.messages

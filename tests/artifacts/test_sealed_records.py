@@ -73,6 +73,36 @@ async def test_manifest_seal_and_usage(
     assert row.actual_input_tokens == 812
 
 
+async def test_cache_usage_is_recorded_once_beside_the_input_count(
+    store: ArtifactStore, alice: Principal, scope: Scope
+) -> None:
+    """The provider's prompt-cache figures (docs/context-engine.md#prompt-cache-identity)
+    are kept with ``actual_input_tokens``, outside the seal, once; a different second
+    report is a conflict, and figures larger than the input they are parts of are refused
+    before anything is written."""
+    await store.put_manifest("assembly-c", run_id="run-1", step_id="step-c", status="ready",
+                             body=MANIFEST, scope=scope)
+    with pytest.raises(InvalidArtifact, match="exceed actual_input_tokens 100"):
+        await store.record_usage("assembly-c", 100, principal=alice, cached_input_tokens=80,
+                                 cache_write_input_tokens=30)
+    with pytest.raises(InvalidArtifact, match="cached_input_tokens must be a non-negative"):
+        await store.record_usage("assembly-c", 100, principal=alice, cached_input_tokens=-1)
+    assert (await store.get_manifest("assembly-c", principal=alice)
+            )["budget"]["actual_input_tokens"] is None  # nothing was written
+    await store.record_usage("assembly-c", 1000, principal=alice, cached_input_tokens=640,
+                             cache_write_input_tokens=200)
+    await store.record_usage("assembly-c", 1000, principal=alice, cached_input_tokens=640,
+                             cache_write_input_tokens=200)
+    with pytest.raises(SealedConflict, match="cache usage already recorded as 640 cached"):
+        await store.record_usage("assembly-c", 1000, principal=alice, cached_input_tokens=0,
+                                 cache_write_input_tokens=200)
+    got = await store.get_manifest("assembly-c", principal=alice)
+    assert {k: got["budget"][k] for k in ("actual_input_tokens", "cached_input_tokens",
+                                          "cache_write_input_tokens")} == {
+        "actual_input_tokens": 1000, "cached_input_tokens": 640,
+        "cache_write_input_tokens": 200}
+
+
 async def test_manifest_summaries_list_a_runs_columns_without_bodies(
     store: ArtifactStore, alice: Principal, scope: Scope
 ) -> None:

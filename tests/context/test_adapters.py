@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from context.seal.adapters import SerializationError, get_adapter
-from context.seal.adapters.anthropic_messages import AnthropicMessagesAdapter
+from context.seal.adapters import CacheRequest, SerializationError, get_adapter
+from context.seal.adapters.anthropic_messages import MAX_BREAKPOINTS, AnthropicMessagesAdapter
 from context.seal.adapters.openai_chat import OpenAIChatAdapter
 from context.seal.render import AssemblyInput, assemble_messages, parse_data_blocks
 from context.tokens import TokenCounter
@@ -54,10 +54,21 @@ def golden_assembly() -> AssemblyInput:
     )
 
 
+def golden_cache() -> CacheRequest:
+    """Caching as the engine asks for it: the stable prefix, one history boundary (here the
+    last data block, standing where a history summary ends) and a per-job key."""
+    messages = golden_assembly().messages
+    boundary = max(i for i, m in enumerate(messages) if "web-blog" in m.item_ids)
+    return CacheRequest(stable_prefix=True, boundaries=(boundary,),
+                        key="pressroom-0123456789abcdef0123456789abcdef")
+
+
 @pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages"])
 def test_golden_serialization(name: str) -> None:
+    """The golden requests carry the prompt-cache request: Anthropic ``cache_control`` on
+    the system block and on the boundary's last block, OpenAI ``prompt_cache_key``."""
     adapter = get_adapter(name)
-    req = adapter.serialize(golden_assembly(), "test-model", 2048)
+    req = adapter.serialize(golden_assembly(), "test-model", 2048, golden_cache())
     record = {
         "adapter": req.adapter,
         "adapter_version": req.adapter_version,
@@ -307,6 +318,114 @@ def test_serialize_rejects_an_exchange_without_user_turn() -> None:
     with pytest.raises(SerializationError) as err:
         get_adapter("anthropic_messages").serialize(a, "m", 10)
     assert err.value.rule == "first_message_user"
+
+
+def _breakpoints(p: dict[str, Any]) -> list[str]:
+    """Where ``p`` carries ``cache_control``, in the API's order (tools, system, messages)."""
+    found = [f"tools[{i}]" for i, t in enumerate(p.get("tools") or []) if "cache_control" in t]
+    if isinstance(p.get("system"), list):
+        found += [f"system[{j}]" for j, b in enumerate(p["system"]) if "cache_control" in b]
+    return found + [f"messages[{i}].content[{j}]" for i, m in enumerate(p["messages"])
+                    for j, b in enumerate(m["content"]) if "cache_control" in b]
+
+
+def test_cache_breakpoints_are_in_the_sealed_request_and_pass_validation() -> None:
+    """The breakpoints are part of the payload the hash covers, pass the adapter's own
+    validation, and the engine's prefix count stops at the last one."""
+    adapter = AnthropicMessagesAdapter()
+    plain = adapter.serialize(golden_assembly(), "m", 10)
+    cached = adapter.serialize(golden_assembly(), "m", 10, golden_cache())
+    p = cached.payload
+    adapter.validate(copy.deepcopy(p))
+    assert _breakpoints(plain.payload) == [] and plain.hash != cached.hash
+    assert json.loads(cached.canonical_json) == p
+    # the stable prefix ends on the system block (tools come before it in the API's order);
+    # the boundary's web-blog block is the last text block of the first user message
+    assert _breakpoints(p) == ["system[0]", "messages[0].content[3]"]
+    assert p["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "web-blog" in p["messages"][0]["content"][3]["text"]
+    counter = TokenCounter()
+    head = [{"role": "system", "content": p["system"]},
+            {"role": "user", "content": p["messages"][0]["content"]}]
+    assert adapter.cacheable_prefix_tokens(p, counter) == counter.count_messages(head, p["tools"])
+    assert adapter.count_tokens(p, counter) == adapter.count_tokens(plain.payload, counter)
+    assert adapter.cacheable_prefix_tokens(plain.payload, counter) == 0
+
+
+def test_anthropic_keeps_at_most_four_breakpoints_the_latest() -> None:
+    every = tuple(range(len(golden_assembly().messages)))
+    p = AnthropicMessagesAdapter().serialize(
+        golden_assembly(), "m", 10, CacheRequest(stable_prefix=True, boundaries=every)).payload
+    marks = _breakpoints(p)
+    assert len(marks) == MAX_BREAKPOINTS and marks[0] == "system[0]"
+    assert marks[-1] == f"messages[{len(p['messages']) - 1}].content[0]"
+
+
+def test_without_system_text_the_last_tool_closes_the_prefix() -> None:
+    a = golden_assembly()
+    a = AssemblyInput(messages=tuple(m for m in a.messages if m.role != "system"),
+                      tool_definitions=a.tool_definitions)
+    p = AnthropicMessagesAdapter().serialize(a, "m", 10, CacheRequest(stable_prefix=True)
+                                             ).payload
+    assert "system" not in p and _breakpoints(p) == [f"tools[{len(p['tools']) - 1}]"]
+    counter = TokenCounter()
+    assert AnthropicMessagesAdapter().cacheable_prefix_tokens(p, counter) == \
+        counter.tool_definition_tokens(p["tools"])
+
+
+def test_openai_prompt_cache_key_and_prefix_count() -> None:
+    adapter = OpenAIChatAdapter()
+    p = adapter.serialize(golden_assembly(), "m", 10, golden_cache()).payload
+    adapter.validate(copy.deepcopy(p))
+    assert p["prompt_cache_key"] == golden_cache().key
+    assert "cache_control" not in json.dumps(p)  # OpenAI caches prefixes on its own
+    counter = TokenCounter()
+    assert adapter.cacheable_prefix_tokens(p, counter) == counter.count_messages(
+        p["messages"][:1], p["tools"])
+
+
+def _an_cache_control_kind(p: dict[str, Any]) -> None:
+    p["messages"][0]["content"][0]["cache_control"] = {"type": "persistent"}
+
+
+def _an_cache_control_ttl(p: dict[str, Any]) -> None:
+    p["tools"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1d"}
+
+
+def _an_five_breakpoints(p: dict[str, Any]) -> None:
+    for block in [*p["tools"], *p["messages"][0]["content"]][:5]:
+        block["cache_control"] = {"type": "ephemeral"}
+
+
+def _an_system_not_text(p: dict[str, Any]) -> None:
+    p["system"] = [{"type": "image", "text": "x"}]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "rule"),
+    [
+        (_an_cache_control_kind, "cache_control"),
+        (_an_cache_control_ttl, "cache_control"),
+        (_an_five_breakpoints, "cache_breakpoints"),
+        (_an_system_not_text, "system_top_level"),
+    ],
+)
+def test_anthropic_cache_breakpoints_are_validated(mutate: Any, rule: str) -> None:
+    p = copy.deepcopy(AnthropicMessagesAdapter().serialize(
+        golden_assembly(), "m", 10, golden_cache()).payload)
+    mutate(p)
+    with pytest.raises(SerializationError) as err:
+        AnthropicMessagesAdapter().validate(p)
+    assert err.value.rule == rule
+
+
+@pytest.mark.parametrize("key", ["", "k" * 65, "job id with spaces", 7])
+def test_openai_prompt_cache_key_is_validated(key: Any) -> None:
+    p = openai_payload()
+    p["prompt_cache_key"] = key
+    with pytest.raises(SerializationError) as err:
+        OpenAIChatAdapter().validate(p)
+    assert err.value.rule == "prompt_cache_key"
 
 
 def test_unknown_adapter_is_named() -> None:

@@ -197,6 +197,46 @@ def test_older_pairs_are_compacted_and_recent_kept_verbatim() -> None:
         assert f"pi@53fa77cc:src/a.py#L{i + 1}-L{i + 9}" in text and f"tool-result:c{i}" in text
 
 
+def test_cache_breakpoints_close_the_stable_prefix_and_the_compaction_boundary() -> None:
+    """An Anthropic request asks to cache the stable prefix (its system block) and the
+    prefix through the history summary (its last compaction boundary); the breakpoints are
+    in the sealed bytes, and the manifest records them with the engine's token count of
+    the prefix up to the last one. Without a compaction only the stable prefix is marked;
+    an OpenAI request carries the per-job key instead."""
+    from context.seal.adapters import get_adapter
+    from context.seal.cache import prompt_cache_key
+
+    calls = [_call(f"c{i}", i, repo="pi", commit="53fa77cc", path="src/a.py",
+                   lines=f"{i + 1}-{i + 9}") for i in range(7)]
+    results = [_result(f"c{i}") for i in range(7)]
+    hist = ToolHistory(calls=calls, results=results)
+    out = assemble(request([RL], tool_history=hist, policy=PER_PAIR,
+                           adapter="anthropic_messages"))
+    assert isinstance(out, Ready)
+    p = out.serialized.payload
+    summary_id = out.manifest.summaries[0].summary_id
+    marked = [b for m in p["messages"] for b in m["content"] if "cache_control" in b]
+    assert p["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert len(marked) == 1 and f'<<<DATA id="{summary_id}"' in marked[0]["text"]
+    assert '"cache_control"' in out.serialized.canonical_json  # the hash covers them
+    cache = out.manifest.cache
+    assert cache.breakpoints == 2 and cache.prompt_cache_key is None
+    adapter = get_adapter("anthropic_messages")
+    assert cache.cacheable_prefix_tokens == adapter.cacheable_prefix_tokens(p)
+    assert 0 < cache.cacheable_prefix_tokens < out.manifest.budget.estimated_used
+
+    short = assemble(request([RL], tool_history=ToolHistory(calls=calls[:1],
+                                                            results=results[:1]),
+                             adapter="anthropic_messages"))
+    assert isinstance(short, Ready) and short.manifest.cache.breakpoints == 1
+    openai = assemble(request([RL], tool_history=hist, policy=PER_PAIR))
+    assert isinstance(openai, Ready)
+    key = openai.serialized.payload["prompt_cache_key"]
+    assert key == openai.manifest.cache.prompt_cache_key == prompt_cache_key(
+        openai.manifest.run_id, openai.manifest.cache.prefix_identity or "")
+    assert openai.manifest.run_id not in key and openai.manifest.cache.breakpoints == 0
+
+
 # -- acquisition and cache --------------------------------------------------------------
 def test_acquisition_outcomes_are_recorded_not_excluded() -> None:
     acq = [
@@ -246,7 +286,11 @@ def test_anthropic_adapter_end_to_end() -> None:
     out = assemble(request([RL], adapter="anthropic_messages", tool_history=hist))
     assert isinstance(out, Ready)
     p = out.serialized.payload
-    assert "Follow the research policy." in p["system"]
+    # the system text is one text block closing the stable prefix with a cache breakpoint
+    # (docs/context-engine.md#prompt-cache-identity)
+    [system] = p["system"]
+    assert "Follow the research policy." in system["text"]
+    assert system["cache_control"] == {"type": "ephemeral"}
     assert p["messages"][0]["role"] == "user"
     m = out.manifest
     assert m.adapter.name == "anthropic_messages" and m.adapter.serialization_policy_version

@@ -288,6 +288,28 @@ async def test_usage_and_model_come_from_the_response(dialect: Dialect) -> None:
 
 
 @DIALECTS
+async def test_prompt_cache_figures_come_from_the_response(dialect: Dialect) -> None:
+    """The API's cached / cache-write counts, as parts of every input token: OpenAI's
+    ``prompt_tokens`` already holds its ``cached_tokens``; Anthropic's ``input_tokens`` is
+    only the uncached rest, so its cache read and write are added to it."""
+    body = dialect.reply([("call_c", "search_sources", {"query": "jitter"})], None,
+                         dialect.tool_stop)
+    if dialect is OPENAI:
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": 768, "audio_tokens": 0}
+        want = (USAGE_IN, 768, 0)
+    else:
+        body["usage"].update(cache_read_input_tokens=700, cache_creation_input_tokens=90)
+        want = (USAGE_IN + 700 + 90, 700, 90)
+    decision = await dialect.decide(dialect.replay((200, body, {})))
+    assert (decision.input_tokens, decision.cached_input_tokens,
+            decision.cache_write_input_tokens) == want
+    # a reply without cache figures says nothing about the cache (not "0 cached")
+    plain = dialect.reply([], "done", dialect.text_stop)
+    decision = await dialect.decide(dialect.replay((200, plain, {})))
+    assert decision.input_tokens == USAGE_IN and decision.cached_input_tokens is None
+
+
+@DIALECTS
 async def test_rate_limit_carries_retry_after_as_the_next_retry_delay(dialect: Dialect) -> None:
     kind = "rate_limit_exceeded" if dialect is OPENAI else "rate_limit_error"
     replay = dialect.replay((429, dialect.error(kind, "Rate limit reached."),

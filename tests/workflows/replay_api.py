@@ -5,7 +5,16 @@ No model API is reachable from this machine, so tests that run a whole job with 
 SDK encodes the sealed request and sends it over a real socket; the server replays the
 next API-shaped response of its script and keeps every request body for the test to read.
 A request with ``tools`` is a research turn and gets the next scripted turn; one without
-(a draft) gets a fixed article.
+(a draft) gets a fixed article. A request to ``/v1/messages`` is answered in the Anthropic
+Messages shape (``replayed_anthropic`` points that SDK here), so both official SDKs run a
+whole job against it.
+
+Prompt-cache figures are replayed as the APIs report them: from the second research turn
+on, an OpenAI reply says :data:`CACHED_TOKENS` of its ``prompt_tokens`` were cached
+(``prompt_tokens_details.cached_tokens``); an Anthropic reply says its first turn wrote
+:data:`CACHED_TOKENS` to the cache (``cache_creation_input_tokens``) and later turns read
+them (``cache_read_input_tokens``), with ``input_tokens`` the uncached rest — every reply
+still totals 1000 input tokens.
 
 A request the server has already answered gets the same answer again. A retried ``decide``
 attempt sends exactly the sealed request its first attempt sent — on a loaded machine an
@@ -30,6 +39,8 @@ from typing import Any
 Turn = list[tuple[str, dict[str, Any] | str]]
 
 DRAFT_TEXT = "# Draft\n\nWritten by the replayed model from the notes.\n"
+#: the input tokens a replayed research reply reports as read from (or written to) the cache
+CACHED_TOKENS = 640
 
 
 def completion(turn_number: int, calls: Turn) -> dict[str, Any]:
@@ -46,7 +57,30 @@ def completion(turn_number: int, calls: Turn) -> dict[str, Any]:
             "model": "replayed-model",
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}}
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050,
+                      "prompt_tokens_details": {
+                          "cached_tokens": CACHED_TOKENS if turn_number > 1 else 0}}}
+
+
+def anthropic_message(turn_number: int, calls: Turn) -> dict[str, Any]:
+    """One research turn as the Messages API answers it (``tool_use`` blocks)."""
+    content = [{"type": "tool_use", "id": f"toolu_{turn_number}_{index}", "name": name,
+                "input": arguments if isinstance(arguments, dict) else {"raw": arguments}}
+               for index, (name, arguments) in enumerate(calls)]
+    first = turn_number == 1
+    return {"id": f"msg_{turn_number}", "type": "message", "role": "assistant",
+            "model": "replayed-model", "content": content,
+            "stop_reason": "tool_use" if content else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1000 - CACHED_TOKENS, "output_tokens": 50,
+                      "cache_creation_input_tokens": CACHED_TOKENS if first else 0,
+                      "cache_read_input_tokens": 0 if first else CACHED_TOKENS}}
+
+
+def anthropic_draft() -> dict[str, Any]:
+    return {"id": "msg_draft", "type": "message", "role": "assistant",
+            "model": "replayed-model", "content": [{"type": "text", "text": DRAFT_TEXT}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 900, "output_tokens": 20}}
 
 
 def draft_completion() -> dict[str, Any]:
@@ -88,6 +122,7 @@ def replaying_api(script: list[Turn], *, rate_limited: int = 0
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            anthropic = self.path.endswith("/messages")
             requests.append(body)
             if body.get("tools") and limited[0] > 0:
                 limited[0] -= 1
@@ -106,9 +141,11 @@ def replaying_api(script: list[Turn], *, rate_limited: int = 0
                     reply = answered[key]
                 elif body.get("tools"):
                     number, calls = next(turns, (len(requests), []))
-                    reply = answered[key] = completion(number, calls)
+                    reply = answered[key] = (anthropic_message(number, calls) if anthropic
+                                             else completion(number, calls))
                 else:
-                    reply = answered[key] = draft_completion()
+                    reply = answered[key] = anthropic_draft() if anthropic \
+                        else draft_completion()
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -137,4 +174,13 @@ def replayed_openai(monkeypatch: Any, script: list[Turn], *, rate_limited: int =
     with replaying_api(script, rate_limited=rate_limited) as (base_url, requests):
         monkeypatch.setenv("OPENAI_BASE_URL", base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-real")
+        yield requests
+
+
+@contextmanager
+def replayed_anthropic(monkeypatch: Any, script: list[Turn]) -> Iterator[list[dict[str, Any]]]:
+    """``replaying_api`` with this process's Anthropic SDK pointed at it; yields the bodies."""
+    with replaying_api(script) as (base_url, requests):
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-real")
         yield requests

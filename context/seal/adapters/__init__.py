@@ -9,13 +9,19 @@ that breaks a provider rule raises ``SerializationError`` (``.rule`` names it).
 from __future__ import annotations
 
 from context.seal.adapters.anthropic_messages import AnthropicMessagesAdapter
-from context.seal.adapters.base import Adapter, SerializationError, SerializedRequest
+from context.seal.adapters.base import (
+    Adapter,
+    CacheRequest,
+    SerializationError,
+    SerializedRequest,
+)
 from context.seal.adapters.openai_chat import OpenAIChatAdapter
 
 __all__ = [
     "ADAPTERS",
     "Adapter",
     "AnthropicMessagesAdapter",
+    "CacheRequest",
     "OpenAIChatAdapter",
     "SerializationError",
     "SerializedRequest",

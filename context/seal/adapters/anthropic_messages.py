@@ -14,13 +14,23 @@ Mapping from :class:`~context.seal.render.AssemblyInput`: all ``system`` message
 messages are merged by concatenating their blocks in order. ``max_tokens`` carries the
 response reserve; tool definitions → ``tools`` with ``input_schema``.
 
+Prompt caching (docs/context-engine.md#prompt-cache-identity): the API reads a request as
+tools, then system, then messages, and caches the prefix up to a block marked
+``cache_control: {"type": "ephemeral"}``. When the engine asks for it (``CacheRequest``) the
+stable prefix ends with one — on the system text, which then becomes one ``text`` block
+(a plain string cannot carry it), or on the last tool when there is no system text — and
+the last block of each boundary message gets one; at most :data:`MAX_BREAKPOINTS` (the
+API's limit), the latest boundaries kept. Without a ``CacheRequest`` the payload is what it
+always was.
+
 Rules checked by :func:`validate`: ``payload_shape``, ``system_top_level``,
 ``role_known``, ``first_message_user``, ``roles_alternate``, ``content_blocks``,
 ``nonempty_text``, ``tool_use_id_format`` (``^[a-zA-Z0-9_-]+$``, documented length limit
 64), ``tool_name_format`` (``^[a-zA-Z0-9_-]{1,64}$``), ``duplicate_tool_use_id``,
 ``tool_result_in_next_message``, ``tool_results_first``, ``orphan_tool_result``,
 ``duplicate_tool_result``, ``last_message_user``, ``tool_definition_shape``,
-``duplicate_tool_name``.
+``duplicate_tool_name``, ``cache_control`` (exactly ``{"type": "ephemeral"}``, optionally
+with ``ttl`` ``5m``/``1h``) and ``cache_breakpoints`` (at most four).
 """
 
 from __future__ import annotations
@@ -29,7 +39,12 @@ import json
 import re
 from typing import Any
 
-from context.seal.adapters.base import SerializationError, SerializedRequest, check_ids_unique
+from context.seal.adapters.base import (
+    CacheRequest,
+    SerializationError,
+    SerializedRequest,
+    check_ids_unique,
+)
 from context.seal.adapters.base import finish as _finish
 from context.seal.adapters.base import map_call_id as _map_call_id
 from context.seal.render import AssemblyInput
@@ -41,24 +56,34 @@ ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")
 ID_MAX = 64
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _BLOCK_TYPES = {"text", "tool_use", "tool_result"}
+#: the Messages API accepts at most four ``cache_control`` breakpoints per request
+MAX_BREAKPOINTS = 4
+_TTLS = ("5m", "1h")
+
+
+def _breakpoint() -> dict[str, str]:
+    return {"type": "ephemeral"}
 
 
 class AnthropicMessagesAdapter:
     name = "anthropic_messages"
-    version = "1.0.0"
+    version = "1.1.0"
     serialization_policy_version = "anthropic-messages-serialization/v1"
 
     def serialize(
-        self, assembly: AssemblyInput, model_name: str, max_tokens: int
+        self, assembly: AssemblyInput, model_name: str, max_tokens: int,
+        cache: CacheRequest | None = None,
     ) -> SerializedRequest:
         id_map: dict[str, str] = {}
+        # rendered message index -> (payload message index, block index) of its last block
+        last_block: dict[int, tuple[int, int]] = {}
 
         def sent_id(call_id: str) -> str:
             return id_map.setdefault(call_id, _map_call_id(call_id, ID_PATTERN, ID_MAX))
 
         system: list[str] = []
         messages: list[dict[str, Any]] = []
-        for m in assembly.messages:
+        for index, m in enumerate(assembly.messages):
             if m.role == "system":
                 system.append(m.content or "")
                 continue
@@ -90,6 +115,8 @@ class AnthropicMessagesAdapter:
                 messages[-1]["content"].extend(blocks)
             else:
                 messages.append({"role": role, "content": blocks})
+            if blocks:
+                last_block[index] = (len(messages) - 1, len(messages[-1]["content"]) - 1)
         check_ids_unique(self.name, id_map, "duplicate_tool_use_id")
         payload: dict[str, Any] = {"model": model_name, "max_tokens": max_tokens}
         joined = "\n\n".join(s for s in system if s)
@@ -101,7 +128,33 @@ class AnthropicMessagesAdapter:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in assembly.tool_definitions
             ]
+        if cache is not None:
+            _mark_breakpoints(payload, cache, last_block)
         return _finish(self, payload, id_map)
+
+    def cacheable_prefix_tokens(
+        self, payload: dict[str, Any], counter: TokenCounter | None = None
+    ) -> int:
+        """Tokens of the request up to and including its last ``cache_control`` block, in
+        the API's order (tools, system, messages): what a cache hit can reuse. 0 without
+        a breakpoint."""
+        counter = default_counter() if counter is None else counter
+        tools = list(payload.get("tools") or [])
+        system = payload.get("system")
+        head = [{"role": "system", "content": system}] if system else []
+        messages = payload.get("messages") or []
+        for i in range(len(messages) - 1, -1, -1):
+            blocks = messages[i].get("content") or []
+            for j in range(len(blocks) - 1, -1, -1):
+                if "cache_control" in blocks[j]:
+                    cut = {"role": messages[i]["role"], "content": blocks[:j + 1]}
+                    return counter.count_messages([*head, *messages[:i], cut], tools)
+        if isinstance(system, list) and any("cache_control" in b for b in system):
+            return counter.count_messages(head, tools)
+        for k in range(len(tools) - 1, -1, -1):
+            if "cache_control" in tools[k]:
+                return counter.tool_definition_tokens(tools[:k + 1])
+        return 0
 
     def validate(self, payload: dict[str, Any]) -> None:
         _Validator(self.name, payload).run()
@@ -111,6 +164,23 @@ class AnthropicMessagesAdapter:
         counter = default_counter() if counter is None else counter
         head = [{"role": "system", "content": payload["system"]}] if "system" in payload else []
         return counter.count_messages([*head, *payload["messages"]], payload.get("tools"))
+
+
+def _mark_breakpoints(payload: dict[str, Any], cache: CacheRequest,
+                      last_block: dict[int, tuple[int, int]]) -> None:
+    """Put the requested ``cache_control`` breakpoints into ``payload``, in place."""
+    budget = MAX_BREAKPOINTS
+    if cache.stable_prefix:
+        if "system" in payload:
+            payload["system"] = [{"type": "text", "text": payload["system"],
+                                  "cache_control": _breakpoint()}]
+            budget -= 1
+        elif payload.get("tools"):
+            payload["tools"][-1]["cache_control"] = _breakpoint()
+            budget -= 1
+    places = sorted({last_block[i] for i in cache.boundaries if i in last_block})
+    for m, b in places[max(0, len(places) - budget):]:
+        payload["messages"][m]["content"][b]["cache_control"] = _breakpoint()
 
 
 class _Validator:
@@ -129,8 +199,7 @@ class _Validator:
         mt = p.get("max_tokens")
         if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
             raise self.fail("payload_shape", f"max_tokens must be >= 1, got {mt!r}")
-        if "system" in p and not isinstance(p["system"], str):
-            raise self.fail("system_top_level", "system must be a string")
+        self.system(p.get("system"), "system" in p)
         messages = p.get("messages")
         if not isinstance(messages, list) or not messages:
             raise self.fail("payload_shape", "messages must be a non-empty list")
@@ -164,6 +233,44 @@ class _Validator:
             )
         if messages[-1].get("role") != "user":
             raise self.fail("last_message_user", "the last message must be user")
+        self.breakpoints(p)
+
+    def system(self, system: Any, present: bool) -> None:
+        """A string, or a non-empty list of non-empty ``text`` blocks (which may carry a
+        cache breakpoint)."""
+        if not present or isinstance(system, str):
+            return
+        if not isinstance(system, list) or not system:
+            raise self.fail("system_top_level", "system must be a string or text blocks")
+        for j, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise self.fail("system_top_level", f"system[{j}] is not a text block")
+            if not (isinstance(block.get("text"), str) and block["text"]):
+                raise self.fail("nonempty_text", f"system[{j}] has empty text")
+
+    def breakpoints(self, p: dict[str, Any]) -> None:
+        """Every ``cache_control`` is an ephemeral breakpoint; at most four in all."""
+        marked: list[tuple[str, Any]] = []
+        for i, t in enumerate(p.get("tools") or []):
+            marked.append((f"tools[{i}]", t))
+        if isinstance(p.get("system"), list):
+            marked += [(f"system[{j}]", b) for j, b in enumerate(p["system"])]
+        for i, m in enumerate(p["messages"]):
+            marked += [(f"messages[{i}].content[{j}]", b) for j, b in enumerate(m["content"])]
+        found = 0
+        for where, block in marked:
+            if "cache_control" not in block:
+                continue
+            control = block["cache_control"]
+            if (not isinstance(control, dict) or control.get("type") != "ephemeral"
+                    or not set(control) <= {"type", "ttl"}
+                    or control.get("ttl", "5m") not in _TTLS):
+                raise self.fail("cache_control", f"{where} cache_control {control!r} is not "
+                                "an ephemeral breakpoint")
+            found += 1
+        if found > MAX_BREAKPOINTS:
+            raise self.fail("cache_breakpoints", f"{found} cache_control breakpoints, at most "
+                            f"{MAX_BREAKPOINTS} allowed")
 
     def tools(self, tools: Any) -> None:
         if tools is None:

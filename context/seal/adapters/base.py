@@ -7,6 +7,13 @@ provider receives, so every adapter produces the same kind of :class:`Serialized
 naming the broken rule. The engine turns that error into a blocked manifest
 (``serialization_invalid``); nothing invalid is ever sent.
 
+Prompt caching is requested in the payload itself (docs/context-engine.md#prompt-cache-identity),
+so the hash covers it: the engine hands the adapter a :class:`CacheRequest` — where the
+stable prefix ends, which rendered messages close a compaction boundary, and the per-job
+cache key — and each adapter spells it the way its API does (Anthropic ``cache_control``
+breakpoints, OpenAI ``prompt_cache_key``). ``cacheable_prefix_tokens`` is the engine's own
+count of what was asked to be cached, beside which the provider's reported cache reads sit.
+
 Call ids that do not fit a provider's id rules are mapped deterministically to
 ``call_`` + the first 24 hex digits of ``sha256(call_id)``; the mapping (original → sent)
 is kept in ``SerializedRequest.id_map`` so the manifest's call ids stay the originals.
@@ -28,6 +35,7 @@ from context.tokens import TokenCounter
 
 __all__ = [
     "Adapter",
+    "CacheRequest",
     "SerializationError",
     "SerializedRequest",
     "check_ids_unique",
@@ -60,18 +68,39 @@ class SerializedRequest(BaseModel):
     id_map: dict[str, str] = {}
 
 
+class CacheRequest(BaseModel):
+    """What of a request the engine asks the provider to cache.
+
+    ``stable_prefix``: the stable prefix (tool definitions, then the system message, in the
+    order providers read them) closes with a cache breakpoint. ``boundaries``: indices into
+    ``AssemblyInput.messages`` whose last block closes one too (the last compaction
+    boundary of the history). ``key``: a per-job cache key with no secret in it (OpenAI's
+    ``prompt_cache_key``: requests with one key are routed to the same cache)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stable_prefix: bool = False
+    boundaries: tuple[int, ...] = ()
+    key: str | None = None
+
+
 class Adapter(Protocol):
     name: str
     version: str
     serialization_policy_version: str
 
     def serialize(
-        self, assembly: AssemblyInput, model_name: str, max_tokens: int
+        self, assembly: AssemblyInput, model_name: str, max_tokens: int,
+        cache: CacheRequest | None = None,
     ) -> SerializedRequest: ...
 
     def validate(self, payload: dict[str, Any]) -> None: ...
 
     def count_tokens(self, payload: dict[str, Any], counter: TokenCounter | None = None) -> int: ...
+
+    def cacheable_prefix_tokens(
+        self, payload: dict[str, Any], counter: TokenCounter | None = None
+    ) -> int: ...
 
 
 def map_call_id(call_id: str, pattern: re.Pattern[str], max_len: int) -> str:

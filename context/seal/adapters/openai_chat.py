@@ -12,6 +12,12 @@ key when there is no text); ``tool`` → ``tool`` with ``tool_call_id``. Tool de
 → ``tools`` (``type: function``). ``max_completion_tokens`` carries the response reserve
 (the current name of the parameter; ``max_tokens`` is deprecated for newer models).
 
+Prompt caching (docs/context-engine.md#prompt-cache-identity): OpenAI caches the longest
+previously seen prefix on its own (tools, then messages); a ``CacheRequest.key`` becomes
+``prompt_cache_key``, which routes a job's requests to the same cache. There are no
+breakpoints to place; the cacheable prefix the engine counts is the stable one, the tool
+definitions and the system message.
+
 Rules checked by :func:`validate` (each is the ``rule`` of a :class:`SerializationError`):
 ``payload_shape``, ``role_known``, ``system_only_first``, ``content_string``,
 ``tool_call_shape``, ``tool_call_id_format`` (documented limit: ``^[A-Za-z0-9_-]{1,40}$``;
@@ -19,7 +25,8 @@ OpenAI rejects ids longer than 40 characters), ``tool_name_format``
 (``^[a-zA-Z0-9_-]{1,64}$``), ``duplicate_tool_call_id``, ``tool_results_follow_call``
 (every call answered immediately, exactly once, before any other message),
 ``orphan_tool_result``, ``last_message_role`` (user or tool, so the model answers),
-``tool_definition_shape``, ``duplicate_tool_name``.
+``tool_definition_shape``, ``duplicate_tool_name``, ``prompt_cache_key`` (a string of
+1 to 64 characters from ``[A-Za-z0-9_.:-]``).
 """
 
 from __future__ import annotations
@@ -28,7 +35,12 @@ import json
 import re
 from typing import Any
 
-from context.seal.adapters.base import SerializationError, SerializedRequest, check_ids_unique
+from context.seal.adapters.base import (
+    CacheRequest,
+    SerializationError,
+    SerializedRequest,
+    check_ids_unique,
+)
 from context.seal.adapters.base import finish as _finish
 from context.seal.adapters.base import map_call_id as _map_call_id
 from context.seal.render import AssemblyInput
@@ -39,15 +51,17 @@ __all__ = ["ADAPTER", "OpenAIChatAdapter", "count_tokens", "serialize", "validat
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
 ID_MAX = 40
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+CACHE_KEY_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 class OpenAIChatAdapter:
     name = "openai_chat"
-    version = "1.0.0"
+    version = "1.1.0"
     serialization_policy_version = "openai-chat-serialization/v1"
 
     def serialize(
-        self, assembly: AssemblyInput, model_name: str, max_tokens: int
+        self, assembly: AssemblyInput, model_name: str, max_tokens: int,
+        cache: CacheRequest | None = None,
     ) -> SerializedRequest:
         id_map: dict[str, str] = {}
 
@@ -96,6 +110,8 @@ class OpenAIChatAdapter:
                 }
                 for t in assembly.tool_definitions
             ]
+        if cache is not None and cache.key is not None:
+            payload["prompt_cache_key"] = cache.key
         return _finish(self, payload, id_map)
 
     def validate(self, payload: dict[str, Any]) -> None:
@@ -104,6 +120,17 @@ class OpenAIChatAdapter:
     def count_tokens(self, payload: dict[str, Any], counter: TokenCounter | None = None) -> int:
         counter = default_counter() if counter is None else counter
         return counter.count_messages(payload["messages"], payload.get("tools"))
+
+    def cacheable_prefix_tokens(
+        self, payload: dict[str, Any], counter: TokenCounter | None = None
+    ) -> int:
+        """Tokens of the stable prefix: the tool definitions and the leading system message."""
+        counter = default_counter() if counter is None else counter
+        head = [m for m in payload["messages"][:1] if m.get("role") == "system"]
+        tools = payload.get("tools")
+        if not head and not tools:
+            return 0
+        return counter.count_messages(head, tools)
 
 
 class _Validator:
@@ -126,6 +153,11 @@ class _Validator:
             raise self.fail("payload_shape", "messages must be a non-empty list")
         self.tools(p.get("tools"))
         self.messages(messages)
+        key = p.get("prompt_cache_key")
+        if "prompt_cache_key" in p and not (
+                isinstance(key, str) and CACHE_KEY_PATTERN.fullmatch(key)):
+            raise self.fail("prompt_cache_key", f"prompt_cache_key {key!r} is not 1-64 "
+                            "characters of [A-Za-z0-9_.:-]")
 
     def tools(self, tools: Any) -> None:
         if tools is None:
