@@ -111,6 +111,10 @@ def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[st
         raise PublishRefused("stored review decision does not match the reference the job holds")
     if decision.get("decision") != "approve":
         raise PublishRefused(f"review decision is {decision.get('decision')!r}, not approve")
+    bound_run = decision.get("first_run_id")
+    if bound_run is not None and inp.first_run_id is not None and bound_run != inp.first_run_id:
+        raise PublishRefused(f"review decision was signed for an earlier job with id "
+                             f"{spec.job_id} (first run {bound_run}), not this one")
     bound = decision.get("draft") or {}
     for field in ("artifact_id", "revision", "content_hash"):
         if bound.get(field) != getattr(inp.draft, field):
@@ -142,7 +146,8 @@ def _verify_signature(spec: JobSpec, decision: dict[str, Any], reviewer: str) ->
         signed = ReviewInput(
             decision="approve", reviewer=reviewer, draft_revision=bound.get("revision"),
             draft_hash=bound.get("content_hash"), destination=decision.get("destination"),
-            comments=decision.get("comments") or [], signature=decision.get("signature"))
+            comments=decision.get("comments") or [], signature=decision.get("signature"),
+            first_run_id=decision.get("first_run_id"))
         verify(signed.signature, "review", spec.job_id, signed.signed_body(),
                allowed=spec.review.signers(operators=False))
     except (SignatureError, ValidationError) as exc:

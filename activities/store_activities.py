@@ -142,6 +142,8 @@ async def record_review(runtime: ActivityRuntime, inp: RecordReviewInput) -> Art
         "draft_hash": inp.draft.content_hash,
         "signature": (inp.signature.model_dump(mode="json")
                       if inp.signature is not None else None),
+        # only when signed in (decisions stored before it was carry none: unchanged)
+        **({"first_run_id": inp.first_run_id} if inp.first_run_id is not None else {}),
     }
     await pause_point("record_review_before_write")
     rec = await put_once(store, "review_decision", review_id(spec), dumps(body),

@@ -161,6 +161,8 @@ class RecordReviewInput(_Msg):
     parent_revision: int | None = None
     #: the reviewer's signature, stored with the decision so publish can verify it again
     signature: Signature | None = None
+    #: the job's first run the signature names (``ReviewInput.first_run_id``), stored with it
+    first_run_id: str | None = None
 
 
 class CheckpointInput(_Msg):

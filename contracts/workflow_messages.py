@@ -6,6 +6,7 @@ continue-as-new carries, so it must stay reference-sized (no artifact content).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,8 +75,13 @@ class ResearchProgress(_Msg):
 
 
 #: the newest signed commands' nonces a job remembers (a replay of an older one is also
-#: refused by its draft hash, revision or timestamp)
+#: refused by its draft hash, revision or timestamp; a resolve by its block and age)
 SEEN_NONCES_KEPT = 200
+#: a signed resolve older than this is refused (SECURITY.md §1). An operator signs a
+#: resolve for the block the live status shows and sends it at once; an hour covers a slow
+#: hand and a clock a few minutes off, and is far below the default 24-hour block timeout,
+#: so a resolve captured from history (or an unsent one) cannot wait for a later block.
+MAX_RESOLVE_AGE = timedelta(hours=1)
 
 
 class JobState(_Msg):
@@ -102,6 +108,10 @@ class JobState(_Msg):
     refused_commands: int = 0
     #: who cancelled the job (``cancel`` signed by a reviewer or an operator) and why
     cancelled_by: str | None = None
+    #: the block (or stop for an operator) the job waits in now, as a signed resolve must
+    #: name it: ``<step id>:<reason code>#<n>``, ``n`` counting every block of the job
+    block_id: str | None = None
+    blocks: int = 0
 
 
 class ResearchJobInput(_Msg):
@@ -122,12 +132,17 @@ class ReviewInput(_Msg):
     draft_hash: str
     destination: str
     comments: list[str] = Field(default_factory=list)
+    #: the job's first run id (``workflow.info().first_execution_run_id``): a decision
+    #: signed for an earlier job with the same id is refused
+    first_run_id: str | None = None
     signature: Signature | None = None
 
     def signed_body(self) -> dict[str, object]:
-        return {"decision": self.decision, "reviewer": self.reviewer,
-                "draft_revision": self.draft_revision, "draft_hash": self.draft_hash,
-                "destination": self.destination, "comments_hash": comments_hash(self.comments)}
+        body: dict[str, object] = {
+            "decision": self.decision, "reviewer": self.reviewer,
+            "draft_revision": self.draft_revision, "draft_hash": self.draft_hash,
+            "destination": self.destination, "comments_hash": comments_hash(self.comments)}
+        return _bound(body, first_run_id=self.first_run_id)
 
 
 class ReviewResult(_Msg):
@@ -153,21 +168,35 @@ class ResolveInput(_Msg):
     canonical_key: str | None = None
     revision: str | None = None
     note: str = ""
+    #: the block it resolves, as the live status names it (``JobStatus.block``)
+    block: str | None = Field(default=None, max_length=200)
+    #: the job's first run id (see ``ReviewInput.first_run_id``)
+    first_run_id: str | None = None
     #: a listed reviewer's or operator's signature over everything above
     signature: Signature | None = None
 
     def signed_body(self) -> dict[str, object]:
-        return self.model_dump(mode="json", exclude={"signature"})
+        body = self.model_dump(mode="json", exclude={"signature", "block", "first_run_id"})
+        return _bound(body, block=self.block, first_run_id=self.first_run_id)
 
 
 class CancelInput(_Msg):
     """A signed request to stop the job; nothing is published after it is accepted."""
 
     reason: str = Field(default="", max_length=2000)
+    #: the job's first run id (see ``ReviewInput.first_run_id``)
+    first_run_id: str | None = None
     signature: Signature | None = None
 
     def signed_body(self) -> dict[str, object]:
-        return {"reason": self.reason}
+        return _bound({"reason": self.reason}, first_run_id=self.first_run_id)
+
+
+def _bound(body: dict[str, object], **binding: str | None) -> dict[str, object]:
+    """``body`` with the bindings that are set: one left ``None`` is not in the signed
+    body at all, so commands signed before the bindings existed (the committed histories)
+    still verify as they were signed."""
+    return {**body, **{k: v for k, v in binding.items() if v is not None}}
 
 
 class JobStatus(_Msg):
@@ -186,6 +215,9 @@ class JobStatus(_Msg):
     research: ResearchProgress | None = None
     #: ``resolve`` signals dropped for a missing or invalid signature
     refused_commands: int = 0
+    #: the block a signed resolve must name (``ResolveInput.block``), while blocked or
+    #: waiting for an operator
+    block: str | None = None
 
 
 class JobResult(_Msg):

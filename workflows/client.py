@@ -88,6 +88,9 @@ class JobView:
     failure: str | None = None
     started: datetime | None = None
     no_worker: str | None = None  # the task queue nobody polls, when the query could not run
+    #: the job's first run id as the server describes it: every signed command names it,
+    #: so one signed for an earlier job with the same id is refused (SECURITY.md §1)
+    first_run_id: str | None = None
 
     @property
     def summary(self) -> str:
@@ -184,7 +187,9 @@ async def view_job(client: Client, job_id: str, *,
             raise JobNotFound(f"no job {job_id!r} on this Temporal namespace") from None
         raise
     status = desc.status or WorkflowExecutionStatus.RUNNING
-    view = JobView(job_id=job_id, execution=status.name, started=desc.start_time)
+    view = JobView(job_id=job_id, execution=status.name, started=desc.start_time,
+                   first_run_id=desc.raw_description.workflow_execution_info.first_run_id
+                   or None)
     if status == WorkflowExecutionStatus.RUNNING:
         # A query (and a review Update) waits for a worker; without one it would hang the
         # CLI instead of saying why. A worker re-polls a few seconds after a server
@@ -270,10 +275,10 @@ async def review_job(client: Client, job_id: str, decision: Decision, *, reviewe
     Nothing is filled in from the server's pending draft: a decision names what its
     reviewer judged, or the workflow refuses it as stale.
     """
-    await _waiting(client, job_id, "awaiting_review", worker_grace)
+    view = await _waiting(client, job_id, "awaiting_review", worker_grace)
     unsigned = ReviewInput(decision=decision, reviewer=reviewer, comments=comments or [],
                            draft_revision=draft_revision, draft_hash=draft_hash,
-                           destination=destination)
+                           destination=destination, first_run_id=view.first_run_id)
     decision_input = unsigned.model_copy(update={"signature": sign(
         key, "review", job_id, unsigned.signed_body(), signer=reviewer)})
     handle = client.get_workflow_handle(job_id)
@@ -289,8 +294,14 @@ async def resolve_job(client: Client, job_id: str, resolution: ResolveInput, *,
                       signer: str, key: Ed25519PrivateKey,
                       worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS) -> None:
     """Sign ``resolution`` as ``signer`` (a listed reviewer or operator) and send it: a
-    blocked job's resolution, or ``retry``/``abandon`` for one that needs an operator."""
-    await _waiting(client, job_id, "blocked", worker_grace, "needs_operator")
+    blocked job's resolution, or ``retry``/``abandon`` for one that needs an operator.
+
+    It names the job's first run and the block it resolves — ``resolution.block``, or the
+    one the live status shows now — so it can resolve nothing else, later (SECURITY.md §1)."""
+    view = await _waiting(client, job_id, "blocked", worker_grace, "needs_operator")
+    assert view.live is not None
+    resolution = resolution.model_copy(update={
+        "first_run_id": view.first_run_id, "block": resolution.block or view.live.block})
     signed = resolution.model_copy(update={"signature": sign(
         key, "resolve", job_id, resolution.signed_body(), signer=signer)})
     await _signed_update(client, job_id, ResearchJobWorkflow.resolve_blocked, signed)
@@ -303,7 +314,7 @@ async def cancel_job(client: Client, job_id: str, *, signer: str, key: Ed25519Pr
     view = await view_job(client, job_id, worker_grace=worker_grace)
     if view.execution != "RUNNING":
         raise JobNotWaiting(f"job {job_id!r} already ended ({view.summary})")
-    request = CancelInput(reason=reason)
+    request = CancelInput(reason=reason, first_run_id=view.first_run_id)
     signed = request.model_copy(update={"signature": sign(
         key, "cancel", job_id, request.signed_body(), signer=signer)})
     await _signed_update(client, job_id, ResearchJobWorkflow.cancel, signed)

@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.ownership import owns
     from contracts.signing import Purpose, Signature, SignatureError, normalize_name, verify
     from contracts.workflow_messages import (
+        MAX_RESOLVE_AGE,
         SEEN_NONCES_KEPT,
         CancelInput,
         JobResult,
@@ -89,6 +90,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.visibility import (
         PRESSROOM_STATUS,
         current_details,
+        reason_code,
         search_attribute_updates,
     )
 
@@ -124,6 +126,11 @@ SEARCH_ATTRIBUTES_PATCH = "search-attributes"
 #: travels with its spec and its article (SECURITY.md, "Tenant isolation"); histories
 #: recorded before it replay without the check
 CARRIED_CHECK_PATCH = "carried-state-check"
+#: the patch id under which the ``resolve`` signal remembers the nonce of every verified
+#: signature, also one that arrives while nothing is blocked, and holds a resolution to the
+#: block it names, its age and the job's first run like the ``resolve_blocked`` Update
+#: (SECURITY.md §1); histories recorded before it replay their signals as they were
+SIGNED_BINDING_PATCH = "signed-command-binding"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 #: a ``needs_operator`` reason is cut to this many characters
@@ -154,7 +161,7 @@ class ResearchJobWorkflow:
         #: steps waiting for an operator, and the status and reason to go back to when the
         #: last of them is retried
         self._operator_waiting = 0
-        self._resume: tuple[Any, str | None] = ("running", None)
+        self._resume: tuple[Any, str | None, str | None] = ("running", None, None)
 
     # ------------------------------------------------------------------ run
     @workflow.run
@@ -443,6 +450,7 @@ class ResearchJobWorkflow:
         """Wait, blocked, for a ``resolve`` (the caller applies it) or fail at ``timeout``."""
         state = self._state
         state.status, state.blocked_reason = "blocked", reason
+        self._name_block(stage)
         self._sync_visibility()
         await self._checkpoint(stage, ["resolve the block"], note=f"blocked: {reason}")
         try:
@@ -507,7 +515,7 @@ class ResearchJobWorkflow:
                     reviewer=inp.reviewer, draft=refs.draft, destination=inp.destination,
                     comments=inp.comments, decided_at=workflow.now().isoformat(),
                     parent_revision=refs.review.revision if refs.review else None,
-                    signature=inp.signature,
+                    signature=inp.signature, first_run_id=inp.first_run_id,
                 ), ArtifactRef, stop_for_operator=False)
             except ActivityError as failed:
                 if isinstance(failed.cause, CancelledError):
@@ -557,6 +565,7 @@ class ResearchJobWorkflow:
         drafted_at = (datetime.fromisoformat(draft.drafted_at) if draft.drafted_at else None)
         self._check_signature(inp.signature, "review", inp.signed_body(), operators=False,
                               not_before=drafted_at)
+        self._check_first_run("review", inp.first_run_id)
         size = sum(len(c) for c in inp.comments)
         if len(inp.comments) > _MAX_COMMENTS or size > _MAX_COMMENT_CHARS:
             # comments travel in history and into every later draft step: keep them bounded
@@ -578,6 +587,7 @@ class ResearchJobWorkflow:
         # signature does not verify is counted too (``refused_commands``); ``pressroom
         # resolve`` uses the ``resolve_blocked`` Update, which refuses it to the caller.
         # Histories recorded before signed commands replay without the check.
+        remembered = False
         if workflow.patched(SIGNED_COMMANDS_PATCH):
             try:
                 self._check_signature(inp.signature, "resolve", inp.signed_body(),
@@ -586,10 +596,21 @@ class ResearchJobWorkflow:
                 self._state.refused_commands += 1
                 return
             assert inp.signature is not None
+            if workflow.patched(SIGNED_BINDING_PATCH):
+                # verified once is used up, delivered in time or not: the same signal
+                # replayed at a later block is a replay (SECURITY.md §1)
+                self._remember(inp.signature)
+                remembered = True
         status = self._state.status
         if status == "blocked" or (status == "needs_operator"
                                    and inp.action in ("retry", "abandon")):
-            if inp.signature is not None:
+            if remembered:
+                try:
+                    self._check_resolve_binding(inp)
+                except ValueError:
+                    self._state.refused_commands += 1
+                    return
+            elif inp.signature is not None:
                 self._remember(inp.signature)
             self._accept_resolution(inp)
         else:
@@ -615,6 +636,41 @@ class ResearchJobWorkflow:
             raise ValueError(f"job {self._spec.job_id} is not blocked "
                              f"(status {self._state.status})")
         self._check_signature(inp.signature, "resolve", inp.signed_body(), operators=True)
+        self._check_resolve_binding(inp)
+
+    def _check_resolve_binding(self, inp: ResolveInput) -> None:
+        """A verified resolve resolves only the block it names, only within
+        ``MAX_RESOLVE_AGE`` of being signed, and only in the job it was signed for (its
+        first run); ``ValueError`` otherwise (SECURITY.md §1)."""
+        self._check_first_run("resolve", inp.first_run_id)
+        current = self._state.block_id
+        if inp.block is None:
+            raise ValueError(f"resolve refused: it names no block; job {self._spec.job_id} "
+                             f"waits in block {current!r} (see pressroom status)")
+        if inp.block != current:
+            raise ValueError(f"resolve refused: it names block {inp.block!r}, but job "
+                             f"{self._spec.job_id} waits in block {current!r} (a resolve "
+                             "for an earlier or another block is never applied)")
+        assert inp.signature is not None
+        try:
+            signed_at = inp.signature.signed_time()
+        except SignatureError as exc:
+            raise ValueError(f"resolve refused: {exc}") from None
+        if workflow.now() - signed_at > MAX_RESOLVE_AGE:
+            raise ValueError(f"resolve refused: expired, signed at {inp.signature.signed_at}, "
+                             f"more than {MAX_RESOLVE_AGE} ago; sign a new one")
+
+    def _check_first_run(self, purpose: str, first_run_id: str | None) -> None:
+        """A signed command names the first run of the job it was signed for: one signed
+        for an earlier job with the same id (its nonces are not this job's) is refused."""
+        mine = workflow.info().first_execution_run_id
+        if first_run_id is None:
+            raise ValueError(f"{purpose} refused: it does not name the job's first run "
+                             f"(first_run_id); sign it again with this Pressroom's client")
+        if first_run_id != mine:
+            raise ValueError(f"{purpose} refused: signed for an earlier job with id "
+                             f"{self._spec.job_id} (first run {first_run_id}), not this one "
+                             f"(first run {mine})")
 
     def _accept_resolution(self, inp: ResolveInput) -> None:
         if self._state.status == "needs_operator":
@@ -637,6 +693,7 @@ class ResearchJobWorkflow:
             raise ValueError(f"job {self._spec.job_id} can no longer be cancelled "
                              f"(status {self._state.status}, stage {self._state.stage})")
         self._check_signature(inp.signature, "cancel", inp.signed_body(), operators=True)
+        self._check_first_run("cancel", inp.first_run_id)
 
     def _check_signature(self, signature: Signature | None, purpose: Purpose,
                          body: dict[str, object], *, operators: bool,
@@ -649,6 +706,15 @@ class ResearchJobWorkflow:
                    seen_nonces=self._state.seen_nonces)
         except SignatureError as exc:
             raise ValueError(f"{purpose} refused: {exc}") from None
+
+    def _name_block(self, stage: str) -> None:
+        """Give the block the job enters now the id a resolve must name
+        (``JobStatus.block``): its step, its reason code, and a count of the job's blocks,
+        so no two blocks of one job share an id."""
+        state = self._state
+        state.blocks += 1
+        code = reason_code(state.status, state.blocked_reason)
+        state.block_id = f"{stage}-{state.step_counter}:{code}#{state.blocks}"
 
     def _remember(self, signature: Signature) -> None:
         nonces = self._state.seen_nonces
@@ -666,6 +732,7 @@ class ResearchJobWorkflow:
             tenant=self._spec.scope.tenant, project=self._spec.scope.project, receipt=state.receipt,
             research=state.research.model_copy(deep=True),
             refused_commands=state.refused_commands,
+            block=(state.block_id if state.status in ("blocked", "needs_operator") else None),
         )
 
     # -------------------------------------------------------------- helpers
@@ -784,8 +851,9 @@ class ResearchJobWorkflow:
         state = self._state
         reason = f"needs_operator: {_failure_reason(name, failed, self._spec.model.max_attempts)}"
         if state.status != "needs_operator":
-            self._resume = (state.status, state.blocked_reason)
+            self._resume = (state.status, state.blocked_reason, state.block_id)
         state.status, state.blocked_reason = "needs_operator", reason
+        self._name_block(state.stage)
         self._sync_visibility()
         workflow.set_current_details(reason)
         seen = self._operator_round
@@ -802,7 +870,7 @@ class ResearchJobWorkflow:
         if action is not None and action.action == "abandon":
             await self._end_abandoned(state.stage, reason, action)
         if self._operator_waiting == 0:
-            state.status, state.blocked_reason = self._resume
+            state.status, state.blocked_reason, state.block_id = self._resume
             self._sync_visibility()
             workflow.set_current_details("")
 

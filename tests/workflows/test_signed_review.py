@@ -57,12 +57,13 @@ async def _reviews(runtime: ActivityRuntime, spec: JobSpec) -> list[Any]:
 
 
 def _decision(spec: JobSpec, status: Any, decision: Decision = "approve", *,
-              reviewer: str = "alice", comments: list[str] | None = None) -> ReviewInput:
+              reviewer: str = "alice", comments: list[str] | None = None,
+              first_run_id: str | None = None) -> ReviewInput:
     pending = status.pending_draft
     return ReviewInput(decision=decision,
                        reviewer=reviewer, comments=comments or [],
                        draft_revision=pending.revision, draft_hash=pending.content_hash,
-                       destination=spec.destination)
+                       destination=spec.destination, first_run_id=first_run_id)
 
 
 def _signed(inp: ReviewInput, job_id: str, *, signer: str | None = None,
@@ -117,10 +118,16 @@ async def test_forged_unsigned_tampered_stale_and_self_decisions_are_refused(
         for alias in ("Agent-Writer", FULLWIDTH_PRINCIPAL):
             await _refused(handle, _signed(_decision(spec, status, reviewer=alias),
                                            spec.job_id), "can never review its own draft")
+        # a valid signature that names no first run of the job, or another job's
+        await _refused(handle, _signed(approve, spec.job_id),
+                       "does not name the job's first run")
+        await _refused(handle, _signed(approve.model_copy(
+            update={"first_run_id": "0" * 36}), spec.job_id), "signed for an earlier job")
         assert await update_events(handle) == 0
         assert await _reviews(runtime, spec) == []
         # a real request for changes is accepted ...
-        changes = _signed(_decision(spec, status, "request_changes",
+        first = handle.first_execution_run_id
+        changes = _signed(_decision(spec, status, "request_changes", first_run_id=first,
                                     comments=["name the retry limit"]), spec.job_id)
         await handle.execute_update(ResearchJobWorkflow.review, changes)
         second = await wait_status(handle, {"awaiting_review"})
@@ -130,7 +137,8 @@ async def test_forged_unsigned_tampered_stale_and_self_decisions_are_refused(
         await _refused(handle, changes, "stale decision")
         # a listed reviewer's name in another case is that reviewer
         await handle.execute_update(ResearchJobWorkflow.review, _signed(
-            _decision(spec, second, reviewer="BOB"), spec.job_id, key_of="bob"))
+            _decision(spec, second, reviewer="BOB", first_run_id=first), spec.job_id,
+            key_of="bob"))
         result = await handle.result()
     assert result.status == "published"
     assert len(published_files(spec)) == 1
