@@ -403,6 +403,11 @@ class FolderListing:
     over_limit: bool = False
 
 
+#: how deep a document or page folder is listed: a folder nested deeper is a recorded
+#: exclusion (the listing recurses; Python's own limit would otherwise end it in a crash)
+MAX_FOLDER_DEPTH = 64
+
+
 def list_folder(folder: Located, roots: PathRoots, *, suffixes: Iterable[str],
                 max_bytes: int, max_files: int | None = None) -> FolderListing:
     """The files under ``folder`` whose names end in one of ``suffixes``, sorted, and the
@@ -411,7 +416,12 @@ def list_folder(folder: Located, roots: PathRoots, *, suffixes: Iterable[str],
     wanted = tuple(s.lower() for s in suffixes)
     listing = FolderListing()
 
-    def visit(path: Path, rel: str) -> None:
+    def visit(path: Path, rel: str, depth: int = 0) -> None:
+        if depth > MAX_FOLDER_DEPTH:
+            # a deeper folder is an exclusion, never a RecursionError out of the listing
+            listing.excluded.append((rel, f"folder nested deeper than {MAX_FOLDER_DEPTH} "
+                                          "levels; not listed"))
+            return
         try:
             entries = sorted(os.scandir(path), key=lambda e: e.name)
         except OSError as exc:
@@ -435,7 +445,7 @@ def list_folder(folder: Located, roots: PathRoots, *, suffixes: Iterable[str],
             elif entry.is_symlink():
                 _linked(entry, name, matches)
             elif entry.is_dir(follow_symlinks=False):
-                visit(here, name)
+                visit(here, name, depth + 1)
             elif entry.is_file(follow_symlinks=False):
                 if not matches:
                     continue

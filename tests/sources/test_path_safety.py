@@ -277,3 +277,31 @@ def test_the_submit_check_covers_every_path_a_spec_names(tmp_path: Path) -> None
         {"kind": "git", "name": "g", "repo": "https://example.org/r.git", "commit": "a" * 40},
         {"kind": "document", "name": "m", "path": str(root / "missing")}]}),
         roots, locations(tmp_path))
+
+
+def test_a_folder_nested_past_the_depth_limit_is_an_exclusion_not_a_crash(
+        tmp_path: Path) -> None:
+    """A document folder nested 1,200 levels deep (past Python's recursion limit) lists
+    what lies within MAX_FOLDER_DEPTH and records the rest as one exclusion; the listing
+    recursed without a bound and raised RecursionError."""
+    from contracts.path_safety import MAX_FOLDER_DEPTH
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "top.md").write_text("top\n")
+    fd = os.open(docs, os.O_RDONLY)
+    try:  # one level at a time through dir fds: the whole path is too long for one call
+        for _ in range(1200):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write("deep\n")
+    finally:
+        os.close(fd)
+    listing = list_folder(locate(str(docs), only(tmp_path), "source", what="docs"),
+                          only(tmp_path), suffixes=(".md",), max_bytes=1000)
+    assert list(listing.files) == ["top.md"]
+    [(where, why)] = listing.excluded
+    assert where.count("/") == MAX_FOLDER_DEPTH and "nested deeper than" in why
