@@ -62,6 +62,7 @@ from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
 from contracts.errors import JobError
 from contracts.path_safety import PathRoots
+from contracts.pricing import PriceError, PriceTable, load_prices
 from settings import (
     ATTESTATION_KEYS,
     DEFAULT_NAMESPACE,
@@ -70,6 +71,7 @@ from settings import (
     HELPER_PROCESSES,
     LOG_FORMATS,
     METRICS_PORT,
+    PRICES,
     PUBLISH_ROOTS,
     SOURCE_ROOTS,
     WORKER_DRAIN_SECONDS,
@@ -223,18 +225,29 @@ def build_helper_pool(store_url: str, processes: int, *, locations: Mapping[str,
 
 def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   roots: PathRoots | None = None, helper_processes: int = 0,
-                  attestation: Keyring | None = None) -> ActivityRuntime:
+                  attestation: Keyring | None = None,
+                  prices: PriceTable | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
     ``roots``: the folders it reads a job's paths from and publishes into
     (``PathRoots.of(settings)``; none: only Pressroom's own home and fixtures);
-    ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``)."""
+    ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``);
+    ``prices``: what model calls are priced with (``price_table``; ``None``: the defaults)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
-                           attestation=attestation)
+                           attestation=attestation, prices=prices)
+
+
+def price_table(settings: Settings) -> PriceTable:
+    """The shipped prices with ``settings.prices`` over them; a file that cannot be used is a
+    ``JobError`` naming the variable, the file and the key."""
+    try:
+        return load_prices(settings.prices)
+    except PriceError as exc:
+        raise JobError(f"{PRICES}: {exc}") from None
 
 
 def attestation_keyring(settings: Settings) -> Keyring | None:
@@ -278,6 +291,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     if helpers < 0:
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
+    prices = price_table(settings)  # so does a bad price file
     observe(settings)  # logs, metrics endpoint, tracing: before the client connects
     health = HealthState()
     server = await start_health(settings.health_address, health)
@@ -287,7 +301,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
         await register_search_attributes(client)
         runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
                                 roots=PathRoots.of(settings),
-                                helper_processes=helpers, attestation=attestation)
+                                helper_processes=helpers, attestation=attestation,
+                                prices=prices)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

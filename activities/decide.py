@@ -17,6 +17,13 @@ error result the model sees next turn; the calls past the turn's limit become on
 refused call that says how many were not run. Secrets in a call's arguments are redacted
 (``context.admission.security``) before the call travels anywhere: only the stored reply
 keeps them as the provider sent them.
+
+Each call is priced here, by the worker's price table (``contracts.pricing``;
+README.md#cost-in-money), and its cost in whole micro-dollars is stored in the reply's
+``usage`` and returned: the workflow only adds these integers against the job's cost
+budget, and a retry returns the cost stored with the reply. A job with a cost budget whose
+model this worker has no price for is refused before the model is called (a paid call that
+cannot be counted is not made).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from contracts.activity_messages import (
     DecideResult,
     PlannedCall,
 )
+from contracts.errors import ProviderConfigError
+from contracts.pricing import PriceTable, call_cost
 
 #: the longest tool name passed on as asked (longer ones are refused as unknown)
 _MAX_TOOL_NAME = 64
@@ -89,7 +98,25 @@ def _result(record: Any, body: dict[str, Any]) -> DecideResult:
     return DecideResult(decision=ref_of(record),
                         calls=[PlannedCall.model_validate(c) for c in body["planned"]],
                         input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
-                        text_chars=len(body["text"]))
+                        text_chars=len(body["text"]),
+                        cost_micro_usd=usage.get("cost_micro_usd"))
+
+
+def priced_usage(prices: PriceTable, provider: str, model: str,
+                 decision: ProviderDecision) -> dict[str, Any]:
+    """The stored ``usage`` of a reply: its token counts (the provider's cached and
+    cache-write counts when it reported them, else 0) and, when ``model`` has a price,
+    ``cost_micro_usd``."""
+    usage: dict[str, Any] = {
+        "input_tokens": decision.input_tokens or 0,
+        "output_tokens": decision.output_tokens or 0,
+        "cached_input_tokens": getattr(decision, "cached_input_tokens", None) or 0,
+        "cache_write_input_tokens": getattr(decision, "cache_write_input_tokens", None) or 0,
+    }
+    price = prices.price_of(provider, model)
+    if price is not None:
+        usage["cost_micro_usd"] = call_cost(price, **usage)
+    return usage
 
 
 async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
@@ -103,15 +130,23 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         _, raw = await store.get("model_decision", artifact_id, principal=principal,
                                  revision=head.revision)
         return _result(head, json.loads(raw))
+    if (spec.research.cost_budget_usd is not None
+            and runtime.prices.price_of(spec.model.provider, spec.model.name) is None):
+        raise ProviderConfigError(
+            f"no price for model {spec.model.provider}/{spec.model.name} in this worker's "
+            f"price table ({runtime.prices.describe}); the job has a cost budget: add the "
+            "model to the file PRESSROOM_PRICES names and retry")
     serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("decide")
     provider = get_provider(spec.model.provider, model=spec.model.name)
     started = now_ns()
     decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])
+    usage = priced_usage(runtime.prices, spec.model.provider, spec.model.name, decision)
     emit("model_call", started, provider=spec.model.provider, operation="decide",
          model=spec.model.name, response_model=decision.model,
          input_tokens=decision.input_tokens, output_tokens=decision.output_tokens,
-         job_id=spec.job_id, step_id=ctx.step_id, manifest_id=ctx.manifest_id)
+         cost_micro_usd=usage.get("cost_micro_usd"), job_id=spec.job_id, step_id=ctx.step_id,
+         manifest_id=ctx.manifest_id)
     planned = plan_calls(decision, inp.turn, spec.research.max_calls_per_turn)
     body = {
         "turn": inp.turn, "manifest_id": ctx.manifest_id, "input_hash": serialized["hash"],
@@ -119,8 +154,7 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         "stop_reason": decision.stop_reason, "text": decision.text,
         "tool_calls": [c.model_dump(mode="json") for c in decision.tool_calls],
         "planned": [c.model_dump(mode="json") for c in planned],
-        "usage": {"input_tokens": decision.input_tokens or 0,
-                  "output_tokens": decision.output_tokens or 0},
+        "usage": usage,
     }
     raw = dumps(body)
     await pause_point("decide_before_write")

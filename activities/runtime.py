@@ -49,6 +49,7 @@ from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
+from contracts.pricing import PriceTable, default_prices
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -71,15 +72,19 @@ class ActivityRuntime:
     runtime owns it from then on: ``close`` shuts it down. ``attestation``: the operator's
     attestation keys (``settings.Settings.attestation_keys``, loaded by the worker): the
     store signs every revision with them and candidates are checked against them
-    (``activities.candidates``); ``None`` writes and reads unsigned revisions.
+    (``activities.candidates``); ``None`` writes and reads unsigned revisions. ``prices``:
+    the table ``decide`` prices each model call with (``contracts.pricing.load_prices`` of
+    ``settings.Settings.prices``); ``None``: the shipped defaults.
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
                  roots: PathRoots | None = None,
                  spec_cache_size: int = SPEC_CACHE_SIZE,
                  helpers: HelperPool | None = None,
-                 attestation: Keyring | None = None) -> None:
+                 attestation: Keyring | None = None,
+                 prices: PriceTable | None = None) -> None:
         self.store_url = store_url
+        self.prices = prices or default_prices()
         self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)

@@ -60,6 +60,9 @@ METRICS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "histogram", "tokens", "input tokens per model call", ("provider", "operation")),
     "pressroom_model_output_tokens": (
         "histogram", "tokens", "output tokens per model call", ("provider", "operation")),
+    "pressroom_model_cost_micro_usd": (
+        "counter", "1", "what model calls cost, in micro-dollars, as the worker's price table "
+        "prices them (unpriced calls add nothing)", ("provider", "operation")),
     "pressroom_tool_calls": (
         "counter", "1", "research tool calls run, by tool and outcome", ("tool", "outcome")),
     "pressroom_publishes": (
@@ -172,6 +175,10 @@ def _model_call(meter: Any, obs: Mapping[str, Any]) -> None:
     if output_tokens is not None:
         _add(meter, "pressroom_model_output_tokens", int(output_tokens), provider=provider,
              operation=operation)
+    cost = obs.get("cost_micro_usd")
+    if cost is not None:
+        _add(meter, "pressroom_model_cost_micro_usd", int(cost), provider=provider,
+             operation=operation)
     model = obs.get("model")
     # GenAI semantic conventions: "{gen_ai.operation.name} {gen_ai.request.model}"
     _span(f"chat {model}" if model else "chat", obs, {
@@ -182,6 +189,7 @@ def _model_call(meter: Any, obs: Mapping[str, Any]) -> None:
         "gen_ai.response.model": obs.get("response_model"),
         "gen_ai.usage.input_tokens": input_tokens,
         "gen_ai.usage.output_tokens": output_tokens,
+        "pressroom.cost_micro_usd": cost,
         "pressroom.operation": operation,
         "pressroom.job_id": obs.get("job_id"),
         "pressroom.step_id": obs.get("step_id"),

@@ -255,6 +255,9 @@ class DecideResult(_Msg):
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     text_chars: int = Field(default=0, ge=0)
+    #: the call's cost in whole micro-dollars as the worker priced it
+    #: (contracts/pricing.py); ``None``: its price table has no price for the model
+    cost_micro_usd: int | None = Field(default=None, ge=0)
 
 
 class RecordTurnInput(_Msg):
