@@ -145,3 +145,15 @@ def test_resolve_cost_budget_takes_usd_exactly(raw: str, micro: int) -> None:
 def test_resolve_refuses_a_cost_budget_that_is_not_a_positive_amount(raw: str) -> None:
     with pytest.raises(JobError, match="--cost-budget must be a positive amount of USD"):
         build_resolution(cost_budget=raw)
+
+
+def test_a_worker_with_an_unusable_price_file_stops_with_one_line(tmp_path: Path) -> None:
+    from settings import Settings
+    from worker import price_table
+
+    path = _file(tmp_path, "as_of: 2026-01-31\nmodels: {openai: {gpt-4o: {input: x}}}\n")
+    with pytest.raises(JobError) as caught:
+        price_table(Settings(prices=path))
+    message = str(caught.value)
+    assert message.startswith(f"PRESSROOM_PRICES: {path}: models.openai.gpt-4o."), message
+    assert price_table(Settings()).prices == default_prices().prices
