@@ -103,20 +103,18 @@ def _result(record: Any, body: dict[str, Any]) -> DecideResult:
 
 
 def priced_usage(prices: PriceTable, provider: str, model: str,
-                 decision: ProviderDecision) -> dict[str, Any]:
-    """The stored ``usage`` of a reply: its token counts (the provider's cached and
-    cache-write counts when it reported them, else 0) and, when ``model`` has a price,
-    ``cost_micro_usd``."""
-    usage: dict[str, Any] = {
-        "input_tokens": decision.input_tokens or 0,
-        "output_tokens": decision.output_tokens or 0,
-        "cached_input_tokens": getattr(decision, "cached_input_tokens", None) or 0,
-        "cache_write_input_tokens": getattr(decision, "cache_write_input_tokens", None) or 0,
-    }
+                 usage: dict[str, Any]) -> dict[str, Any]:
+    """``usage`` (a reply's stored token counts) with ``cost_micro_usd`` when ``model`` has a
+    price; the cached and cache-write counts are 0 when the provider reported none
+    (activities/providers/base.py says what each count holds)."""
     price = prices.price_of(provider, model)
-    if price is not None:
-        usage["cost_micro_usd"] = call_cost(price, **usage)
-    return usage
+    if price is None:
+        return usage
+    cost = call_cost(price, input_tokens=int(usage.get("input_tokens") or 0),
+                     output_tokens=int(usage.get("output_tokens") or 0),
+                     cached_input_tokens=int(usage.get("cached_input_tokens") or 0),
+                     cache_write_input_tokens=int(usage.get("cache_write_input_tokens") or 0))
+    return {**usage, "cost_micro_usd": cost}
 
 
 async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
@@ -141,12 +139,10 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
     provider = get_provider(spec.model.provider, model=spec.model.name)
     started = now_ns()
     decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])
-    usage = priced_usage(runtime.prices, spec.model.provider, spec.model.name, decision)
     emit("model_call", started, provider=spec.model.provider, operation="decide",
          model=spec.model.name, response_model=decision.model,
          input_tokens=decision.input_tokens, output_tokens=decision.output_tokens,
-         cost_micro_usd=usage.get("cost_micro_usd"), job_id=spec.job_id, step_id=ctx.step_id,
-         manifest_id=ctx.manifest_id)
+         job_id=spec.job_id, step_id=ctx.step_id, manifest_id=ctx.manifest_id)
     planned = plan_calls(decision, inp.turn, spec.research.max_calls_per_turn)
     body = {
         "turn": inp.turn, "manifest_id": ctx.manifest_id, "input_hash": serialized["hash"],
@@ -154,8 +150,14 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         "stop_reason": decision.stop_reason, "text": decision.text,
         "tool_calls": [c.model_dump(mode="json") for c in decision.tool_calls],
         "planned": [c.model_dump(mode="json") for c in planned],
-        "usage": usage,
+        "usage": {"input_tokens": decision.input_tokens or 0,
+                  "output_tokens": decision.output_tokens or 0},
     }
+    # priced from the usage as stored, so the cost and the counts it was made from agree
+    body["usage"] = priced_usage(runtime.prices, spec.model.provider, spec.model.name,
+                                 body["usage"])
+    emit("model_cost", started, provider=spec.model.provider, operation="decide",
+         cost_micro_usd=body["usage"].get("cost_micro_usd"))
     raw = dumps(body)
     await pause_point("decide_before_write")
     record = await put_once(store, "model_decision", artifact_id, raw, spec=spec,

@@ -175,10 +175,6 @@ def _model_call(meter: Any, obs: Mapping[str, Any]) -> None:
     if output_tokens is not None:
         _add(meter, "pressroom_model_output_tokens", int(output_tokens), provider=provider,
              operation=operation)
-    cost = obs.get("cost_micro_usd")
-    if cost is not None:
-        _add(meter, "pressroom_model_cost_micro_usd", int(cost), provider=provider,
-             operation=operation)
     model = obs.get("model")
     # GenAI semantic conventions: "{gen_ai.operation.name} {gen_ai.request.model}"
     _span(f"chat {model}" if model else "chat", obs, {
@@ -189,12 +185,20 @@ def _model_call(meter: Any, obs: Mapping[str, Any]) -> None:
         "gen_ai.response.model": obs.get("response_model"),
         "gen_ai.usage.input_tokens": input_tokens,
         "gen_ai.usage.output_tokens": output_tokens,
-        "pressroom.cost_micro_usd": cost,
         "pressroom.operation": operation,
         "pressroom.job_id": obs.get("job_id"),
         "pressroom.step_id": obs.get("step_id"),
         "pressroom.manifest_id": obs.get("manifest_id"),
     })
+
+
+def _model_cost(meter: Any, obs: Mapping[str, Any]) -> None:
+    """A priced model call's cost (README.md#cost-in-money); an unpriced one adds nothing."""
+    cost = obs.get("cost_micro_usd")
+    if cost is not None:
+        _add(meter, "pressroom_model_cost_micro_usd", int(cost),
+             provider=_bounded(obs.get("provider"), PROVIDER_NAMES),
+             operation=_bounded(obs.get("operation"), OPERATIONS))
 
 
 def _tool_call(meter: Any, obs: Mapping[str, Any]) -> None:
@@ -216,7 +220,7 @@ def _publish(meter: Any, obs: Mapping[str, Any]) -> None:
 
 
 _HANDLERS = {"assembly": _assembly, "model_call": _model_call, "tool_call": _tool_call,
-             "publish": _publish}
+             "publish": _publish, "model_cost": _model_cost}
 
 
 def manifest_counts(body: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:

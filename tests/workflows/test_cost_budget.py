@@ -128,7 +128,9 @@ async def test_cost_budget_blocks_a_real_job_until_resolve_raises_it(
         assert len(trace["turns"]) == turns_at_block
         for turn in trace["turns"]:  # each turn is its token counts at the table's prices
             assert turn["cost_micro_usd"] == call_cost(
-                price, input_tokens=turn["input_tokens"], output_tokens=turn["output_tokens"])
+                price, input_tokens=turn["input_tokens"], output_tokens=turn["output_tokens"],
+                cached_input_tokens=turn.get("cached_input_tokens") or 0,
+                cache_write_input_tokens=turn.get("cache_write_input_tokens") or 0)
             assert turn["cost_micro_usd"] > 0
         assert trace["cost_micro_usd"] == sum(t["cost_micro_usd"] for t in trace["turns"])
         assert trace["cost_micro_usd"] == research["cost_micro_usd"]

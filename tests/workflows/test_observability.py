@@ -286,9 +286,8 @@ def test_a_priced_model_call_counts_its_cost_with_bounded_labels() -> None:
     runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
     env = ActivityEnvironment()
     env.metric_meter = runtime.metric_meter
-    call = {"kind": "model_call", "start_ns": 1, "end_ns": 2, "provider": "openai",
-            "operation": "decide", "model": "gpt-secret-finetune", "input_tokens": 1000,
-            "output_tokens": 10, "job_id": "job-secret-id"}
+    call = {"kind": "model_cost", "start_ns": 1, "end_ns": 2, "provider": "openai",
+            "operation": "decide", "model": "gpt-secret-finetune", "job_id": "job-secret-id"}
     env.run(telemetry.record, [{**call, "cost_micro_usd": 1234},
                                {**call, "cost_micro_usd": 766},
                                {**call, "cost_micro_usd": None}])
