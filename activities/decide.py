@@ -132,8 +132,8 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
             and runtime.prices.price_of(spec.model.provider, spec.model.name) is None):
         raise ProviderConfigError(
             f"no price for model {spec.model.provider}/{spec.model.name} in this worker's "
-            f"price table ({runtime.prices.describe}); the job has a cost budget: add the "
-            "model to the file PRESSROOM_PRICES names and retry")
+            f"price table, {runtime.prices.describe}; the job has a cost budget: add the "
+            "model to the file PRESSROOM_PRICES names, restart the worker and retry")
     serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("decide")
     provider = get_provider(spec.model.provider, model=spec.model.name)

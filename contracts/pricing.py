@@ -180,7 +180,7 @@ def _read(path: Path) -> dict[tuple[str, str], ModelPrice]:
 def default_prices() -> PriceTable:
     """The shipped table alone."""
     prices = _read(DEFAULT_PRICES_PATH)
-    return PriceTable(prices, f"shipped defaults ({DEFAULT_PRICES_PATH.name}; check them)")
+    return PriceTable(prices, f"the shipped defaults (contracts/{DEFAULT_PRICES_PATH.name})")
 
 
 def load_prices(path: Path | None) -> PriceTable:

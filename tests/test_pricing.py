@@ -47,7 +47,7 @@ def test_the_shipped_table_is_dated_sourced_and_covers_both_providers() -> None:
         assert price.as_of == "2025-11-24", (provider, model)
         assert price.source.startswith("https://"), (provider, model)
         assert price.cached_input <= price.input <= price.cache_write, (provider, model)
-    assert "check them" in table.describe
+    assert table.describe == "the shipped defaults (contracts/prices.yaml)"
     assert "DEFAULTS THE OPERATOR MUST CHECK" in DEFAULT_PRICES_PATH.read_text(encoding="utf-8")
     # a provider's dated id is priced as its undated name; an unknown model has no price
     dated = table.price_of("anthropic", "claude-sonnet-4-5-20250929")
@@ -141,7 +141,7 @@ def test_resolve_cost_budget_takes_usd_exactly(raw: str, micro: int) -> None:
     assert resolution.signed_body()["cost_budget_micro_usd"] == micro
 
 
-@pytest.mark.parametrize("raw", ["0", "-1", "0.0000001", "1e3", "five", "", "1,5"])
+@pytest.mark.parametrize("raw", ["0", "-1", "0.0000001", "1e3", "five", "", "1,5", "\u0661"])
 def test_resolve_refuses_a_cost_budget_that_is_not_a_positive_amount(raw: str) -> None:
     with pytest.raises(JobError, match="--cost-budget must be a positive amount of USD"):
         build_resolution(cost_budget=raw)

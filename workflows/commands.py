@@ -262,9 +262,9 @@ def check_price(spec: JobSpec, settings: Settings) -> None:
     model = f"{spec.model.provider}/{spec.model.name}"
     if table.price_of(spec.model.provider, spec.model.name) is None:
         raise JobSpecError(
-            f"research.cost_budget_usd is set but model {model} has no price ({table.describe})"
-            f"; add models.{spec.model.provider}.{spec.model.name} to the price file "
-            f"{PRICES} names (README.md#cost-in-money), or drop the cost budget")
+            f"research.cost_budget_usd is set but model {model} has no price in "
+            f"{table.describe}: add models.{spec.model.provider}.{spec.model.name} to the "
+            f"price file {PRICES} names (README.md#cost-in-money), or drop the cost budget")
 
 
 def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput:

@@ -20,7 +20,7 @@ from contracts.workflow_messages import ResolveInput
 
 _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
 #: a cost budget is whole micro-dollars at most (contracts/pricing.py)
-_USD = re.compile(r"\$?(\d{1,7})(?:\.(\d{1,6}))?")
+_USD = re.compile(r"\$?(\d{1,7})(?:\.(\d{1,6}))?", re.ASCII)
 
 
 def _usd(raw: str) -> int:
