@@ -553,6 +553,9 @@ def resolve(
     accept: str | None = typer.Option(None, help="Accept a revision: CANONICAL_KEY=REVISION."),
     token_budget: int | None = typer.Option(
         None, help="New research token budget (input + output tokens over all turns)."),
+    cost_budget: str | None = typer.Option(
+        None, metavar="USD",
+        help="New research cost budget in USD (e.g. 5 or 0.25; the worker's prices)."),
     accept_gathered: bool = typer.Option(
         False, "--accept-gathered", help="Stop researching and draft from what was gathered."),
     abandon: bool = typer.Option(
@@ -572,7 +575,7 @@ def resolve(
     _job_cmd(commands.resolve(console, settings, job, dict(
         add_source=add_source, refresh=refresh, budget=budget, context_limit=context_limit,
         accept=accept, token_budget=token_budget, accept_gathered=accept_gathered,
-        abandon=abandon, note=note),
+        abandon=abandon, note=note, cost_budget=cost_budget),
         address, signer=name, key_path=key,
         key=_account_key(settings, name, key, password_stdin)), settings)
 

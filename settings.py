@@ -121,6 +121,7 @@ DEFAULT_HEALTH_HOST = "127.0.0.1"
 TRACING = "PRESSROOM_TRACING"
 LOG_FORMAT = "PRESSROOM_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
+PRICES = "PRESSROOM_PRICES"
 
 #: Old name -> current name; the old one is still read (with a warning) for one release.
 DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
@@ -252,6 +253,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(LOG_FORMAT, "log_format", "`text`",
              "`json`: the worker logs one JSON object per line, with the job, step and "
              "manifest ids when known; `--log-format` overrides it"),
+    Variable(PRICES, "prices", "the shipped table `contracts/prices.yaml` (dated; check it)",
+             "a YAML price file (USD per million tokens of input, cached input, cache write "
+             "and output, by provider and model; README.md#cost-in-money) whose entries "
+             "replace the shipped ones: the worker prices each model call with it, "
+             "`pressroom run` refuses a job with a cost budget whose model it has no price "
+             "for"),
 )
 
 
@@ -496,6 +503,9 @@ class Settings(BaseModel):
     #: into connection options, below the ``PRESSROOM_TEMPORAL_*`` settings and the flags.
     #: Not in the repr: it may hold an API key.
     temporal_env: dict[str, str] = Field(default_factory=dict, repr=False)
+    #: The operator's price file (``contracts.pricing.load_prices``); ``None``: the shipped
+    #: defaults alone.
+    prices: Path | None = None
 
 
     @classmethod
@@ -526,6 +536,7 @@ class Settings(BaseModel):
             health_address=_health_address(environ),
             tracing=_switch(environ, TRACING),
             log_format=_log_format(environ),
+            prices=Path(raw).expanduser() if (raw := _text(environ, PRICES)) else None,
             temporal_env={name: value for name, value in environ.items()
                           if name.startswith(TEMPORAL_PREFIX) and value},
             # only an address or namespace actually set counts as set: the connection

@@ -66,6 +66,7 @@ from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
 from contracts.errors import JobError
 from contracts.path_safety import PathRoots
+from contracts.pricing import PriceError, PriceTable, load_prices
 from settings import (
     ATTESTATION_KEYS,
     DEFAULT_NAMESPACE,
@@ -74,6 +75,7 @@ from settings import (
     HELPER_PROCESSES,
     LOG_FORMATS,
     METRICS_PORT,
+    PRICES,
     PUBLISH_ROOTS,
     REGISTERED_REVIEWERS_ONLY,
     SOURCE_ROOTS,
@@ -231,7 +233,8 @@ def build_helper_pool(store_url: str, processes: int, *, locations: Mapping[str,
 def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   roots: PathRoots | None = None, helper_processes: int = 0,
                   attestation: Keyring | None = None,
-                  registered_reviewers_only: bool = False) -> ActivityRuntime:
+                  registered_reviewers_only: bool = False,
+                  prices: PriceTable | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -239,13 +242,23 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     (``PathRoots.of(settings)``; none: only Pressroom's own home and fixtures);
     ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``);
     ``registered_reviewers_only``: only registered reviewer keys may review
-    (``activities.reviewer_registry``)."""
+    (``activities.reviewer_registry``). ``prices``: what model calls are priced with
+    (``price_table``; ``None``: the defaults)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
                            attestation=attestation,
-                           registered_reviewers_only=registered_reviewers_only)
+                           registered_reviewers_only=registered_reviewers_only, prices=prices)
+
+
+def price_table(settings: Settings) -> PriceTable:
+    """The shipped prices with ``settings.prices`` over them; a file that cannot be used is a
+    ``JobError`` naming the variable, the file and the key."""
+    try:
+        return load_prices(settings.prices)
+    except PriceError as exc:
+        raise JobError(f"{PRICES}: {exc}") from None
 
 
 def attestation_keyring(settings: Settings) -> Keyring | None:
@@ -289,6 +302,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     if helpers < 0:
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
+    prices = price_table(settings)  # so does a bad price file
     observe(settings)  # logs, metrics endpoint, tracing: before the client connects
     health = HealthState()
     server = await start_health(settings.health_address, health)
@@ -299,7 +313,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
         runtime = build_runtime(store_url or settings.store_url, locations=settings.locations,
                                 roots=PathRoots.of(settings),
                                 helper_processes=helpers, attestation=attestation,
-                                registered_reviewers_only=settings.registered_reviewers_only)
+                                registered_reviewers_only=settings.registered_reviewers_only,
+                                prices=prices)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

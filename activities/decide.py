@@ -24,6 +24,13 @@ engine's own count of the cacheable prefix (``cacheable_prefix_tokens``, from th
 manifest), and the manifest's usage row gets them too. The offline provider has no cache;
 it reports what a prefix cache would have served: the tokens of the byte-identical prefix
 this request shares with the job's previous turn's request.
+
+Each call is priced here, by the worker's price table (``contracts.pricing``;
+README.md#cost-in-money), and its cost in whole micro-dollars is stored in the reply's
+``usage`` and returned: the workflow only adds these integers against the job's cost
+budget, and a retry returns the cost stored with the reply. A job with a cost budget whose
+model this worker has no price for is refused before the model is called (a paid call that
+cannot be counted is not made).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ from contracts.activity_messages import (
     DecideResult,
     PlannedCall,
 )
+from contracts.errors import ProviderConfigError
+from contracts.pricing import PriceTable, call_cost
 
 #: the provider with no prompt cache of its own (activities/providers/__init__.py)
 OFFLINE = "extractive"
@@ -103,7 +112,8 @@ def _result(record: Any, body: dict[str, Any]) -> DecideResult:
                         input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
                         text_chars=len(body["text"]),
                         cached_input_tokens=usage.get("cached_input_tokens") or 0,
-                        cache_write_input_tokens=usage.get("cache_write_input_tokens") or 0)
+                        cache_write_input_tokens=usage.get("cache_write_input_tokens") or 0,
+                        cost_micro_usd=usage.get("cost_micro_usd"))
 
 
 def _consistent(decision: ProviderDecision) -> ProviderDecision:
@@ -136,6 +146,21 @@ async def _previous_request(store: Any, spec: Any, turn: int) -> dict[str, Any] 
     return previous
 
 
+def priced_usage(prices: PriceTable, provider: str, model: str,
+                 usage: dict[str, Any]) -> dict[str, Any]:
+    """``usage`` (a reply's stored token counts) with ``cost_micro_usd`` when ``model`` has a
+    price; the cached and cache-write counts are 0 when the provider reported none
+    (activities/providers/base.py says what each count holds)."""
+    price = prices.price_of(provider, model)
+    if price is None:
+        return usage
+    cost = call_cost(price, input_tokens=int(usage.get("input_tokens") or 0),
+                     output_tokens=int(usage.get("output_tokens") or 0),
+                     cached_input_tokens=int(usage.get("cached_input_tokens") or 0),
+                     cache_write_input_tokens=int(usage.get("cache_write_input_tokens") or 0))
+    return {**usage, "cost_micro_usd": cost}
+
+
 async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
     store = await runtime.store()
     spec, ctx = await runtime.spec_of(inp.job), inp.context
@@ -147,6 +172,12 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
         _, raw = await store.get("model_decision", artifact_id, principal=principal,
                                  revision=head.revision)
         return _result(head, json.loads(raw))
+    if (spec.research.cost_budget_usd is not None
+            and runtime.prices.price_of(spec.model.provider, spec.model.name) is None):
+        raise ProviderConfigError(
+            f"no price for model {spec.model.provider}/{spec.model.name} in this worker's "
+            f"price table, {runtime.prices.describe}; the job has a cost budget: add the "
+            "model to the file PRESSROOM_PRICES names, restart the worker and retry")
     serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("decide")
     provider = get_provider(spec.model.provider, model=spec.model.name)
@@ -178,6 +209,11 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
                   "cache_write_input_tokens": decision.cache_write_input_tokens,
                   "cacheable_prefix_tokens": serialized["cache"].get("cacheable_prefix_tokens")},
     }
+    # priced from the usage as stored, so the cost and the counts it was made from agree
+    body["usage"] = priced_usage(runtime.prices, spec.model.provider, spec.model.name,
+                                 body["usage"])
+    emit("model_cost", started, provider=spec.model.provider, operation="decide",
+         cost_micro_usd=body["usage"].get("cost_micro_usd"))
     raw = dumps(body)
     await pause_point("decide_before_write")
     record = await put_once(store, "model_decision", artifact_id, raw, spec=spec,

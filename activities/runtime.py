@@ -50,6 +50,7 @@ from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.errors import CarriedStateMismatch
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
+from contracts.pricing import PriceTable, default_prices
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -74,7 +75,9 @@ class ActivityRuntime:
     store signs every revision with them and candidates are checked against them
     (``activities.candidates``); ``None`` writes and reads unsigned revisions.
     ``registered_reviewers_only``: only keys the operator's reviewer registry holds may
-    review (``activities.reviewer_registry``).
+    review (``activities.reviewer_registry``). ``prices``: the table ``decide`` prices each
+    model call with (``contracts.pricing.load_prices`` of ``settings.Settings.prices``);
+    ``None``: the shipped defaults.
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
@@ -82,9 +85,11 @@ class ActivityRuntime:
                  spec_cache_size: int = SPEC_CACHE_SIZE,
                  helpers: HelperPool | None = None,
                  attestation: Keyring | None = None,
-                 registered_reviewers_only: bool = False) -> None:
+                 registered_reviewers_only: bool = False,
+                 prices: PriceTable | None = None) -> None:
         self.store_url = store_url
         self.registered_reviewers_only = registered_reviewers_only
+        self.prices = prices or default_prices()
         self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)

@@ -60,6 +60,9 @@ METRICS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
         "histogram", "tokens", "input tokens per model call", ("provider", "operation")),
     "pressroom_model_output_tokens": (
         "histogram", "tokens", "output tokens per model call", ("provider", "operation")),
+    "pressroom_model_cost_micro_usd": (
+        "counter", "1", "what model calls cost, in micro-dollars, as the worker's price table "
+        "prices them (unpriced calls add nothing)", ("provider", "operation")),
     "pressroom_tool_calls": (
         "counter", "1", "research tool calls run, by tool and outcome", ("tool", "outcome")),
     "pressroom_publishes": (
@@ -189,6 +192,15 @@ def _model_call(meter: Any, obs: Mapping[str, Any]) -> None:
     })
 
 
+def _model_cost(meter: Any, obs: Mapping[str, Any]) -> None:
+    """A priced model call's cost (README.md#cost-in-money); an unpriced one adds nothing."""
+    cost = obs.get("cost_micro_usd")
+    if cost is not None:
+        _add(meter, "pressroom_model_cost_micro_usd", int(cost),
+             provider=_bounded(obs.get("provider"), PROVIDER_NAMES),
+             operation=_bounded(obs.get("operation"), OPERATIONS))
+
+
 def _tool_call(meter: Any, obs: Mapping[str, Any]) -> None:
     tool = _bounded(obs.get("tool"), TOOL_NAMES)
     outcome = _bounded(obs.get("outcome"), TOOL_OUTCOMES)
@@ -208,7 +220,7 @@ def _publish(meter: Any, obs: Mapping[str, Any]) -> None:
 
 
 _HANDLERS = {"assembly": _assembly, "model_call": _model_call, "tool_call": _tool_call,
-             "publish": _publish}
+             "publish": _publish, "model_cost": _model_cost}
 
 
 def manifest_counts(body: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:

@@ -272,6 +272,9 @@ class DecideResult(_Msg):
     #: (activities/providers/base.py; docs/context-engine.md#prompt-cache-identity)
     cached_input_tokens: int = Field(default=0, ge=0)
     cache_write_input_tokens: int = Field(default=0, ge=0)
+    #: the call's cost in whole micro-dollars as the worker priced it
+    #: (contracts/pricing.py); ``None``: its price table has no price for the model
+    cost_micro_usd: int | None = Field(default=None, ge=0)
 
 
 class RecordTurnInput(_Msg):

@@ -64,6 +64,12 @@ class ResearchProgress(_Msg):
     tokens_used: int = 0
     #: the budget in force (the spec's, or what ``resolve`` raised it to)
     token_budget: int | None = None
+    #: what the research turns' model calls cost, in whole micro-dollars (each call priced
+    #: by the worker that made it, contracts/pricing.py); unpriced calls add nothing
+    cost_micro_usd: int = 0
+    #: the cost budget in force, micro-dollars (the spec's ``cost_budget_usd``, or what
+    #: ``resolve --cost-budget`` raised it to); ``None``: no money limit
+    cost_budget_micro_usd: int | None = None
     covered_topics: list[str] = Field(default_factory=list)
     last_calls: list[ToolCallSummary] = Field(default_factory=list)
     stop_reason: StopReason | None = None
@@ -165,6 +171,8 @@ class ResolveInput(_Msg):
     context_limit: int | None = Field(default=None, gt=0)
     #: with ``raise_budget``: the research loop's new token budget (input + output)
     token_budget: int | None = Field(default=None, gt=0)
+    #: with ``raise_budget``: the research loop's new cost budget, in micro-dollars
+    cost_budget_micro_usd: int | None = Field(default=None, gt=0)
     canonical_key: str | None = None
     revision: str | None = None
     note: str = ""
@@ -176,7 +184,11 @@ class ResolveInput(_Msg):
     signature: Signature | None = None
 
     def signed_body(self) -> dict[str, object]:
-        body = self.model_dump(mode="json", exclude={"signature", "block", "first_run_id"})
+        # a field added later is signed only when set, so a resolution signed before it
+        # existed (a committed history's) still verifies
+        unset_new = {"cost_budget_micro_usd"} if self.cost_budget_micro_usd is None else set()
+        body = self.model_dump(mode="json",
+                               exclude={"signature", "block", "first_run_id", *unset_new})
         return _bound(body, block=self.block, first_run_id=self.first_run_id)
 
 

@@ -153,6 +153,15 @@ def _option_names(command: Command) -> set[str]:
     return names
 
 
+#: options that take an amount as text (``--cost-budget USD``), checked like a count
+_AMOUNT_OPTIONS = {"--cost-budget"}
+
+
+def _options(command: Command) -> set[str]:
+    return {opt for param in command.params if isinstance(param, TyperOption)
+            for opt in param.opts}
+
+
 def _int_options(command: Command) -> set[str]:
     return {opt for param in command.params if isinstance(param, TyperOption)
             and param.type_descriptor.annotation in (int, int | None) for opt in param.opts}
@@ -194,7 +203,8 @@ def check_hint(hint: Hint, app: typer.Typer) -> str | None:
                         f"{name}")
     if "--help" in args or isinstance(command, TyperGroup):
         return None  # help, or a group named in prose (`pressroom reviewer`): nothing to parse
-    int_options = _int_options(command)
+    # an amount option (USD, parsed exactly from text) takes a placeholder like a count
+    int_options = _int_options(command) | (_AMOUNT_OPTIONS & _options(command))
     args = ["1" if i and args[i - 1] in int_options and _PLACEHOLDER.match(word) else word
             for i, word in enumerate(args)]
     lenient = hint.in_prose or cut
@@ -220,7 +230,7 @@ def _check_resolution(hint: Hint, params: dict[str, object]) -> str | None:
     from workflows.resolution import build_resolution
 
     fields = ("add_source", "refresh", "budget", "context_limit", "accept", "token_budget",
-              "accept_gathered", "abandon", "note")
+              "cost_budget", "accept_gathered", "abandon", "note")
     try:
         build_resolution(**{k: params[k] for k in fields if k in params})  # type: ignore[arg-type]
     except JobError as exc:

@@ -24,10 +24,12 @@ def test_every_hint_in_the_shipped_files_parses_with_the_real_cli() -> None:
 
 
 def test_every_resolve_action_the_console_offers_parses() -> None:
-    reasons = [*(f"{key} (detail)" for key in _FIXES), "something else", None]
+    reasons = [*(f"{key} (detail)" for key in _FIXES), "something else", None,
+               "budget_exhausted ($0.010000 of $0.010000 cost budget used)"]
     offered = {(status, a) for status in ("blocked", "needs_operator")
                for reason in reasons for a in resolve_actions(status, reason)}
     assert ("needs_operator", "") in offered and ("blocked", "--abandon") in offered
+    assert resolve_actions("blocked", reasons[-1]) == ["--cost-budget USD", "--abandon"]
     for status, action in sorted(offered):
         hint = Hint(f"console {status}", f"pressroom resolve job-1 {action}".strip(),
                     in_prose=False)

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from artifacts.errors import StoreError
 from contracts.errors import JobError
+from contracts.pricing import format_usd
 from webconsole.accounts import ReviewerAccounts
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend, NotVisible
@@ -82,6 +83,7 @@ def templates() -> Jinja2Templates:
     env.filters["shown"] = shown
     env.filters["verbatim"] = verbatim  # a form value that must post back unchanged
     env.filters["argument_line"] = argument_line  # a tool call's arguments, one short line
+    env.filters["usd"] = format_usd  # whole micro-dollars as $0.000000
     return Jinja2Templates(env=env)
 
 

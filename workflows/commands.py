@@ -28,6 +28,7 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
+from contracts.errors import JobError, JobSpecError
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.ownership import check_manifest, check_owned, check_record
 from contracts.path_safety import (
@@ -38,10 +39,11 @@ from contracts.path_safety import (
     is_remote,
     read_policy,
 )
+from contracts.pricing import PriceError, format_usd, load_prices
 from contracts.signing import normalize_name, public_key_text
 from contracts.source_specs import GitSourceSpec
 from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
-from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
+from settings import DEFAULT_WORKER_GRACE_SECONDS, PRICES, Settings
 from workflows import client as jobs
 from workflows import connection
 from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
@@ -195,15 +197,19 @@ class TraceTurn(BaseModel):
     cached_input_tokens: int | None = None
     cache_write_input_tokens: int | None = None
     cacheable_prefix_tokens: int | None = None
+    #: the call's cost as the worker priced it (``None``: no price for the model)
+    cost_micro_usd: int | None = None
 
 
 class TraceReport(BaseModel):
-    """``pressroom trace --json``: every research turn and its tool calls."""
+    """``pressroom trace --json``: every research turn and its tool calls, and what the
+    priced turns cost together (whole micro-dollars; README.md#cost-in-money)."""
 
     model_config = ConfigDict(extra="forbid")
 
     job_id: str
     turns: list[TraceTurn]
+    cost_micro_usd: int = 0
 
 
 class RunReport(BaseModel):
@@ -257,6 +263,25 @@ def check_paths(spec: JobSpec, settings: Settings, job_file: Path) -> PathRoots:
     return roots
 
 
+def check_price(spec: JobSpec, settings: Settings) -> None:
+    """Refuse at submit a job with a cost budget whose model has no price in this client's
+    table (the shipped defaults with ``PRESSROOM_PRICES`` over them; README.md#cost-in-money):
+    its cost could not be counted. The worker refuses again, with its own table, before it
+    calls the model."""
+    if spec.research.cost_budget_usd is None:
+        return
+    try:
+        table = load_prices(settings.prices)
+    except PriceError as exc:
+        raise JobError(f"{PRICES}: {exc}") from None
+    model = f"{spec.model.provider}/{spec.model.name}"
+    if table.price_of(spec.model.provider, spec.model.name) is None:
+        raise JobSpecError(
+            f"research.cost_budget_usd is set but model {model} has no price in "
+            f"{table.describe}: add models.{spec.model.provider}.{spec.model.name} to the "
+            f"price file {PRICES} names (README.md#cost-in-money), or drop the cost budget")
+
+
 def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput:
     """``resolve --add-source``: a relative (or ``~``) location made absolute against the
     current folder — what a path typed on a command line means — then checked against this
@@ -285,6 +310,7 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     worker outage with a line on stderr when it starts and when a worker is back."""
     spec = load_job_spec(job_file)
     check_paths(spec, settings, job_file)
+    check_price(spec, settings)
     spec = await pin_refs(spec, settings.locations,
                           lambda line: console.print(line, highlight=False))
     spec, pinned = pin_reviewers(spec, settings)
@@ -492,8 +518,11 @@ def show_research(console: Console, live: JobStatus) -> None:
     assert research is not None
     budget = f"/{research.token_budget}" if research.token_budget else ""
     stopped = f", stopped: {research.stop_reason}" if research.stop_reason else ""
+    cost = format_usd(research.cost_micro_usd) + (
+        f"/{format_usd(research.cost_budget_micro_usd)}" if research.cost_budget_micro_usd
+        else "")
     console.print(f"  research turn {research.turn}{stopped}; tokens {research.tokens_used}"
-                  f"{budget}; topics with a verified note: "
+                  f"{budget}; cost {cost}; topics with a verified note: "
                   f"{', '.join(research.covered_topics) or '-'}; refused calls "
                   f"{research.rejected_calls}")
     for call in research.last_calls:
@@ -539,6 +568,8 @@ async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceT
                          input_tokens=int(usage.get("input_tokens") or 0),
                          output_tokens=int(usage.get("output_tokens") or 0),
                          manifest_id=str(decision.get("manifest_id", "")), calls=[],
+                         cost_micro_usd=(None if usage.get("cost_micro_usd") is None
+                                         else int(usage["cost_micro_usd"])),
                          **{k: usage[k] for k in ("cached_input_tokens",
                                                   "cache_write_input_tokens",
                                                   "cacheable_prefix_tokens")
@@ -572,8 +603,9 @@ async def trace(console: Console, settings: Settings, job_id: str,
     if not turns:
         raise JobNotFound(f"job {job_id!r} has no research turns ({view.summary})")
     for turn in turns:
+        cost = "" if turn.cost_micro_usd is None else f" {format_usd(turn.cost_micro_usd)}"
         console.print(f"[bold]turn {turn.turn}[/bold] {turn.model} "
-                      f"in {turn.input_tokens} out {turn.output_tokens} tokens "
+                      f"in {turn.input_tokens} out {turn.output_tokens} tokens{cost} "
                       f"{cache_line(turn)}(manifest {turn.manifest_id})")
         for call in turn.calls:
             shown = "not run yet" if call.status is None else (
@@ -581,7 +613,11 @@ async def trace(console: Console, settings: Settings, job_id: str,
                 f" {call.result_chars} chars")
             console.print(f"  {call.call_id:<9} {call.tool_name:<11} "
                           f"{argument_line(call.arguments)[:80]:<80} → {shown}")
-    return TraceReport(job_id=job_id, turns=turns)
+    total = sum(t.cost_micro_usd or 0 for t in turns)
+    console.print(f"cost {format_usd(total)} over {len(turns)} turns"
+                  + ("" if all(t.cost_micro_usd is not None for t in turns)
+                     else " (turns without a price count nothing)"))
+    return TraceReport(job_id=job_id, turns=turns, cost_micro_usd=total)
 
 
 def cache_line(turn: TraceTurn) -> str:

@@ -66,6 +66,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.job_spec import JobSpec
     from contracts.ownership import owns
+    from contracts.pricing import format_usd as _usd
+    from contracts.pricing import micro_usd as _micro_usd
     from contracts.signing import Purpose, Signature, SignatureError, normalize_name, verify
     from contracts.workflow_messages import (
         MAX_RESOLVE_AGE,
@@ -131,6 +133,10 @@ CARRIED_CHECK_PATCH = "carried-state-check"
 #: block it names, its age and the job's first run like the ``resolve_blocked`` Update
 #: (SECURITY.md §1); histories recorded before it replay their signals as they were
 SIGNED_BINDING_PATCH = "signed-command-binding"
+#: the patch id under which the research loop also stops at the job's cost budget
+#: (``research.cost_budget_usd``; README.md#cost-in-money); only a job that sets one asks,
+#: so histories recorded before replay unchanged
+COST_BUDGET_PATCH = "cost-budget"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 #: a ``needs_operator`` reason is cut to this many characters
@@ -272,6 +278,10 @@ class ResearchJobWorkflow:
         if research.tokens_used >= budget:
             return await self._research_blocked(
                 f"budget_exhausted ({research.tokens_used} of {budget} tokens used)")
+        if self._cost_exhausted():
+            return await self._research_blocked(
+                f"budget_exhausted ({_usd(research.cost_micro_usd)} of "
+                f"{_usd(research.cost_budget_micro_usd or 0)} cost budget used)")
         turn = research.turn + 1
         ctx = await self._assemble("research", turn=turn)
         research.block_timeout_s = ctx.block_timeout_s
@@ -286,6 +296,7 @@ class ResearchJobWorkflow:
             cause = str(failed.cause or failed)
             return await self._research_blocked(f"model_call_failed ({cause[:300]})")
         research.tokens_used += decided.input_tokens + decided.output_tokens
+        research.cost_micro_usd += decided.cost_micro_usd or 0  # the worker priced it
         results: list[ToolCallResult] = list(await asyncio.gather(*(
             self._act("run_tool", ToolCallInput(
                 job=self._job(), call_id=call.call_id, tool_name=call.tool_name,
@@ -327,6 +338,17 @@ class ResearchJobWorkflow:
         return await self._research_blocked(
             f"required_evidence_missing (no verified note for: {', '.join(uncovered)})")
 
+    def _cost_exhausted(self) -> bool:
+        """Whether the research turns' cost reached the job's cost budget. Only a job with
+        one asks the patch, so older histories (none had a cost budget) replay unchanged;
+        the budget is the spec's until ``resolve --cost-budget`` raises it."""
+        research, limit = self._state.research, self._spec.research.cost_budget_usd
+        if limit is None or not workflow.patched(COST_BUDGET_PATCH):
+            return False
+        if research.cost_budget_micro_usd is None:
+            research.cost_budget_micro_usd = _micro_usd(limit)
+        return research.cost_micro_usd >= research.cost_budget_micro_usd
+
     async def _research_blocked(self, reason: str) -> bool:
         """Stop for a human; True if they accepted what was gathered, False to go on
         researching (a raised budget, a new source, a retry)."""
@@ -342,6 +364,10 @@ class ResearchJobWorkflow:
                 self._resolutions.remove(resolution)
             elif resolution.action == "raise_budget" and resolution.token_budget:
                 research.token_budget = resolution.token_budget
+                if not (resolution.evidence_budget or resolution.context_limit):
+                    self._resolutions.remove(resolution)
+            elif resolution.action == "raise_budget" and resolution.cost_budget_micro_usd:
+                research.cost_budget_micro_usd = resolution.cost_budget_micro_usd
                 if not (resolution.evidence_budget or resolution.context_limit):
                     self._resolutions.remove(resolution)
         await self._apply_resolutions()

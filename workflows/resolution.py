@@ -5,26 +5,43 @@ again. ``--abandon`` ends a blocked job, or one that needs an operator, ``failed
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
+
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from context.file_errors import load_yaml, one_line
 from contracts.errors import JobError
 from contracts.job_spec import yaml_error_line
+from contracts.pricing import micro_usd
 from contracts.source_specs import SourceSpec
 from contracts.workflow_messages import ResolveInput
 
 _SOURCE: TypeAdapter[SourceSpec] = TypeAdapter(SourceSpec)
+#: a cost budget is whole micro-dollars at most (contracts/pricing.py)
+_USD = re.compile(r"\$?(\d{1,7})(?:\.(\d{1,6}))?", re.ASCII)
+
+
+def _usd(raw: str) -> int:
+    """``--cost-budget``'s USD (``5``, ``0.25``, ``$12.50``) in micro-dollars, exactly."""
+    found = _USD.fullmatch(raw.strip())
+    micro = 0 if found is None else micro_usd(Decimal(raw.strip().lstrip("$")))
+    if micro <= 0:
+        raise JobError(f"--cost-budget must be a positive amount of USD with at most six "
+                       f"decimals, got {raw!r}")
+    return micro
 
 
 def build_resolution(*, add_source: str | None = None, refresh: str | None = None,
                      budget: int | None = None, context_limit: int | None = None,
                      accept: str | None = None, token_budget: int | None = None,
                      accept_gathered: bool = False, abandon: bool = False,
-                     note: str = "") -> ResolveInput:
+                     note: str = "", cost_budget: str | None = None) -> ResolveInput:
     given = [name for name, v in (("--add-source", add_source), ("--refresh", refresh),
                                   ("--budget", budget), ("--context-limit", context_limit),
                                   ("--accept", accept), ("--token-budget", token_budget),
+                                  ("--cost-budget", cost_budget),
                                   ("--accept-gathered", accept_gathered or None),
                                   ("--abandon", abandon or None))
              if v is not None]
@@ -56,6 +73,9 @@ def build_resolution(*, add_source: str | None = None, refresh: str | None = Non
         if token_budget <= 0:
             raise JobError(f"--token-budget must be a positive token count, got {token_budget}")
         return ResolveInput(action="raise_budget", token_budget=token_budget, note=note)
+    if cost_budget is not None:
+        return ResolveInput(action="raise_budget", cost_budget_micro_usd=_usd(cost_budget),
+                            note=note)
     if accept_gathered:
         return ResolveInput(action="accept_gathered", note=note)
     if abandon:

@@ -44,7 +44,10 @@ def _accepted(resolution: ResolveInput) -> None:
     "add_source": st.one_of(yaml_texts(SOURCE), st.text(max_size=40)),
     "refresh": _text, "budget": _counts, "context_limit": _counts, "accept": _text,
     "token_budget": _counts, "accept_gathered": st.booleans(),
+    "cost_budget": st.one_of(_text, st.decimals(allow_nan=True).map(str)),
     "note": st.text(max_size=40)}))
+@example(flags={"cost_budget": "\u0661"})  # a digit, but not an ASCII one
+@example(flags={"cost_budget": "$0.0000005"})
 @example(flags={"add_source": "[" * 5000 + "]" * 5000})  # RecursionError in PyYAML
 @example(flags={"add_source": "&a [*a]"})
 @example(flags={"add_source": '{kind: "a\\nb", name: x}'})  # a line break in the message

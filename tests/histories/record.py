@@ -7,7 +7,9 @@ to the workflow; ``test_replay.py`` replays every recorded history against the c
 Paths: approve (happy), request changes → revise → approve, reject, review timeout →
 expired, blocked → resolve → approve — recorded before the research loop — and the loop's
 own: approve, request changes → research again → revise → approve, and a token budget
-exhausted → accept what was gathered → approve; and the signed commands': an unsigned
+exhausted → accept what was gathered → approve, and a cost budget exhausted (the
+``cost-budget`` patch; the offline agent priced by ``TEST_PRICES``) → a signed
+``--cost-budget`` raise → research on → approve; and the signed commands': an unsigned
 resolve signal dropped then a signed resolution → approve, and a signed cancel; and the
 bounded retries' (``needs-operator`` and ``continue-as-new-after-resolve`` patches): a
 publish that fails permanently → needs_operator → a signed retry → published, a draft that
@@ -38,6 +40,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.fail_hook import FAIL_ENV
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec, parse_job_spec
+from contracts.pricing import load_prices
 from contracts.workflow_messages import ResolveInput
 from settings import Settings
 from tests.waiting import wait_for
@@ -60,6 +63,15 @@ from workflows.visibility import SEARCH_ATTRIBUTES
 LOCAL = Settings.from_env(os.environ).locations
 
 HERE = Path(__file__).resolve().parent
+
+#: the offline agent priced like a mid-range model, so a cost budget can run out
+TEST_PRICES = """\
+as_of: "2026-01-01"
+models:
+  extractive:
+    extractive-v1: {input: 10.0, cached_input: 1.0, cache_write: 12.5, output: 30.0,
+                    source: "test table"}
+"""
 
 Scenario = Callable[[Client, WorkflowHandle[Any, Any], JobSpec], Awaitable[None]]
 
@@ -97,6 +109,15 @@ async def _budget_then_accept(client: Client, handle: WorkflowHandle[Any, Any],
     st = await wait_status(handle, {"blocked"})
     assert st.blocked_reason and st.blocked_reason.startswith("budget_exhausted"), st
     await resolve(client, spec.job_id, ResolveInput(action="accept_gathered"))
+    await _approve(client, handle, spec)
+
+
+async def _cost_then_raise(client: Client, handle: WorkflowHandle[Any, Any],
+                           spec: JobSpec) -> None:
+    st = await wait_status(handle, {"blocked"})
+    assert st.blocked_reason and "cost budget used" in st.blocked_reason, st
+    await resolve(client, spec.job_id,
+                  ResolveInput(action="raise_budget", cost_budget_micro_usd=100_000_000))
     await _approve(client, handle, spec)
 
 
@@ -209,6 +230,8 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
     "loop_approve": ({}, _approve),
     "loop_revise_then_approve": ({}, _revise),
     "loop_budget_then_accept": ({"research": {"token_budget": 5000}}, _budget_then_accept),
+    "loop_cost_budget_then_raise": ({"research": {"cost_budget_usd": "0.05"}},
+                                    _cost_then_raise),
     "loop_signed_resolve": ({"model": {"context_limit": 5000}, "review": {
         "reviewers": ["alice"], "operators": ["ops"], "timeout": "10m"}}, _signed_resolve),
     "loop_signed_cancel": ({"review": {"reviewers": ["alice"], "operators": ["ops"],
@@ -246,8 +269,10 @@ async def record(out_dir: Path = HERE, only: set[str] | None = None) -> list[Pat
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             docs = _docs(root)
+            (root / "prices.yaml").write_text(TEST_PRICES, encoding="utf-8")
             runtime = ActivityRuntime(f"sqlite+aiosqlite:///{root / 'store.db'}", locations=LOCAL,
-                                      roots=roots_for(root))
+                                      roots=roots_for(root),
+                                      prices=load_prices(root / "prices.yaml"))
             queue = f"record-{uuid.uuid4().hex[:8]}"
             async with build_worker(env.client, runtime, task_queue=queue):
                 for name, (overrides, scenario) in SCENARIOS.items():

@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 HISTORIES = sorted(HERE.glob("*.json"))
 EXPECTED = {"approve", "revise_then_approve", "reject", "review_timeout",
             "blocked_then_resolved", "loop_approve", "loop_revise_then_approve",
-            "loop_budget_then_accept", "loop_signed_resolve", "loop_signed_cancel",
+            "loop_budget_then_accept", "loop_cost_budget_then_raise", "loop_signed_resolve",
+            "loop_signed_cancel",
             "loop_needs_operator_retry", "loop_needs_operator_abandon",
             "loop_review_not_recorded", "loop_rollover_after_resolve",
             "loop_search_attributes"}

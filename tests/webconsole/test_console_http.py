@@ -23,6 +23,7 @@ from temporalio.client import Client
 from activities.runtime import ActivityRuntime
 from context.invisible import INVISIBLE
 from contracts.job_spec import JobSpec
+from contracts.pricing import format_usd, load_prices
 from tests.waiting import wait_for
 from tests.webconsole.consolekit import (
     form_token,
@@ -55,6 +56,11 @@ async def test_review_flow_refusals_and_escaping(
         client: Client, runtime: ActivityRuntime, task_queue: str, store_url: str,
         tmp_path: Path, docs: Path, make_spec: Callable[..., JobSpec]) -> None:
     _hostile_docs(docs)
+    # the offline agent priced (README.md#cost-in-money), so the page shows what turns cost
+    (tmp_path / "prices.yaml").write_text(
+        'as_of: "2026-01-01"\nmodels: {extractive: {extractive-v1: {input: 10, '
+        'cached_input: 1, cache_write: 12.5, output: 30}}}\n', encoding="utf-8")
+    runtime.prices = load_prices(tmp_path / "prices.yaml")
     accounts = make_accounts(tmp_path / "accounts", "alice", "bob")
     spec = make_spec(review=review_for(accounts, "alice"))
     other = make_spec(scope={"tenant": "globex", "project": "docs", "task": "t2"},
@@ -115,6 +121,12 @@ async def test_review_flow_refusals_and_escaping(
                                   job_page.text.index('id="manifests"')]
             assert first.research is not None
             assert turns.count('<details class="turn"') == first.research.turn
+            # each turn's cost, and the job's (the priced turns together)
+            costs = re.findall(r"out \d+ tokens · \$(\d+\.\d{6}) ·", turns)
+            assert len(costs) == first.research.turn and all(float(c) > 0 for c in costs)
+            assert first.research.cost_micro_usd > 0
+            assert (f"<dt>Research cost</dt><dd>{format_usd(first.research.cost_micro_usd)}"
+                    "</dd>") in job_page.text
             calls = re.findall(r"<tr><td>(t\d{4}-\d+)</td><td>(\w+)</td><td><code>.*?</code>"
                                r"</td><td>(\w+)(?: \([^)]*\))? · (\d+) chars</td></tr>", turns)
             assert calls and calls[0][0] == "t0001-1"

@@ -276,3 +276,25 @@ async def test_a_blocked_assembly_and_its_exclusions_are_counted_with_bounded_la
     assert seen[("pressroom_exclusions", (("reason", "other"),))] == 1
     assert not any("job-secret-id" in value or "made up" in value
                    for _, labels in seen for _, value in labels)
+
+
+async def test_a_priced_model_call_counts_its_cost_with_bounded_labels() -> None:
+    """A model call's cost (README.md#cost-in-money) is added to
+    ``pressroom_model_cost_micro_usd`` under its provider and operation only — never its
+    model or job — on a real SDK meter; an unpriced call adds nothing."""
+    buffer = MetricBuffer(1000)
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
+    env = ActivityEnvironment()
+    env.metric_meter = runtime.metric_meter
+    call = {"kind": "model_cost", "start_ns": 1, "end_ns": 2, "provider": "openai",
+            "operation": "decide", "model": "gpt-secret-finetune", "job_id": "job-secret-id"}
+    env.run(telemetry.record, [{**call, "cost_micro_usd": 1234},
+                               {**call, "cost_micro_usd": 766},
+                               {**call, "cost_micro_usd": None}])
+    costs = [u for u in buffer.retrieve_updates()
+             if u.metric.name == "pressroom_model_cost_micro_usd"]
+    assert sum(u.value for u in costs) == 2000 and len(costs) == 2
+    sdk_labels = {"service_name", "namespace", "task_queue", "activity_type"}  # Temporal's
+    for update in costs:
+        ours = {k: v for k, v in update.attributes.items() if k not in sdk_labels}
+        assert ours == {"provider": "openai", "operation": "decide"}

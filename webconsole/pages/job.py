@@ -6,6 +6,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from contracts.pricing import format_usd
+from contracts.workflow_messages import ResearchProgress
 from webconsole.pages.common import Deps, render, signed_in
 
 #: the ``--add-source`` value a hint shows: the option takes the source spec itself as
@@ -21,6 +23,9 @@ _FIXES = {
     "transform_blocked": ["--context-limit TOKENS", "--budget TOKENS"],
     "unsafe_tool_repair": [""],
     "serialization_invalid": [""],
+    # ``budget_exhausted`` is the research loop's token budget or, when the reason says so,
+    # its cost budget (README.md#cost-in-money): the first matching key wins
+    "cost budget used": ["--cost-budget USD"],
     "budget_exhausted": ["--token-budget TOKENS"],
     "stale": ["--accept CANONICAL_KEY=REVISION", "--refresh SOURCE"],
 }
@@ -41,6 +46,15 @@ def resolve_actions(status: str, reason: str | None) -> list[str]:
     return ["", ADD_SOURCE_HINT, "--budget TOKENS", "--abandon"]
 
 
+def _cost(research: ResearchProgress | None) -> str | None:
+    """The research turns' cost against the cost budget (README.md#cost-in-money)."""
+    if research is None or not research.turn:
+        return None
+    budget = research.cost_budget_micro_usd
+    return format_usd(research.cost_micro_usd) + (
+        f" of {format_usd(budget)} budget" if budget else "")
+
+
 async def job_page(request: Request, deps: Deps) -> Response:
     session = signed_in(request, deps)
     job_id = request.path_params["job_id"]
@@ -52,6 +66,7 @@ async def job_page(request: Request, deps: Deps) -> Response:
         "actions": resolve_actions(detail.status, reason),
         "tokens": (detail.view.live.research.tokens_used
                    if detail.view.live is not None and detail.view.live.research else None),
+        "cost": _cost(detail.view.live.research if detail.view.live is not None else None),
     }, session=session)
 
 
