@@ -48,7 +48,11 @@ the same way:
 Also, from the recorded run: store bytes written, and ``wall_s_per_turn`` (median, from
 history timestamps) beside ``floor_s_per_turn``, the part of it no activity was running.
 
-Run: ``.venv/bin/python bench/research_loop.py [--turns 100] [--trace DIR | --replay DIR]``.
+``--policy FILE`` replays Pressroom under another context policy (say, the research-log
+layout of ``context/tools/fold.py``) on the same trace.
+
+Run: ``.venv/bin/python bench/research_loop.py [--turns 100] [--trace DIR | --replay DIR]
+[--policy FILE]``.
 """
 
 from __future__ import annotations
@@ -397,8 +401,9 @@ async def workload_results(trace: dict[str, Any], home: Path,
     return contents
 
 
-async def replay_pressroom(trace: dict[str, Any], home: Path,
-                           contents: dict[str, str]) -> tuple[list[dict[str, Any]], int]:
+async def replay_pressroom(trace: dict[str, Any], home: Path, contents: dict[str, str],
+                           policy_file: Path | None = None
+                           ) -> tuple[list[dict[str, Any]], int]:
     """Each recorded turn assembled again by this checkout's engine, from the same stored
     candidates and the same call trace (its results as the workload has them): the sealed
     request payloads, and how many blocked."""
@@ -417,7 +422,8 @@ async def replay_pressroom(trace: dict[str, Any], home: Path,
     payloads, blocked = [], 0
     try:
         store = await runtime.store()
-        policy = job_policy(spec.policy, runtime.roots)
+        policy = (context.load_policy(str(policy_file)) if policy_file is not None
+                  else job_policy(spec.policy, runtime.roots))
         checkpoints = _checkpoints(home / "store.db")
         for raw, sealed in zip(trace["inputs"], trace["recorded_requests"], strict=True):
             inp = AssembleContextInput.model_validate(raw)
@@ -589,9 +595,10 @@ def notes_retained(trace: dict[str, Any], last: str) -> tuple[float | None, list
     return round((len(before) - len(lost)) / len(before), 4), lost, round(cited / len(before), 4)
 
 
-async def measure(trace: dict[str, Any], home: Path, workload: str) -> dict[str, Any]:
+async def measure(trace: dict[str, Any], home: Path, workload: str,
+                  policy_file: Path | None = None) -> dict[str, Any]:
     contents = await workload_results(trace, home, workload)
-    payloads, blocked = await replay_pressroom(trace, home, contents)
+    payloads, blocked = await replay_pressroom(trace, home, contents, policy_file)
     spec = JobSpec.model_validate(trace["spec"])
     pressroom = Meter()
     for payload in payloads:
@@ -640,7 +647,8 @@ async def measure(trace: dict[str, Any], home: Path, workload: str) -> dict[str,
 
 
 async def main(turns: int, trace_dir: Path | None = None, replay: Path | None = None,
-               workloads: tuple[str, ...] = ("bench", "realistic")) -> dict[str, Any]:
+               workloads: tuple[str, ...] = ("bench", "realistic"),
+               policy_file: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         home = replay or trace_dir or Path(tmp)
         if replay is not None:
@@ -654,7 +662,8 @@ async def main(turns: int, trace_dir: Path | None = None, replay: Path | None = 
             "code": str(Path(__file__).resolve().parents[1]),
             "turns": trace["turns"], "topics": len(trace["spec"]["topics"]),
             "topics_covered": trace["topics_covered"], "notes": len(trace["notes"]),
-            "workloads": {w: await measure(trace, home, w) for w in workloads},
+            "policy": str(policy_file) if policy_file else "the job's",
+            "workloads": {w: await measure(trace, home, w, policy_file) for w in workloads},
             **{k: trace[k] for k in ("history_bytes_per_turn", "history_events_per_turn",
                                      "runs", "store_bytes_written",
                                      "tool_history_bytes_if_one_artifact", "wall_s_per_turn",
@@ -671,6 +680,9 @@ if __name__ == "__main__":
     parser.add_argument("--replay", type=Path,
                         help="replay a trace recorded with --trace instead of running a job")
     parser.add_argument("--workloads", default="bench,realistic")
+    parser.add_argument("--policy", type=Path,
+                        help="replay Pressroom under this context policy file instead")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main(args.turns, args.trace, args.replay,
-                                      tuple(args.workloads.split(",")))), indent=1))
+                                      tuple(args.workloads.split(",")), args.policy)),
+                     indent=1))
