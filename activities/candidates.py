@@ -83,6 +83,8 @@ leaves topics uncovered stops the job for a human."""
 RESEARCH_PROTOCOL_REVISION = "pressroom-research-protocol/v1"
 #: the first line of the notes ledger (``notes_ledger``), which the offline agent reads
 NOTES_HEADING = "Notes so far (topic | citation | note | cited call | quoted lines):"
+#: the ledger's second line: each source's commit, once for the block (``notes_ledger``)
+LEDGER_COMMITS = "Commits: "
 #: the first line of the review-comments data block (``extractive.read_brief`` reads it)
 REVIEW_COMMENTS_HEADING = "Reviewer's requested changes:"
 WORKSPACE_SUFFIXES = frozenset({".md", ".txt", ".markdown"})
@@ -119,13 +121,21 @@ def _stamped(items: tuple[ContextItem, ...],
     return tuple(item.model_copy(update={"attestation": check}) for item in items)
 
 
+#: heads the task contract's topic list (``render_job_spec``; the offline providers read it)
+TOPICS_HEADING = "Topics the article must cover (name: search terms, when not the name):"
+
+
 def _scope(spec: JobSpec) -> ScopeRef:
     return ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
 
 
 def render_job_spec(spec: JobSpec) -> str:
-    lines = [f"Research question: {spec.question}", "Topics the article must cover:"]
-    lines += [f"- {t.name} (search terms: {', '.join(t.terms)})" for t in spec.topics]
+    """The task contract, resent with every turn: one line per topic, its search terms
+    after a colon only when they are not just its name as written (a 45-topic survey's
+    "(search terms: …)" repeats were ≈ 200 tokens a turn)."""
+    lines = [f"Research question: {spec.question}", TOPICS_HEADING]
+    lines += [f"- {t.name}" if list(t.terms) == [t.name] else f"- {t.name}: {', '.join(t.terms)}"
+              for t in spec.topics]
     lines.append("Required sources:")
     for s in spec.sources:
         pin = f" at commit {s.commit}" if s.kind == "git" else ""
@@ -355,17 +365,24 @@ NOTES_INDEX_HEADING = "Earlier notes, by topic (note ids; each resolvable in {pa
 
 
 def notes_ledger(notes: list[ContextItem]) -> str:
-    """One line per note, oldest first: topic, citation (commit, path, lines), the note's
-    evidence id, the call whose result it cites, and the start of the quoted lines. New
-    notes only append lines, so the ledger keeps the request's prefix; a reader finds which
-    topics are covered and what was quoted."""
+    """One line per note, oldest first: topic, citation (path and lines; the commit of each
+    source is stated once, on the line after the heading), the note's evidence id, the call
+    whose result it cites, and the start of the quoted lines. New notes only append lines,
+    so the ledger keeps the request's prefix; a reader finds which topics are covered and
+    what was quoted. A citation that is not a commit's (a document, a page) stays whole."""
+    pins = {f"{n.source_ref.repo}@{n.source_ref.commit}": None for n in notes
+            if n.source_ref.repo and n.source_ref.commit and n.source_ref.path}
     lines = [NOTES_HEADING]
+    if pins:
+        lines.append(f"{LEDGER_COMMITS}{', '.join(pins)}")
     for item in notes:
         topic = item.topics[0] if item.topics else "-"
         quote = " ".join(item.content.split())[:LEDGER_QUOTE_CHARS]
         cited = item.metadata.get("cited_call", "")
-        lines.append(f"- {topic} | {item.source_ref.citation()} | {item.item_id} | "
-                     f"{cited} | {quote}")
+        citation = item.source_ref.citation()
+        if f"{item.source_ref.repo}@{item.source_ref.commit}" in pins:
+            citation = citation.replace(f"@{item.source_ref.commit}:", ":", 1)
+        lines.append(f"- {topic} | {citation} | {item.item_id} | {cited} | {quote}")
     return "\n".join(lines)
 
 
@@ -487,6 +504,7 @@ __all__ = [
     "NOTES_INDEX_HEADING",
     "RESEARCH_PROTOCOL",
     "REVIEW_COMMENTS_HEADING",
+    "TOPICS_HEADING",
     "CandidateSet",
     "attestation_summary",
     "held",

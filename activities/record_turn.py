@@ -21,6 +21,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from activities.research_tools.arguments import NoteArguments
 from activities.research_tools.source_tools import search_hits
 from activities.runtime import (
     ActivityRuntime,
@@ -176,7 +177,11 @@ async def record_turn(runtime: ActivityRuntime, inp: RecordTurnInput) -> RecordT
         if call["tool_name"] == "update_plan":
             plan_text = call["arguments"]["text"]
         elif call["tool_name"] == "note":
+            # the accepted call's own arguments: its result only acknowledges it (one stored
+            # before that echoed them, the same values)
             note = json.loads(result["content"])
+            if not isinstance(note.get("citations"), list):
+                note = NoteArguments.model_validate(call["arguments"]).model_dump()
             cited: dict[str, dict[str, Any]] = {}
             for citation in note["citations"]:
                 found = await stored_exchange(store, exchange_id(spec.job_id,

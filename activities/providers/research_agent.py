@@ -149,21 +149,25 @@ def picture(view: RequestView) -> Picture:
                    sources=_sources(view.trusted), comments=review_comments(view, brief))
     for block in view.blocks:
         if block.role == "tool_result" and block.item_id.startswith("tool-result:"):
-            tool = block.citation.split(" ", 1)[0].removeprefix("tool:")
+            call_id = block.item_id.removeprefix("tool-result:")
+            # the tool and its arguments are the replayed call's (a result's frame names
+            # only its call); a frame sealed before that said ``source="tool:<name> …"``
+            tool, arguments = view.calls.get(call_id, (
+                block.citation.split(" ", 1)[0].removeprefix("tool:"), {}))
             try:
                 content = json.loads(block.content)
             except ValueError:
                 continue  # withheld or redacted by policy: nothing to act on
             if isinstance(content, dict):
-                call_id = block.item_id.removeprefix("tool-result:")
                 seen.results.append(Seen(call_id, tool, block.status or "", content))
                 if tool == "note" and content.get("accepted") is True:
                     # a note still shown by its own exchange (the ledger takes it over
-                    # once the exchange has aged out of the verbatim turns)
+                    # once the exchange has aged out of the verbatim turns); its result
+                    # acknowledges it, the claim is the call's
                     topic = str(content.get("topic"))
+                    claim = arguments.get("claim", content.get("claim", ""))
                     seen.notes.setdefault(topic, set()).add(call_id)
-                    seen.noted_text.setdefault(topic, set()).add(
-                        " ".join(str(content.get("claim", "")).split()))
+                    seen.noted_text.setdefault(topic, set()).add(" ".join(str(claim).split()))
         elif m := _NOTE_ID.match(block.item_id):
             seen.notes.setdefault(m.group("topic"), set()).add(m.group("call"))
             seen.noted_text.setdefault(m.group("topic"), set()).update(

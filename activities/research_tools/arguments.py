@@ -3,8 +3,9 @@
 
 One pydantic model per tool, so the definition offered to the model (``TOOL_DEFINITIONS``,
 JSON Schema from the model) and the validation of what it sends back cannot drift apart.
-Limits are part of the contract the model sees: a call over one is refused with
-``arguments_over_limit`` naming it, not silently truncated.
+Limits are part of the contract: a call over one is refused with ``arguments_over_limit``
+naming it, not silently truncated — which is why the definitions need not repeat each
+bound (``SERVER_VALIDATED``): the refusal tells the model.
 """
 
 from __future__ import annotations
@@ -129,14 +130,24 @@ ARGUMENTS: dict[str, type[_Arguments]] = {
     "finish": FinishArguments,
 }
 
+#: bounds ``parse_arguments`` enforces on every call whatever the model was shown: a call
+#: over one is refused with ``arguments_over_limit`` naming the bound, so stating them in
+#: the definitions resent with every research turn only cost tokens
+SERVER_VALIDATED = frozenset({"maxLength", "minLength", "maxItems", "minItems", "minimum",
+                              "maximum"})
+
+
 def _schema(model: type[_Arguments]) -> dict[str, Any]:
     """The model's JSON Schema without what only repeats itself — pydantic's ``title`` on
-    every property and the docstring already given as the tool's description: the
-    definitions are resent with every research turn."""
+    every property, the docstring already given as the tool's description, and the
+    bounds the server validates anyway (``SERVER_VALIDATED``): the definitions are resent
+    with every research turn. Types, required fields, defaults and
+    ``additionalProperties`` stay: they say what a well-formed call is."""
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
             return {key: strip(value) for key, value in node.items()
-                    if not (key == "title" and isinstance(value, str))}
+                    if not (key == "title" and isinstance(value, str))
+                    and not (key in SERVER_VALIDATED and isinstance(value, int))}
         if isinstance(node, list):
             return [strip(value) for value in node]
         return node

@@ -62,5 +62,6 @@ def verify_note(arguments: NoteArguments, topics: Sequence[str],
                 "citation_mismatch",
                 f"{where}: {citation.source}@{citation.revision[:12]}:{citation.path} "
                 f"line {min(missing)} was not in that call's result")
-    return {"accepted": True, "topic": arguments.topic, "claim": arguments.claim,
-            "citations": [c.model_dump() for c in arguments.citations]}
+    # an acknowledgement, not an echo: the call's arguments are resent beside its result
+    # every turn it stays verbatim, and ``record_turn`` reads the citations from the call
+    return {"accepted": True, "topic": arguments.topic, "citations": len(arguments.citations)}

@@ -119,14 +119,23 @@ def _item_attrs(item: ContextItem, flags: Iterable[str]) -> list[tuple[str, str]
     ]
 
 
+#: what a tool result's short frame leaves unsaid (``parse_data_blocks`` reads it back):
+#: its role, and for a successful result its status and evidence use. The tool and call
+#: are the ``tool`` message's own (its call id, answered by the assistant's call), so the
+#: frame that used to restate them (≈ 79 tokens a result, resent every turn) says only id,
+#: trust and hash — and status and evidence use when they are not the usual ones
+TOOL_RESULT_ROLE, USUAL_STATUS, USUAL_EVIDENCE_USE = ("tool_result", "success",
+                                                      "confirmed_by_policy")
+TOOL_RESULT_PREFIX = "tool-result:"
+
+
 def _pair_attrs(pair: ToolPair, flags: Iterable[str]) -> list[tuple[str, str]]:
+    unusual = str(pair.status) != USUAL_STATUS or pair.evidence_use != USUAL_EVIDENCE_USE
     return [
         ("id", pair.result_item_id),
-        ("source", f"tool:{pair.tool_name} call:{pair.call_id}"),
         ("trust", "untrusted_external_data"),
-        ("role", "tool_result"),
-        ("status", str(pair.status)),
-        ("evidence_use", pair.evidence_use),
+        ("status", str(pair.status) if unusual else ""),
+        ("evidence_use", pair.evidence_use if unusual else ""),
         ("flags", ",".join(sorted(set(flags)))),
     ]
 
@@ -179,18 +188,21 @@ def parse_data_blocks(text: str) -> list[DataBlockView]:
         digest = sha256_text(content)
         if _short(content) != short:
             raise DataBlockError(f"data block {attrs['id']!r}: content does not match sha256")
+        # a tool result's short frame states its role, status and evidence use only when
+        # they are not the usual ones (``_pair_attrs``)
+        tool = attrs["id"].startswith(TOOL_RESULT_PREFIX) and "role" not in attrs
         views.append(
             DataBlockView(
                 item_id=attrs["id"],
                 citation=attrs.get("source", ""),
                 revision=attrs.get("revision") or None,
                 trust=attrs.get("trust", ""),
-                role=attrs.get("role", ""),
+                role=TOOL_RESULT_ROLE if tool else attrs.get("role", ""),
                 flags=tuple(f for f in attrs.get("flags", "").split(",") if f),
                 content_hash=digest,
                 content=content,
-                status=attrs.get("status"),
-                evidence_use=attrs.get("evidence_use"),
+                status=attrs.get("status") or (USUAL_STATUS if tool else None),
+                evidence_use=attrs.get("evidence_use") or (USUAL_EVIDENCE_USE if tool else None),
             )
         )
         pos = end - 1 + len(end_marker)

@@ -175,6 +175,14 @@ class Finisher:
         data = [*_oldest_first(state.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE)),
                 *_oldest_first(state.ordered(Zone.DATA, Partition.BACKGROUND)),
                 *_oldest_first(state.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS))]
+        if state.policy.tool_pairs.fold_every:
+            # the research-log layout: the fold (changes every K turns) and the log blocks
+            # (one per turn, never rewritten) right after the stable prefix, in turn
+            # order; what changes every turn (notes, plan, checkpoint) after them
+            # (context.tools.fold)
+            log = sorted(state.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS),
+                         key=lambda a: a.item.item_id)
+            data = [*log, *(a for a in data if a not in log)]
         blocking = [t.name for t in state.request.required_topics if t.blocking]
         # The layout of render.assemble_messages (control, task, MISSING EVIDENCE, state,
         # data, derived, tool turns), with each item's message memoized: a warm assembly

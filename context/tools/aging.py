@@ -57,5 +57,10 @@ def aged_call_ids(history: ToolHistory, policy: ContextPolicy) -> frozenset[str]
     pairing = pair_tool_history(history, allow_partial_evidence=pair_policy.allow_partial_evidence)
     if pairing.blocked is not None:
         return frozenset()
+    if pair_policy.fold_every and pair_policy.compact_older:
+        from context.tools.fold import plan_fold  # fold imports this module
+
+        plan = plan_fold(pairing.pairs, pair_policy.keep_recent, pair_policy.fold_every)
+        return frozenset(p.call_id for p in (*plan.logged, *plan.folded))
     return frozenset(pair.call_id for pair in aged(pairing.pairs, pair_policy.keep_recent,
                                                    pair_policy.compact_block))

@@ -52,6 +52,7 @@ from context.tool_history import (
 )
 from context.tools.aging import aged
 from context.tools.compaction import compact, pair_item
+from context.tools.fold import fold_items, plan_fold
 from context.tools.pairing import pair_tool_history
 from context.tools.transforms import PreservationFailed, TransformRecord
 from context.vocabulary import (
@@ -122,15 +123,17 @@ class ToolStage:
         if failed:
             self.pairing = self.pairing.model_copy(
                 update={"anomalies": (*self.pairing.anomalies, *failed)})
-        older = aged(self.pairs, pair_policy.keep_recent, pair_policy.compact_block)
-        aged_ids = {x.call_id for x in older}
-        recent = [x.call_id for x in self.pairs if x.call_id not in aged_ids]
-        self.verbatim = set(recent)
         allowed = "summarize" in state.policy.transforms.allowed
-        if older and pair_policy.compact_older and allowed:
-            self._compact(older)
+        if pair_policy.fold_every and pair_policy.compact_older and allowed:
+            older = self._fold(pair_policy.keep_recent, pair_policy.fold_every)
         else:
-            self.verbatim |= {x.call_id for x in older}
+            older = aged(self.pairs, pair_policy.keep_recent, pair_policy.compact_block)
+            aged_ids = {x.call_id for x in older}
+            self.verbatim = {x.call_id for x in self.pairs if x.call_id not in aged_ids}
+            if older and pair_policy.compact_older and allowed:
+                self._compact(older)
+            else:
+                self.verbatim |= {x.call_id for x in older}
         for x in self.pairs:
             self.placement.setdefault(x.call_id, "verbatim" if x.call_id in self.verbatim
                                       else "not_placed")
@@ -227,6 +230,46 @@ class ToolStage:
         ))
         call = pair.call.model_copy(update={"arguments": arguments})
         return pair.model_copy(update={"call": call})
+
+    def _fold(self, keep: int, every: int) -> list[ToolPair]:
+        """The research-log layout (``context.tools.fold``): the last turn verbatim (and
+        what a pending note cites), the rest as log lines since the last fold boundary and
+        one fold block before it — each block a transform with its assertions, re-admitted
+        through the gates like the history summary. Returns the pairs not verbatim."""
+        state = self.state
+        plan = plan_fold(self.pairs, keep, every)
+        self.verbatim = set(plan.verbatim)
+        try:
+            built = fold_items(self.pairs, plan, scope=state.request.scope,
+                               policy_version=state.policy.version_label,
+                               counter=state.counter)
+        except PreservationFailed as exc:
+            state.transforms.append(transform_entry(exc.record))
+            raise Blocked(BlockedReason.TRANSFORM_BLOCKED, str(exc)) from None
+        for item, rec in built:
+            state.transforms.append(transform_entry(rec))
+            state.summaries.append(SummaryEntry(
+                summary_id=item.item_id, input_item_ids=list(rec.input_item_ids),
+                input_range=rec.input_range, input_digest=rec.input_digest,
+                transform_record_id=rec.record_id,
+                preservation_assertions=dict(rec.preservation_assertions),
+            ))
+            out = self.runner.run(item)  # re-admitted like any other item
+            if not out.passed:
+                state.excluded.append(excluded_after_gates(
+                    item, out, out.reason or ExclusionReason.HARD_GATE_REJECTED,
+                    "compaction", out.detail))
+                raise Blocked(BlockedReason.TRANSFORM_BLOCKED,
+                              f"research log failed re-admission: {out.detail}")
+            a = state.admit(out, item, load_mode_for(out.item, state.policy),
+                            "compacted_tool_history")
+            a.partition = Partition.RECENT_TOOL_PAIRS
+            a.transform_ids.append(rec.record_id)
+        for x in plan.logged:
+            self.placement[x.call_id] = "logged"
+        for x in plan.folded:
+            self.placement[x.call_id] = "folded"
+        return [*plan.folded, *plan.logged]
 
     def _compact(self, older: list[ToolPair]) -> None:
         state = self.state

@@ -166,13 +166,19 @@ def _clip(text: str, max_chars: int) -> str:
 
 
 def _render(facts: Facts, head: str, max_chars: int, *, next_steps: bool, claims: bool) -> str:
+    """The sections in seed order; a section with nothing recorded is left out (a loop's
+    summary used to carry ≈ 150 tokens of "(none recorded)" a turn), so a reader — and
+    ``_check`` — finds each preserved fact under its own heading or nowhere."""
     L, S = facts.lists, facts.scalars
 
     def bullets(values: Sequence[str]) -> list[str]:
-        return [f"- {_clip(v, max_chars)}" for v in values] or ["- (none recorded)"]
+        return [f"- {_clip(v, max_chars)}" for v in values]
 
     def scalar(value: str | None) -> list[str]:
-        return [_clip(value, max_chars)] if value else ["(none recorded)"]
+        return [_clip(value, max_chars)] if value else []
+
+    def labelled(label: str, values: Sequence[str]) -> list[str]:
+        return [label, *bullets(values)] if values else []
 
     claim_lines = L["claims"] if claims else L["source_refs"]
     out = [head]
@@ -183,12 +189,9 @@ def _render(facts: Facts, head: str, max_chars: int, *, next_steps: bool, claims
         (
             "Done / In Progress / Blocked",
             [
-                "Done:",
-                *bullets(L["done"]),
-                "In progress:",
-                *bullets(L["in_progress"]),
-                "Blocked:",
-                *bullets(L["blocked"]),
+                *labelled("Done:", L["done"]),
+                *labelled("In progress:", L["in_progress"]),
+                *labelled("Blocked:", L["blocked"]),
             ],
         ),
         ("Confirmed Claims + source refs", bullets(claim_lines)),
@@ -196,7 +199,8 @@ def _render(facts: Facts, head: str, max_chars: int, *, next_steps: bool, claims
         ("Conflicts and Negative Findings", bullets(L["conflicts"] + L["negative_findings"])),
         ("Open Items", bullets(L["open_items"])),
         ("Draft Revision", scalar(S["draft_revision"])),
-        ("Next Steps", bullets(L["next_steps"]) if next_steps else ["- (omitted for budget)"]),
+        ("Next Steps", bullets(L["next_steps"]) if next_steps
+         else ["- (omitted for budget)"] if L["next_steps"] else []),
         (
             "Artifact / Checkpoint Refs",
             bullets(L["artifact_refs"] + facts.tool_refs)
@@ -205,8 +209,9 @@ def _render(facts: Facts, head: str, max_chars: int, *, next_steps: bool, claims
         ("Unresolved Tool Calls", bullets(L["unresolved_tool_calls"])),
     ]
     for title, lines in sections:
-        out.append(f"\n## {title}")
-        out.extend(lines)
+        if lines:
+            out.append(f"\n## {title}")
+            out.extend(lines)
     return "\n".join(out)
 
 

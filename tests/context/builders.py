@@ -26,11 +26,14 @@ AS_OF = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SCOPE = ScopeRef(tenant="acme", project="press", task="t42")
 POLICY = load_policy("default")
 STRICT = load_policy("strict")
-#: the default policy compacting every aged tool pair at once (``compact_block: 1``), as the
-#: compaction tests and the opening case describe it; the default ages them 8 at a time
+#: the default policy compacting every aged tool pair at once into one history summary
+#: (``compact_block: 1``, no research-log fold, the last 4 pairs verbatim), as the
+#: compaction tests and the opening case describe it; the default lays the history out as
+#: a research log (``fold_every``, context/tools/fold.py)
 PER_PAIR = ContextPolicy.model_validate({
     **POLICY.model_dump(mode="json"),
-    "tool_pairs": {**POLICY.tool_pairs.model_dump(mode="json"), "compact_block": 1}})
+    "tool_pairs": {**POLICY.tool_pairs.model_dump(mode="json"), "compact_block": 1,
+                   "fold_every": 0, "keep_recent": 4}})
 
 
 def item(item_id: str, content: str = "", **kw: Any) -> ContextItem:

@@ -226,8 +226,15 @@ def check_structure_is_built_before_any_transform(req: AssemblyRequest,
         assert names.index("structure") < names.index(next(
             (n for n in ("source_limits", "budget", "render") if n in names), "structure")) + 1
     compacted = {f"tool-result:{p.call_id}" for p in m.tool_pairs if p.placement == "compacted"}
+    # the research-log layout: its blocks stand for exactly the logged and folded pairs,
+    # each pair in one block (context/tools/fold.py)
+    logged = {f"tool-result:{p.call_id}" for p in m.tool_pairs
+              if p.placement in ("logged", "folded")}
+    log_inputs = [i for t in m.transforms if t.transformer_version == "research-log/v1"
+                  and t.output_item_id for i in t.input_item_ids]
+    assert len(log_inputs) == len(set(log_inputs)) and set(log_inputs) == logged
     for t in m.transforms:
-        if t.type == "summarize":
+        if t.type == "summarize" and t.transformer_version != "research-log/v1":
             tool_inputs = {i for i in t.input_item_ids if i.startswith("tool-result:")}
             assert tool_inputs == compacted
             closed = {f"tool-result:{p.call_id}" for p in m.tool_pairs if not p.synthesized}

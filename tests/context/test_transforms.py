@@ -99,7 +99,8 @@ def test_summary_keeps_every_required_fact() -> None:
 
 
 def test_sections_are_in_seed_order() -> None:
-    text = summarize([state_item()])[0].content
+    claim = code_item().model_copy(update={"claim": "transformContext is separate"})
+    text = summarize([state_item(), claim, web_item()])[0].content
     titles = [line[3:] for line in text.splitlines() if line.startswith("## ")]
     assert titles == [
         "Goal",
@@ -115,6 +116,16 @@ def test_sections_are_in_seed_order() -> None:
         "Artifact / Checkpoint Refs",
         "Unresolved Tool Calls",
     ]
+
+
+def test_a_section_with_nothing_recorded_is_left_out() -> None:
+    """A loop's summary is resent every turn: a section with nothing in it is not written
+    as "(none recorded)", and the sections that are written keep the seed order."""
+    text = summarize([code_item()], tool_pairs=())[0].content
+    titles = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert "(none recorded)" not in text
+    assert titles == ["Confirmed Claims + source refs"], titles
+    assert "Goal" not in titles and "Unresolved Tool Calls" not in titles
 
 
 def test_summary_is_deterministic() -> None:

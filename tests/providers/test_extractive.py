@@ -15,7 +15,7 @@ from activities.providers.extractive import PREAMBLE, UNTRUSTED_NOTE
 from context.seal.adapters import get_adapter
 from context.seal.render import DataBlockView, parse_data_blocks
 from contracts.errors import ProviderConfigError, ProviderInputError
-from tests.providers.conftest import MISSING, BuiltRequest
+from tests.providers.conftest import MISSING, ROOT, BuiltRequest
 
 ADAPTERS = ("openai_chat", "anthropic_messages")
 FINDING = re.compile(r'^- "(?P<quote>.+)" — `(?P<cite>[^`]+)`(?P<note>.*)$')
@@ -213,3 +213,26 @@ def test_a_comment_naming_no_topic_goes_to_the_topic_sharing_its_words() -> None
     assert (grace.topic, grace.terms) == ("shutdown_timeout", ("SHUTDOWN_GRACE_PERIOD",))
     assert (unrelated.topic, unrelated.terms) == ("handshake_timeout", ("FLUSH_INTERVAL",))
     assert (none.topic, none.terms) == (None, ())
+
+
+def test_the_task_contract_lists_topics_compactly_and_the_brief_reads_them() -> None:
+    """The contract is resent every turn: a topic whose only search term is its name is
+    one bare line, others name their terms after a colon — and the offline providers read
+    both back, as well as the older ``(search terms: …)`` form of requests sealed before."""
+    from activities.candidates import TOPICS_HEADING, render_job_spec
+    from activities.providers.extractive import read_brief
+    from contracts.job_spec import TopicSpec, load_job_spec
+
+    spec = load_job_spec(ROOT / "examples" / "job.yaml")
+    spec = spec.model_copy(update={"topics": [
+        TopicSpec(name="gather", terms=["gather"]),
+        TopicSpec(name="taskgroup", terms=["TaskGroup", "task group"])]})
+    text = render_job_spec(spec)
+    assert f"{TOPICS_HEADING}\n- gather\n- taskgroup: TaskGroup, task group\n" in text
+    assert "(search terms" not in text
+    brief = read_brief([text + "\n- tls_pinning (search terms: certificate pinning)"])
+    assert brief.topics == [("gather", ["gather"]), ("taskgroup", ["TaskGroup", "task group"]),
+                            ("tls_pinning", ["certificate pinning"])]
+    # a source or forbidden action line is no topic
+    assert all(name not in text.split(TOPICS_HEADING)[0] for name, _ in brief.topics)
+    assert len(brief.topics) == 3

@@ -215,3 +215,27 @@ async def test_a_read_is_bounded_by_the_policys_source_limits(
                               sources(shared_fixtures), locations, read_limits=limits)
     assert caught.value.kind == "arguments_over_limit"
     assert "at most 4 per read of a git source" in caught.value.detail
+
+
+def test_definitions_leave_out_the_bounds_the_server_validates() -> None:
+    """The definitions are resent every research turn; a bound the server enforces anyway
+    (a string's length, a list's size, a line number's minimum) is not repeated in them,
+    and a call over one is still refused, naming the bound."""
+    from activities.research_tools.arguments import SERVER_VALIDATED, parse_arguments
+
+    def keys(node: object) -> set[str]:
+        if isinstance(node, dict):
+            return set(node) | {k for v in node.values() for k in keys(v)}
+        if isinstance(node, list):
+            return {k for v in node for k in keys(v)}
+        return set()
+
+    for definition in TOOL_DEFINITIONS:
+        assert not keys(definition.parameters) & SERVER_VALIDATED, definition.name
+    with pytest.raises(ToolRejected) as refused:
+        parse_arguments("search", {"source": "s", "query": "x" * 201})
+    assert refused.value.kind == "arguments_over_limit"
+    assert "200" in str(refused.value)
+    with pytest.raises(ToolRejected) as refused:
+        parse_arguments("read", {"source": "s", "path": "a", "start_line": 0, "end_line": 3})
+    assert refused.value.kind == "malformed_arguments"

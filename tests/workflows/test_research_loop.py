@@ -7,7 +7,9 @@ provider), which decides each turn only from the request it is handed.
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +87,13 @@ async def test_the_agent_researches_every_topic_then_finishes(
     assert {c["tool_name"] for c in tools["calls"]} >= {"search", "read", "note", "finish"}
     result = json.loads(tools["results"][-1]["content"])
     assert result["accepted"] is True
+    # a note's result acknowledges it — no echo of the claim and citations its call
+    # already carries into every request that shows the exchange — and its evidence
+    # records were still built from the call (the notes above)
+    acks = [json.loads(r["content"]) for r in tools["results"]
+            if r["tool_name"] == "note" and r["status"] == "success"]
+    assert acks and all(set(a) == {"accepted", "topic", "citations"} for a in acks), acks
+    assert sum(a["citations"] for a in acks) == len(notes)
     _ = ResearchJobWorkflow
 
 
@@ -437,3 +446,56 @@ async def test_a_requested_name_a_visible_search_already_answered_is_not_searche
     assert "resume offset" not in queries and "resume" in queries, queries
     new = [n for n in after if n not in before]
     assert any("The resume offset is stored" in n["content"] for n in new), new
+
+
+async def test_the_stable_prefix_is_byte_identical_across_twenty_turns(
+        client: Any, runtime: ActivityRuntime, task_queue: str,
+        make_spec: Callable[..., JobSpec], tmp_path: Any) -> None:
+    """The research-log layout keeps the request's head fixed (docs/context-engine.md,
+    the research-log layout): over 20 turns of a real job on the dev server the tool
+    definitions, the system text and the task contract are the same bytes every turn, and
+    each turn's request starts with the one before it up to that turn's newest log block
+    (the job's policy: the default with ``fold_every: 10`` and the last turn verbatim)."""
+    import yaml
+
+    from context.policy import POLICY_DIR
+
+    data = yaml.safe_load((POLICY_DIR / "default.yaml").read_text(encoding="utf-8"))
+    data["policy"]["id"] = "research-log"
+    data["tool_pairs"].update({"fold_every": 10, "keep_recent": 1})
+    policy = tmp_path / "research-log.yaml"
+    policy.write_text(yaml.safe_dump(data), encoding="utf-8")
+    topics = [{"name": "retries", "terms": ["retry", "backoff"]},
+              {"name": "resume", "terms": ["resume"]}]
+    topics += [{"name": f"absent{n}", "terms": [f"zyzzyva{n}"]} for n in range(30)]
+    spec = make_spec(topics=topics, research={"max_turns": 20}, policy=str(policy))
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked", "failed"})
+    assert status.research is not None and status.research.turn == 20, status
+    store = await runtime.store()
+    payloads = []
+    for row in await store.manifest_summaries(spec.job_id, principal=principal_of(spec)):
+        sealed = await store.get_manifest(row["manifest_id"], principal=principal_of(spec))
+        if sealed["stage"] == "research":
+            payloads.append(json.loads(sealed["serialized_request"]["canonical_json"]))
+    assert len(payloads) == 20
+
+    def head(payload: dict[str, Any]) -> str:
+        task = [m for m in payload["messages"]
+                if m["role"] == "system" or str(m.get("content", "")).startswith("## TASK")]
+        return json.dumps([payload.get("tools"), task], sort_keys=True)
+
+    assert len({head(p) for p in payloads}) == 1
+    assert any("research-log:" in json.dumps(p) for p in payloads)
+    def folds(payload: dict[str, Any]) -> list[str]:
+        return re.findall(r'research-fold:[^"\\]+', json.dumps(payload))
+
+    grew = 0
+    for before, after in itertools.pairwise(payloads):
+        logs = [i for i, m in enumerate(before["messages"])
+                if "research-log:" in str(m.get("content"))]
+        if logs and folds(before) == folds(after):  # no fold between them
+            assert before["messages"][:logs[-1] + 1] == after["messages"][:logs[-1] + 1]
+            grew += 1
+    assert grew >= 10

@@ -1,0 +1,293 @@
+"""The research-log layout: older tool exchanges as one line per call, folded at fixed turns.
+
+A provider caches a request's *prefix*: everything after the first changed byte is paid in
+full (docs/context-engine.md#order-for-the-prompt-cache). With ``tool_pairs.fold_every``
+= K > 0 the tool stage lays the history out so that it only grows at its tail:
+
+* **verbatim**: the last turn's exchanges (``keep_recent`` pairs extended to whole turns),
+  plus every result a *pending* note cites — a note call whose result is not a success
+  (refused, or still unknown), which the model may have to make again from those lines;
+* **log**: every other exchange after the last fold boundary, one line per call, one data
+  block per turn (``research-log:t<turn>``): a turn's block never changes once written, so
+  consecutive requests share everything up to the newest line;
+* **fold**: every exchange at or before the boundary — the highest multiple of K below
+  the newest turn — as one block (``research-fold:<first>..<last>``): the calls as id
+  ranges, the accepted notes by topic, each with its full citation. It changes only
+  when the history crosses the next boundary, every K turns.
+
+A line keeps what finds the exchange again and what the model acted on: the call id, the
+tool, its arguments (long strings clipped; a note's citations never: source@revision,
+path, lines and the call it cites) and the outcome. The result bodies stay in the store,
+each resolvable by its call id.
+
+Like compaction, this is a transform with preservation assertions, checked against the
+inputs (``check_fold``), never taken from the renderer's word:
+
+* ``note_citations_verbatim``: every accepted note's citations appear verbatim in the log
+  or the fold (or the note is itself verbatim);
+* ``call_ids_exactly_once``: every call id is in exactly one place — verbatim, a log line,
+  or a folded range;
+* ``pending_citations_verbatim``: every result a pending note cites stays verbatim.
+
+A failed assertion raises ``PreservationFailed`` and the engine blocks with
+``transform_blocked``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from context.items import ContextItem, LineageNode, ScopeRef, SourceRef, sha256_text
+from context.tokens import TokenCounter
+from context.tool_history import ToolPair, result_item_id
+from context.tools.aging import recent_call_ids
+from context.tools.transforms import Assertion, PreservationFailed, TransformRecord
+from context.vocabulary import Completeness, Role, SourceType, ToolStatus, Trust
+
+__all__ = ["FOLD_PREFIX", "LOG_PREFIX", "FoldPlan", "check_fold", "citation_text", "fold_items",
+           "log_line", "plan_fold"]
+
+FOLD_VERSION = "research-log/v1"
+FOLD_PREFIX = "research-fold:"
+LOG_PREFIX = "research-log:"
+#: a string argument is shown up to this many characters on its log line
+MAX_ARG_CHARS = 120
+_CALL = re.compile(r"^(?P<stem>.*?)(?P<n>\d+)$")
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """Where each pair sits: verbatim, logged (by turn) or folded."""
+
+    verbatim: tuple[str, ...] = ()
+    logged: tuple[ToolPair, ...] = ()
+    folded: tuple[ToolPair, ...] = ()
+    boundary: int = 0
+    pending_cited: frozenset[str] = field(default_factory=frozenset)
+
+
+def _citations(pair: ToolPair) -> list[Mapping[str, Any]]:
+    raw = pair.call.arguments.get("citations")
+    return [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
+
+
+def citation_text(citation: Mapping[str, Any]) -> str:
+    """``source@revision:path#La-Lb via <call id>``: a note citation as every line shows it."""
+    return (f"{citation.get('source')}@{citation.get('revision')}:{citation.get('path')}"
+            f"#L{citation.get('start_line')}-L{citation.get('end_line')} "
+            f"via {citation.get('call_id')}")
+
+
+def _accepted_note(pair: ToolPair) -> bool:
+    return bool(_citations(pair)) and pair.status is ToolStatus.SUCCESS and not pair.synthesized
+
+
+def _pending_note(pair: ToolPair) -> bool:
+    return bool(_citations(pair)) and not _accepted_note(pair)
+
+
+def plan_fold(pairs: Sequence[ToolPair], keep: int, every: int) -> FoldPlan:
+    """Which pairs stay verbatim, which are logged and which are folded (``every`` > 0)."""
+    verbatim = list(recent_call_ids(pairs, keep))
+    pending_cited = frozenset(str(c.get("call_id")) for p in pairs if _pending_note(p)
+                              for c in _citations(p))
+    verbatim += [p.call_id for p in pairs if p.call_id in pending_cited
+                 and p.call_id not in verbatim]
+    keep_ids = set(verbatim)
+    newest = max((p.turn for p in pairs), default=0)
+    boundary = (newest - 1) // every * every if every > 0 and newest else 0
+    older = [p for p in pairs if p.call_id not in keep_ids]
+    return FoldPlan(
+        verbatim=tuple(p.call_id for p in pairs if p.call_id in keep_ids),
+        logged=tuple(p for p in older if p.turn > boundary),
+        folded=tuple(p for p in older if p.turn <= boundary),
+        boundary=boundary, pending_cited=pending_cited)
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_ARG_CHARS else value[:MAX_ARG_CHARS - 1] + "…"
+    if isinstance(value, list):
+        return [_clip(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clip(v) for k, v in value.items()}
+    return value
+
+
+def log_line(pair: ToolPair) -> str:
+    """``<call id> <tool> <arguments> -> <status>``; a note's citations in full."""
+    args = {k: v for k, v in pair.call.arguments.items() if k != "citations"}
+    shown = json.dumps(_clip(args), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    cites = "; ".join(citation_text(c) for c in _citations(pair))
+    status = "unknown (no result)" if pair.synthesized else pair.status.value
+    return (f"{pair.call_id} {pair.tool_name} {shown}"
+            + (f" cites {cites}" if cites else "") + f" -> {status}")
+
+
+def _ranges(ids: Sequence[str]) -> list[str]:
+    """Consecutive call ids of one turn (``t0003-1``, ``t0003-2``) as ``first..last``, in
+    call order; ids are listed as issued, so the fold states each exactly once."""
+    out: list[list[str]] = []
+    for call_id in ids:
+        m, last = _CALL.match(call_id), out[-1][-1] if out else None
+        lm = _CALL.match(last) if last else None
+        if m and lm and m.group("stem") == lm.group("stem") \
+                and int(m.group("n")) == int(lm.group("n")) + 1:
+            out[-1].append(call_id)
+        else:
+            out.append([call_id])
+    return [run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}" for run in out]
+
+
+def fold_text(folded: Sequence[ToolPair]) -> str:
+    """The fold: every call as id ranges (failed calls named), accepted notes by topic."""
+    lines = [f"Research log folded: {len(folded)} calls {folded[0].call_id} .. "
+             f"{folded[-1].call_id} (each exchange is stored under its call id)",
+             "Calls: " + ", ".join(_ranges([p.call_id for p in folded]))]
+    failed = [f"{p.call_id} {p.tool_name} {p.status.value}" for p in folded
+              if p.status is not ToolStatus.SUCCESS or p.synthesized]
+    if failed:
+        lines.append("Not successful: " + ", ".join(failed))
+    by_topic: dict[str, list[str]] = {}
+    for p in folded:
+        if _accepted_note(p):
+            topic = str(p.call.arguments.get("topic", "-"))
+            by_topic.setdefault(topic, []).append(
+                f"{p.call_id} ({'; '.join(citation_text(c) for c in _citations(p))})")
+    if by_topic:
+        lines.append("Notes by topic:")
+        lines += [f"- {topic}: {', '.join(notes)}" for topic, notes in by_topic.items()]
+    return "\n".join(lines)
+
+
+def _expand(text: str, order: Sequence[str]) -> list[str]:
+    """Every call id a fold's ``Calls:`` line names, ranges expanded along ``order``."""
+    position = {cid: i for i, cid in enumerate(order)}
+    line = next((ln for ln in text.split("\n") if ln.startswith("Calls: ")), "")
+    found: list[str] = []
+    for part in line.removeprefix("Calls: ").split(", "):
+        first, _, last = part.partition("..")
+        if not first:
+            continue
+        if last and first in position and last in position:
+            found += list(order[position[first]:position[last] + 1])
+        else:
+            found.append(first)
+    return found
+
+
+def check_fold(pairs: Sequence[ToolPair], verbatim: Sequence[str], logs: Mapping[int, str],
+               fold: str | None) -> dict[str, Assertion]:
+    """The three preservation assertions, against the inputs (see the module docstring)."""
+    order = [p.call_id for p in pairs]
+    places: dict[str, int] = {cid: 0 for cid in order}
+    for cid in verbatim:
+        places[cid] = places.get(cid, 0) + 1
+    for text in logs.values():
+        for line in text.split("\n"):
+            if line:
+                cid = line.split(" ", 1)[0]
+                places[cid] = places.get(cid, 0) + 1
+    for cid in _expand(fold, order) if fold else []:
+        places[cid] = places.get(cid, 0) + 1
+    shown = "\n".join([*logs.values(), fold or ""])
+    kept = set(verbatim)
+    cites_ok = all(p.call_id in kept or citation_text(c) in shown
+                   for p in pairs if _accepted_note(p) for c in _citations(p))
+    pending = {str(c.get("call_id")) for p in pairs if _pending_note(p) for c in _citations(p)}
+    known = set(order)
+
+    def ok(flag: bool) -> Assertion:
+        return "passed" if flag else "failed"
+
+    return {
+        "note_citations_verbatim": ok(cites_ok),
+        "call_ids_exactly_once": ok(all(n == 1 for n in places.values())
+                                    and set(places) == known),
+        "pending_citations_verbatim": ok(all(cid in kept for cid in pending if cid in known)),
+    }
+
+
+def _item(item_id: str, text: str, pairs: Sequence[ToolPair], scope: ScopeRef,
+          counter: TokenCounter, rec_id: str) -> ContextItem:
+    digest = sha256_text(text)
+    return ContextItem.build(
+        item_id=item_id, source_type=SourceType.MODEL_SUMMARY, producer=FOLD_VERSION,
+        content=text, content_hash=digest, scope=scope,
+        # tool output it stands for is untrusted data: a log never ranks above it
+        trust=Trust.UNTRUSTED_EXTERNAL_DATA, intended_role=Role.UNTRUSTED_DATA,
+        completeness=Completeness.SUMMARY, estimated_tokens=counter.count_text(text),
+        source_ref=SourceRef(locator=f"tool-history:{pairs[0].call_id}..{pairs[-1].call_id}"),
+        source_lineage=(
+            *(LineageNode(node_id=result_item_id(p.call_id), type=str(SourceType.TOOL_RESULT),
+                          digest=p.result_hash) for p in pairs),
+            LineageNode(node_id=item_id, type="summarize",
+                        input_node_ids=tuple(result_item_id(p.call_id) for p in pairs),
+                        digest=digest)),
+        metadata={"transform_record_id": rec_id},
+    )
+
+
+def _record(rec_id: str, item: ContextItem, pairs: Sequence[ToolPair], objective: str,
+            policy_version: str, assertions: dict[str, Assertion],
+            counter: TokenCounter) -> TransformRecord:
+    inputs = tuple(result_item_id(p.call_id) for p in pairs)
+    digest = "sha256:" + hashlib.sha256(json.dumps(
+        [[p.call_id, p.canonical_argument_hash, p.result_hash] for p in pairs]
+    ).encode("utf-8")).hexdigest()
+    return TransformRecord(
+        record_id=rec_id, type="summarize", input_item_ids=inputs,
+        input_range={"start_item_id": inputs[0], "end_item_id": inputs[-1]},
+        input_digest=digest, objective=objective, policy_version=policy_version,
+        transformer_version=FOLD_VERSION, output_item_id=item.item_id,
+        output_digest=item.content_hash, preservation_assertions=assertions,
+        token_estimate_before=sum(counter.count_text(p.result.content) for p in pairs),
+        token_estimate_after=counter.count_text(item.content),
+        trust_before=str(Trust.UNTRUSTED_EXTERNAL_DATA),
+        trust_after=str(Trust.UNTRUSTED_EXTERNAL_DATA))
+
+
+def fold_items(pairs: Sequence[ToolPair], plan: FoldPlan, *, scope: ScopeRef,
+               policy_version: str, counter: TokenCounter
+               ) -> list[tuple[ContextItem, TransformRecord]]:
+    """The fold block (if anything is folded) and one log block per turn, each with its
+    transform record; ``PreservationFailed`` when the layout loses what it must keep."""
+    turns: dict[int, list[ToolPair]] = {}
+    for p in plan.logged:
+        turns.setdefault(p.turn, []).append(p)
+    logs = {turn: "\n".join(log_line(p) for p in group) for turn, group in turns.items()}
+    fold = fold_text(plan.folded) if plan.folded else None
+    assertions = check_fold(pairs, plan.verbatim, logs, fold)
+    out: list[tuple[ContextItem, TransformRecord]] = []
+    if fold is not None:
+        # named by the range it stands for: the next K turns render the very same block
+        fold_id = f"{FOLD_PREFIX}{plan.folded[0].call_id}..{plan.folded[-1].call_id}"[:200]
+        rec_id = f"transform-fold-{plan.folded[0].call_id}..{plan.folded[-1].call_id}"[:200]
+        item = _item(fold_id, fold, plan.folded, scope, counter, rec_id)
+        out.append((item, _record(rec_id, item, plan.folded, "fold_research_log",
+                                  policy_version, assertions, counter)))
+    for turn, group in sorted(turns.items()):
+        log_id = f"{LOG_PREFIX}t{turn:04d}"
+        rec_id = f"transform-log-t{turn:04d}"
+        item = _item(log_id, logs[turn], group, scope, counter, rec_id)
+        out.append((item, _record(rec_id, item, group, "research_log_lines",
+                                  policy_version, assertions, counter)))
+    failed = next((rec for _i, rec in out if not rec.passed), None)
+    if failed is None and any(v != "passed" for v in assertions.values()):
+        failed = TransformRecord(
+            record_id="transform-fold-check", type="summarize",
+            input_item_ids=tuple(result_item_id(p.call_id) for p in pairs) or ("none",),
+            input_digest="sha256:" + "0" * 64, objective="fold_research_log",
+            policy_version=policy_version, transformer_version=FOLD_VERSION,
+            output_item_id=None, output_digest="sha256:" + "0" * 64,
+            preservation_assertions=assertions, token_estimate_before=0,
+            token_estimate_after=0, trust_before=str(Trust.UNTRUSTED_EXTERNAL_DATA),
+            trust_after=str(Trust.UNTRUSTED_EXTERNAL_DATA))
+    if failed is not None:
+        raise PreservationFailed(failed)
+    return out
