@@ -339,8 +339,6 @@ def run(
                               "(every stage, however quick); exit with the job's code."),
     address: str | None = typer.Option(None, help=_ADDR_HELP),
     task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
-    source_root: _SourceRoots = None,
-    publish_root: _PublishRoots = None,
     as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
     timeout: float | None = typer.Option(
         None, "--timeout", min=0.0,
@@ -349,8 +347,10 @@ def run(
 ) -> None:
     """Validate JOB_FILE and start the job (workflow id = job id; an existing id is refused).
 
-    Every path the job names must lie inside the roots (the settings', plus JOB_FILE's
-    folder); the worker checks again with its own. With --wait the exit code is the
+    Every path the job names must lie inside the roots of the workers on its task queue: one
+    of them checks the spec before it starts (a refusal names the flag and folder that
+    would allow it); with no worker answering, it starts and the paths are checked when a
+    worker picks it up. With --wait the exit code is the
     job's (README.md, "Scripting": 0 published or still running, 3 blocked, 4 awaiting
     review, 5 ended unpublished, 6 needs an operator, 7 no worker polls its task queue)."""
     from workflows import commands
@@ -358,7 +358,7 @@ def run(
     if timeout is not None and not wait:
         raise typer.BadParameter("--timeout is how long --wait waits; give --wait too",
                                  param_hint="--timeout")
-    settings = _with_roots(_settings(ctx), source_root, publish_root)
+    settings = _settings(ctx)
     report = _job_cmd(commands.run(_out(as_json, progress=True), settings, job_file, wait=wait,
                                    task_queue=_queue(task_queue, settings), address=address,
                                    timeout=timeout),

@@ -13,9 +13,10 @@ Every path a job names is used only inside the operator's roots: sources, the wo
 and a policy file inside the *source roots*, the destination inside the *publish roots*
 (``PRESSROOM_SOURCE_ROOTS`` / ``PRESSROOM_PUBLISH_ROOTS``, or the repeatable
 ``--source-root`` / ``--publish-root`` flags, which replace the variable). Pressroom's own
-folders are always roots (``source_root_paths`` / ``publish_root_paths``); the commands add
-what they stand for — ``pressroom run`` the job file's folder, ``pressroom dev`` / ``demo``
-the bundled ``examples/``. ``contracts.path_safety`` enforces them.
+folders are always roots (``source_root_paths`` / ``publish_root_paths``); ``pressroom dev``
+/ ``demo`` add the bundled ``examples/``. They are a worker's: ``pressroom run`` asks a worker
+on the job's task queue to check a spec with them (``contracts.path_check``) and adds no
+roots of its own. ``contracts.path_safety`` enforces them.
 
 An operator may bind tenants to their own roots (``PRESSROOM_TENANT_SOURCE_ROOTS`` /
 ``PRESSROOM_TENANT_PUBLISH_ROOTS``, or the repeatable ``--tenant-source-root`` /
@@ -154,14 +155,13 @@ VARIABLES: tuple[Variable, ...] = (
              "none: only `$PRESSROOM_HOME` and the fixtures folder",
              "folders (absolute, separated by `:`) a job may read from: document and web "
              "page paths, local git repositories, the workspace, a policy file. "
-             "`$PRESSROOM_HOME` and the fixtures folder are always included, `pressroom run` "
-             "adds the job file's folder, `pressroom dev` / `demo` the bundled `examples/`; "
-             "`--source-root` (repeatable) overrides the variable"),
+             "`$PRESSROOM_HOME` and the fixtures folder are always included, `pressroom dev` "
+             "/ `demo` add the bundled `examples/`; `--source-root` (repeatable) overrides "
+             "the variable. They are a worker's: `pressroom run` asks one to check the job"),
     Variable(PUBLISH_ROOTS, "publish_roots", "none: only `$PRESSROOM_HOME`",
              "folders (absolute, separated by `:`) a job's destination must lie inside; "
-             "`$PRESSROOM_HOME` is always included, `pressroom run` adds the job file's "
-             "folder, `pressroom dev` / `demo` the bundled `examples/`; `--publish-root` "
-             "(repeatable) overrides the variable"),
+             "`$PRESSROOM_HOME` is always included, `pressroom dev` / `demo` add the bundled "
+             "`examples/`; `--publish-root` (repeatable) overrides the variable"),
     Variable(TENANT_SOURCE_ROOTS, "tenant_source_roots", "unset: every job shares the roots",
              "tenants bound to their own source roots: `TENANT=DIR[:DIR...]` entries "
              "separated by `;`. Once any tenant is bound (here or in "

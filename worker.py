@@ -93,6 +93,7 @@ from workflows import connection
 from workflows.connection import TlsFlags, where
 from workflows.errors import SearchAttributesMissing
 from workflows.health import HealthServer, HealthState, start_health_server
+from workflows.path_check import CheckJobPathsWorkflow
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
@@ -130,7 +131,7 @@ def build_worker(client: Client, runtime: ActivityRuntime, *,
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[ResearchJobWorkflow],
+        workflows=[ResearchJobWorkflow, CheckJobPathsWorkflow],
         activities=build_activities(runtime),
         workflow_runner=WORKFLOW_RUNNER,
         workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),

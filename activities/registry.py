@@ -37,6 +37,8 @@ from contracts.activity_messages import (
     DecideResult,
     DraftInput,
     DraftResult,
+    PathCheckInput,
+    PathCheckResult,
     PlanInput,
     PublishInput,
     PublishResult,
@@ -49,7 +51,12 @@ from contracts.activity_messages import (
     ToolCallInput,
     ToolCallResult,
 )
+from contracts.errors import PathOutsideRoots
+from contracts.path_check import verdict, with_allow_hint
 
+#: the job workflow's activities (each has its bound in ``temporal_config.ACTIVITY_LIMITS``);
+#: every worker also runs ``check_job_paths_here`` for ``workflows.path_check``, which is no
+#: step of a job
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
                   "record_review", "write_checkpoint", "publish", "run_tool", "decide",
                   "record_turn")
@@ -67,7 +74,11 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     @activity.defn(name="store_job_spec")
     async def store_job_spec(inp: StoreJobSpecInput) -> ArtifactRef:
         async with heartbeating(), logged(inp):
-            return await store_activities.store_job_spec(runtime, inp)
+            try:
+                return await store_activities.store_job_spec(runtime, inp)
+            except PathOutsideRoots as exc:
+                # say which flag of the worker would allow it (contracts.path_check)
+                raise with_allow_hint(exc, inp.spec, runtime.roots, runtime.locations) from None
 
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
@@ -127,6 +138,12 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating(), logged(inp):
             return await record_turn.record_turn(runtime, inp)
 
+    @activity.defn(name="check_job_paths_here")
+    async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
+        # the check store_job_spec runs, with this worker's roots (contracts.path_check)
+        async with heartbeating():
+            return verdict(inp.spec, runtime.roots, runtime.locations)
+
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,
-            record_research_turn]
+            record_research_turn, check_job_paths_here]

@@ -294,3 +294,31 @@ class RecordTurnResult(_Msg):
     agent_plan: ArtifactRef | None = None
     notes_added: int = Field(default=0, ge=0)
     notes: ArtifactRef | None = None
+
+
+class PathCheckInput(_Msg):
+    """The spec ``pressroom run`` is about to start, for a worker on its task queue to check
+    against that worker's roots (``workflows.path_check``) before anything starts."""
+
+    spec: JobSpec
+
+
+class RefusedPath(_Msg):
+    """One path a spec names that lies outside the worker's roots of its kind: ``what`` and
+    ``path`` as the spec names it, and ``folder``, the resolved folder a root would need
+    to hold (the path itself when it is a folder or does not exist yet, else its folder)."""
+
+    what: str
+    path: str
+    kind: Literal["source", "publish"]
+    folder: str
+
+
+class PathCheckResult(_Msg):
+    """A worker's verdict on a ``PathCheckInput``: ``refusal`` is ``None`` when every path is
+    allowed, else one line saying why not. It never carries the worker's roots: for a path
+    outside them, ``outside`` lists each such path (the submitter's own) so the caller can
+    name the flag and folder that would allow it."""
+
+    refusal: str | None = None
+    outside: list[RefusedPath] = Field(default_factory=list)

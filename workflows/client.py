@@ -15,7 +15,9 @@ no query to any job.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -34,6 +36,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from context.admission.security import redact_secrets
+from contracts.activity_messages import PathCheckInput, PathCheckResult
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec, recheck_job_spec
 from contracts.signing import sign
@@ -56,6 +59,7 @@ from workflows.errors import (
     ReviewRejected,
     SearchAttributesMissing,
 )
+from workflows.path_check import CHECK_ID_PREFIX, CheckJobPathsWorkflow
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
 from workflows.visibility import (
@@ -347,6 +351,31 @@ async def has_pollers(client: Client, task_queue: str) -> bool:
         namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
     return len(resp.pollers) > 0
+
+
+#: how long ``pressroom run`` waits for a worker's answer to its path check
+PATH_CHECK_SECONDS = 10.0
+
+
+async def check_paths_on_worker(client: Client, spec: JobSpec, *, task_queue: str,
+                                timeout: float = PATH_CHECK_SECONDS) -> PathCheckResult | None:
+    """A worker's verdict on ``spec``'s paths (``workflows.path_check``), or ``None`` when
+    no worker answers within ``timeout`` seconds — nobody polls ``task_queue``, or the
+    workers there predate the check. ``None`` invents nothing: the job's paths are then
+    checked where a worker first stores its spec (``store_job_spec``)."""
+    if not await has_pollers(client, task_queue):
+        return None
+    handle = await client.start_workflow(
+        CheckJobPathsWorkflow.run, PathCheckInput(spec=spec),
+        id=f"{CHECK_ID_PREFIX}{uuid.uuid4().hex}", task_queue=task_queue,
+        # the server ends a check nobody answered; a worker that comes later never runs it
+        execution_timeout=timedelta(seconds=timeout + 5))
+    try:
+        return await asyncio.wait_for(handle.result(), timeout)
+    except (TimeoutError, WorkflowFailureError):
+        with contextlib.suppress(RPCError):
+            await handle.terminate("pressroom run stopped waiting for the path check")
+        return None
 
 
 class VisibleJob(BaseModel):

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -28,13 +29,13 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
-from contracts.errors import JobError, JobSpecError
+from contracts.errors import JobError, JobSpecError, PathOutsideRoots, PathRefused
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.ownership import check_manifest, check_owned, check_record
+from contracts.path_check import allow_hint
 from contracts.path_safety import (
     PathRoots,
     article_path,
-    check_job_paths,
     check_source,
     is_remote,
     read_policy,
@@ -251,16 +252,32 @@ async def refuse_known_job(spec: JobSpec, settings: Settings) -> None:
                         "is never reused — pick a new job_id")
 
 
-def check_paths(spec: JobSpec, settings: Settings, job_file: Path) -> PathRoots:
-    """Refuse ``spec`` at submit unless every path it names is inside this client's roots
-    (``contracts.path_safety``): the settings' roots plus the job file's folder, for sources
-    and the destination alike; a policy file is read there and validated now, its errors
-    quoting nothing it holds. The worker checks again with its own roots."""
-    folder = job_file.resolve().parent
-    roots = PathRoots.of(settings, sources=(folder,), publish=(folder,))
-    check_job_paths(spec, roots, settings.locations)
-    read_policy(spec.policy, roots)
-    return roots
+def check_policy(spec: JobSpec, settings: Settings) -> None:
+    """A policy file the job names, read and validated now, its errors quoting nothing it
+    holds (``contracts.path_safety.read_policy``; never Pressroom's own state, a kernel
+    file or a FIFO). Where a job may read is the worker's to say (``check_on_worker``), so
+    the file is read where it is, not inside roots of this client's."""
+    read_policy(spec.policy, PathRoots.of(settings, sources=(Path(spec.policy).parent,)))
+
+
+async def check_on_worker(client: Client, spec: JobSpec, *,
+                          task_queue: str, job_file: Path) -> bool:
+    """Refuse ``spec`` unless a worker on ``task_queue`` allows every path it names with
+    its own roots (``workflows.path_check``: the check its ``store_job_spec`` runs): one
+    line naming the paths and, for a path outside the roots, the flag and folder that would
+    allow it — the job file's folder for a source inside it. Whether a worker answered: when
+    none does within ``jobs.PATH_CHECK_SECONDS`` nothing is assumed about roots; the job
+    starts and its paths are checked when a worker first stores its spec."""
+    found = await jobs.check_paths_on_worker(client, spec, task_queue=task_queue)
+    if found is None:
+        return False
+    if found.refusal is not None:
+        line = f"{found.refusal} on task queue {task_queue!r}"
+        if found.outside:
+            prefer = Path(os.path.realpath(job_file.resolve().parent))
+            raise PathOutsideRoots(f"{line}; {allow_hint(found.outside, prefer=prefer)}")
+        raise PathRefused(line)
+    return True
 
 
 def check_price(spec: JobSpec, settings: Settings) -> None:
@@ -309,20 +326,29 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     human, ends, or ``timeout`` seconds have passed (``None``: no limit), waiting through a
     worker outage with a line on stderr when it starts and when a worker is back."""
     spec = load_job_spec(job_file)
-    check_paths(spec, settings, job_file)
+    client = await connect(settings, address)
+    await refuse_known_job(spec, settings)
+    # the worker's roots first: nothing reads a path (a policy, a repository to pin) that
+    # the worker would refuse
+    checked = await check_on_worker(client, spec, task_queue=task_queue, job_file=job_file)
+    check_policy(spec, settings)
     check_price(spec, settings)
     spec = await pin_refs(spec, settings.locations,
                           lambda line: console.print(line, highlight=False))
     spec, pinned = pin_reviewers(spec, settings)
     for line in pinned:
         console.print(line, highlight=False)
-    client = await connect(settings, address)
-    await refuse_known_job(spec, settings)
     handle = await jobs.start_job(client, spec, task_queue=task_queue)
     console.print(f"started job [bold]{spec.job_id}[/bold] (workflow id = job id)")
-    if not await jobs.has_pollers(client, task_queue):
-        console.print(f"[yellow]no worker is polling task queue {task_queue!r} yet[/yellow]: "
-                      "start one with `pressroom dev` or `pressroom worker`", highlight=False)
+    if not checked:
+        polled = await jobs.has_pollers(client, task_queue)
+        console.print(("[yellow]no worker answered the path check on task queue "
+                       f"{task_queue!r} within {jobs.PATH_CHECK_SECONDS:g}s[/yellow]"
+                       if polled else
+                       f"[yellow]no worker is polling task queue {task_queue!r} yet[/yellow]: "
+                       "start one with `pressroom dev` or `pressroom worker`")
+                      + "; the job's paths will be checked against its roots when a worker "
+                      "picks it up", highlight=False, soft_wrap=True)
     if not wait:
         return RunReport(job_id=spec.job_id)
     steps: list[StageStep] = []

@@ -18,7 +18,15 @@ import pytest
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import parse_job_spec
 from tests.sources.test_git_confinement import SECRET_LINE, new_repo
-from tests.workflows.jobkit import job_dict, roots_env, roots_for, running_worker, start_job
+from tests.waiting import wait_for
+from tests.workflows.jobkit import (
+    job_dict,
+    roots_env,
+    roots_for,
+    running_worker,
+    start_job,
+    start_worker_process,
+)
 from tests.workflows.test_path_roots import (
     LOCAL,
     never_started,
@@ -27,6 +35,7 @@ from tests.workflows.test_path_roots import (
     wait_ended,
     write_job,
 )
+from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -39,7 +48,9 @@ def tenant_a_job(outer: Path, source: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_pressroom_run_refuses_a_folder_inside_a_larger_repository(
-        temporal_env: Any, tmp_path: Path) -> None:
+        temporal_env: Any, tmp_path: Path, task_queue: str) -> None:
+    """The submit check is the worker's (a real worker process whose root is tenant A's
+    folder, asked by ``pressroom run``: workflows/path_check.py)."""
     client = temporal_env.client
     address = client.service_client.config.target_host
     home = tmp_path / "home"
@@ -48,16 +59,25 @@ async def test_pressroom_run_refuses_a_folder_inside_a_larger_repository(
     sha = new_repo(outer, {"tenantA/notes/plan.md": "tenant A salary plan\n",
                            "tenantB/payroll.md": SECRET_LINE + "\n"})
     notes = str(outer / "tenantA" / "notes")
-    for source in ({"kind": "git", "name": "notes", "repo": notes, "ref": "main"},
-                   {"kind": "git", "name": "notes", "repo": notes, "commit": sha}):
-        data = tenant_a_job(outer, source)
-        job_file = write_job(outer / "tenantA", data)
-        rc, out, err = await pressroom(home, address, "run", str(job_file),
-                                       **roots_env(outer / "tenantA"))
-        one_line_error(rc, err, "source 'notes' repository", "tenantA/notes",
-                       "is not a git repository of its own")
-        assert "pinned" not in out and "91000" not in out + err
-        await never_started(client, data["job_id"])
+    worker = start_worker_process({"PRESSROOM_HOME": str(home), **roots_env(outer / "tenantA")},
+                                  address, task_queue,
+                                  f"sqlite+aiosqlite:///{home / 'pressroom.db'}",
+                                  tmp_path / "worker.log")
+    try:
+        await wait_for(lambda: jobs.has_pollers(client, task_queue), 60, "the worker polling")
+        for source in ({"kind": "git", "name": "notes", "repo": notes, "ref": "main"},
+                       {"kind": "git", "name": "notes", "repo": notes, "commit": sha}):
+            data = tenant_a_job(outer, source)
+            job_file = write_job(outer / "tenantA", data)
+            rc, out, err = await pressroom(home, address, "run", str(job_file),
+                                           "--task-queue", task_queue)
+            one_line_error(rc, err, "source 'notes' repository", "tenantA/notes",
+                           "is not a git repository of its own")
+            assert "pinned" not in out and "91000" not in out + err
+            await never_started(client, data["job_id"])
+    finally:
+        worker.terminate()
+        worker.wait(30)
 
 
 async def test_the_worker_refuses_it_when_started_around_the_cli(

@@ -25,6 +25,7 @@ from contracts.path_safety import PathRoots
 from contracts.workflow_messages import ResolveInput
 from settings import Settings
 from tests.secret_files import leaked, write_secret_files
+from tests.waiting import wait_for
 from tests.workflows.jobkit import (
     REPO_ROOT,
     job_dict,
@@ -116,14 +117,30 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 async def test_pressroom_run_refuses_every_path_outside_its_roots(
-        temporal_env: Any, tmp_path: Path, docs: Path, outside: Path,
+        temporal_env: Any, tmp_path: Path, docs: Path, outside: Path, task_queue: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before: each of these started a job that read (or wrote) the path."""
+    """Before: each of these started a job that read (or wrote) the path. The roots are
+    those of the real worker process polling the job's task queue, which ``run`` asks
+    (workflows/path_check.py)."""
     client = temporal_env.client
     address = client.service_client.config.target_host
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv(MARKER_NAME, f"marker-{uuid.uuid4().hex}")
+    worker = start_worker_process({"PRESSROOM_HOME": str(home), **roots_env(tmp_path)},
+                                  address, task_queue,
+                                  f"sqlite+aiosqlite:///{home / 'pressroom.db'}",
+                                  tmp_path / "worker.log")
+    try:
+        await wait_for(lambda: jobs.has_pollers(client, task_queue), 60, "the worker polling")
+        await _refused_at_submit(client, address, home, tmp_path, docs, outside, task_queue)
+    finally:
+        worker.terminate()
+        worker.wait(30)
+
+
+async def _refused_at_submit(client: Any, address: str, home: Path, tmp_path: Path,
+                             docs: Path, outside: Path, task_queue: str) -> None:
     (tmp_path / "linked").symlink_to(outside, target_is_directory=True)
     os.mkfifo(tmp_path / "pipe.md")
     cases: list[tuple[dict[str, Any], tuple[str, ...]]] = [
@@ -142,7 +159,8 @@ async def test_pressroom_run_refuses_every_path_outside_its_roots(
     for i, (change, needles) in enumerate(cases):
         data = {**job_dict(tmp_path, docs), **change, "job_id": f"roots-{i}-{uuid.uuid4().hex[:6]}"}
         job_file = write_job(tmp_path, data, f"job-{i}.yaml")
-        rc, out, err = await pressroom(home, address, "run", str(job_file))
+        rc, out, err = await pressroom(home, address, "run", str(job_file), "--task-queue",
+                                       task_queue)
         one_line_error(rc, err, *needles)
         assert os.environ[MARKER_NAME] not in out + err
         await never_started(client, data["job_id"])
