@@ -59,14 +59,19 @@ from artifacts.errors import (
 )
 from context.errors import PolicyError, RequestError, ToolHistoryError
 from contracts.errors import (
+    CarriedStateMismatch,
+    JobIdReused,
     JobSpecError,
     PathOutsideRoots,
+    PathOutsideTenantRoots,
     PathRefused,
     ProviderCallError,
     ProviderConfigError,
     ProviderInputError,
     ProviderUnavailable,
     PublishRefused,
+    RepositoryRefused,
+    ReviewerNotRegistered,
     SourceSpecError,
     UnpinnedSource,
 )
@@ -112,6 +117,13 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     UnicodeError,
     UnicodeEncodeError,
     UnicodeDecodeError,
+    # appended, in the order they were added: a path or repository outside the roots,
+    # another run's job id or carried state, a key the registry does not hold
+    RepositoryRefused,
+    PathOutsideTenantRoots,
+    JobIdReused,
+    CarriedStateMismatch,
+    ReviewerNotRegistered,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).

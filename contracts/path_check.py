@@ -23,12 +23,13 @@ folder) carry their own messages, which name the path and the reason and nothing
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from contracts.activity_messages import PathCheckResult, RefusedPath
-from contracts.errors import PathOutsideRoots, PathRefused
+from contracts.errors import PathOutsideRoots, PathOutsideTenantRoots, PathRefused
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots, check_job_paths, job_paths, locate
 
@@ -71,6 +72,16 @@ def verdict(spec: JobSpec, roots: PathRoots, locations: Mapping[str, str]) -> Pa
         check_job_paths(spec, roots, locations)
     except PathOutsideRoots as exc:
         outside = outside_paths(spec, roots, locations)
+        if isinstance(exc, PathOutsideTenantRoots):
+            # the tenants' roots are the worker's too: name the path, the job's tenant and
+            # the tenant that holds it (what the worker's own refusal says), never the roots
+            named = [f"{what} {path}" for what, path, _kind, _types in
+                     job_paths(spec, locations) if str(path) in str(exc)][:1]
+            owner = re.search(r"it lies in tenant ('(?:[^'\\]|\\.)*')", str(exc))
+            held = f"; it lies in the roots of tenant {owner.group(1)}" if owner else ""
+            return PathCheckResult(refusal=f"{named[0] if named else 'a path'} is outside "
+                                           f"the roots of tenant {spec.scope.tenant!r}{held} "
+                                           "(PathOutsideTenantRoots)")
         if type(exc) is not PathOutsideRoots or not outside:
             # narrower roots than these refused it (a subclass says whose): no root flag of
             # a worker allows it, so name the path it refused and the error's type only

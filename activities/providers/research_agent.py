@@ -217,6 +217,8 @@ class Agent:
         self.exact: list[str] = []  # the current topic's terms as written
         #: reads this turn already asks for: (source, path, start, end)
         self.reading: list[tuple[str, str, int, int]] = []
+        #: the last ``_reads`` found only hits another topic's read this turn covers
+        self.waiting = False
 
     def requests(self, topic: str) -> list[Request]:
         return [r for r in review_requests(self.seen.comments, self.seen.topics)
@@ -354,7 +356,9 @@ class Agent:
         if searches:
             return searches[:MAX_SEARCHES_PER_TURN]
         reads = self._reads(lowered, quoted)
-        if reads:
+        if reads or self.waiting:
+            # a hit another topic's read this turn covers: this topic notes from that read
+            # next turn, it is not exhausted
             return reads
         return None
 
@@ -543,6 +547,7 @@ class Agent:
                     choose(best[1], best[2], best[3])
         for _value, source, path, line in hits:
             choose(source, path, line)
+        self.waiting = bool(chosen) and not fresh
         reads = []
         for source, path, line in fresh:
             start, end = max(1, line - READ_BEFORE), line + READ_AFTER

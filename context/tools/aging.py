@@ -16,25 +16,11 @@ from collections.abc import Sequence
 
 from context.policy import ContextPolicy
 from context.tool_history import ToolHistory, ToolPair
-from context.tools.pairing import pair_tool_history
+from context.tools.pairing import pair_tool_history, recent_call_ids
 
 __all__ = ["aged", "aged_call_ids", "recent_call_ids"]
 
 
-def recent_call_ids(pairs: Sequence[ToolPair], keep: int) -> list[str]:
-    """The newest pairs until at least ``keep``, extended to whole turns."""
-    turns: list[list[ToolPair]] = []
-    for pair in pairs:
-        if turns and turns[-1][0].turn == pair.turn:
-            turns[-1].append(pair)
-        else:
-            turns.append([pair])
-    kept: list[str] = []
-    for group in reversed(turns):
-        if len(kept) >= keep:
-            break
-        kept += [pair.call_id for pair in group]
-    return kept
 
 
 def aged(pairs: Sequence[ToolPair], keep: int, block: int) -> list[ToolPair]:
@@ -58,7 +44,7 @@ def aged_call_ids(history: ToolHistory, policy: ContextPolicy) -> frozenset[str]
     if pairing.blocked is not None:
         return frozenset()
     if pair_policy.fold_every and pair_policy.compact_older:
-        from context.tools.fold import plan_fold  # fold imports this module
+        from context.tools.fold import plan_fold  # fold is the one stage module above this
 
         plan = plan_fold(pairing.pairs, pair_policy.keep_recent, pair_policy.fold_every)
         return frozenset(p.call_id for p in (*plan.logged, *plan.folded))

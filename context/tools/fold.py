@@ -45,7 +45,7 @@ from typing import Any
 from context.items import ContextItem, LineageNode, ScopeRef, SourceRef, sha256_text
 from context.tokens import TokenCounter
 from context.tool_history import ToolPair, result_item_id
-from context.tools.aging import recent_call_ids
+from context.tools.pairing import recent_call_ids
 from context.tools.transforms import Assertion, PreservationFailed, TransformRecord
 from context.vocabulary import Completeness, Role, SourceType, ToolStatus, Trust
 

@@ -40,7 +40,7 @@ Choices the design leaves open, written down:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from context.errors import ToolHistoryError
 from context.tool_history import (
@@ -56,7 +56,7 @@ from context.tool_history import (
 )
 from context.vocabulary import AnomalyType, ToolStatus
 
-__all__ = ["SECURITY_MARKERS", "pair_tool_history"]
+__all__ = ["SECURITY_MARKERS", "pair_tool_history", "recent_call_ids"]
 
 SECURITY_MARKERS = re.compile(
     r"permission denied|access denied|unauthori[sz]ed|forbidden|\b40[13]\b|"
@@ -226,3 +226,19 @@ def _pair(call: ToolCall, result: ToolResult, allow: bool, *, synthesized: bool)
 
 def _blocked(anomalies: list[ToolAnomaly], reason: str) -> PairingResult:
     return PairingResult(pairs=(), anomalies=tuple(anomalies), blocked=reason)
+
+
+def recent_call_ids(pairs: Sequence[ToolPair], keep: int) -> list[str]:
+    """The newest pairs until at least ``keep``, extended to whole turns."""
+    turns: list[list[ToolPair]] = []
+    for pair in pairs:
+        if turns and turns[-1][0].turn == pair.turn:
+            turns[-1].append(pair)
+        else:
+            turns.append([pair])
+    kept: list[str] = []
+    for group in reversed(turns):
+        if len(kept) >= keep:
+            break
+        kept += [pair.call_id for pair in group]
+    return kept

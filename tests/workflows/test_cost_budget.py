@@ -77,7 +77,7 @@ async def test_cost_budget_blocks_a_real_job_until_resolve_raises_it(
     write_registry(home, "alice")
     price_file = tmp_path / "prices.yaml"
     price_file.write_text(PRICES, encoding="utf-8")
-    data = job_dict(tmp_path, docs, research={"cost_budget_usd": 0.05})
+    data = job_dict(tmp_path, docs, research={"cost_budget_usd": 0.01})
     job_file = tmp_path / "job.yaml"
     job_file.write_text(yaml.safe_dump(data), encoding="utf-8")
     spec = parse_job_spec(data)
@@ -116,11 +116,11 @@ async def test_cost_budget_blocks_a_real_job_until_resolve_raises_it(
         assert rc == report["exit_code"] and report["status"].startswith("blocked"), err
         live = report["live"]
         research = live["research"]
-        assert research["cost_budget_micro_usd"] == 50_000
-        assert research["cost_micro_usd"] >= 50_000
+        assert research["cost_budget_micro_usd"] == 10_000
+        assert research["cost_micro_usd"] >= 10_000
         turns_at_block = research["turn"]
         rc, out, err = await _pressroom(home, address, "status", spec.job_id)
-        assert "cost $" in out and "/$0.050000" in out, out
+        assert "cost $" in out and "/$0.010000" in out, out
 
         rc, out, err = await _pressroom(home, address, "trace", spec.job_id, "--json")
         assert rc == 0, err

@@ -42,7 +42,10 @@ ACTIVITY_CODE = ("activities", "contracts")
 #: roots of the error hierarchies an activity can let reach Temporal
 ROOTS: tuple[type[BaseException], ...] = (
     StoreError, ContextError, SourceError, JobSpecError, PublishRefused, ProviderError,
-    PathRefused)
+    PathRefused,
+    # permanent ApplicationErrors with no common base among the roots above
+    contracts.errors.JobIdReused, contracts.errors.CarriedStateMismatch,
+    contracts.errors.ReviewerNotRegistered)
 
 #: error classes deliberately *not* on the list, and why
 RETRIED: dict[str, str] = {

@@ -18,6 +18,7 @@ from contracts.job_spec import parse_job_spec
 from contracts.path_safety import PathRoots
 from contracts.signing import public_key_text
 from settings import Settings
+from tests.waiting import wait_for
 from tests.workflows.jobkit import (
     job_dict,
     reviewer_key,
@@ -37,6 +38,7 @@ from tests.workflows.test_path_roots import (
     wait_ended,
     write_job,
 )
+from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -117,10 +119,11 @@ async def test_a_tenant_s_job_reads_and_publishes_only_inside_its_own_roots(
 
 
 async def test_pressroom_run_refuses_another_tenant_s_folder_at_submit(
-        temporal_env: Any, tmp_path: Path) -> None:
-    """With the bindings in its settings, ``pressroom run`` refuses alpha's job naming
-    beta's folder before anything starts, in one line naming the folder and both tenants
-    (before: the job started)."""
+        temporal_env: Any, tmp_path: Path, task_queue: str) -> None:
+    """``pressroom run`` asks a worker bound to the tenants (a real process, its shared
+    root holding both tenants' folders) and refuses alpha's job naming beta's folder
+    before anything starts, in one line naming the folder and both tenants (before: the
+    job started)."""
     alpha, beta, env = two_tenants(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
@@ -130,11 +133,20 @@ async def test_pressroom_run_refuses_another_tenant_s_folder_at_submit(
     job = write_job(alpha, data)
     # the shared root holds both tenants' folders: without the bindings the job started
     shared = str(alpha.parent)
-    rc, _out, err = await pressroom(home, address, "run", str(job), **env,
-                                    PRESSROOM_SOURCE_ROOTS=shared,
-                                    PRESSROOM_PUBLISH_ROOTS=shared)
-    one_line_error(rc, err, str(beta / "docs"), "tenant 'alpha'", "tenant 'beta'")
-    await never_started(client, data["job_id"])
+    worker = start_worker_process(
+        {**roots_env(), "PRESSROOM_HOME": str(home), **env,
+         "PRESSROOM_SOURCE_ROOTS": shared, "PRESSROOM_PUBLISH_ROOTS": shared},
+        address, task_queue, f"sqlite+aiosqlite:///{tmp_path / 'store.db'}",
+        tmp_path / "worker.log")
+    try:
+        await wait_for(lambda: jobs.has_pollers(client, task_queue), 60, "the worker polling")
+        rc, _out, err = await pressroom(home, address, "run", str(job), "--task-queue",
+                                        task_queue)
+        one_line_error(rc, err, str(beta / "docs"), "tenant 'alpha'", "tenant 'beta'")
+        await never_started(client, data["job_id"])
+    finally:
+        worker.terminate()
+        worker.wait(30)
 
 
 @pytest.mark.asyncio(loop_scope="session")
