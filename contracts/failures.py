@@ -75,6 +75,7 @@ from contracts.errors import (
     SourceSpecError,
     UnpinnedSource,
 )
+from contracts.names import NameRefused
 from contracts.signing import SignatureError
 
 __all__ = [
@@ -124,6 +125,7 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     JobIdReused,
     CarriedStateMismatch,
     ReviewerNotRegistered,
+    NameRefused,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).

@@ -26,6 +26,7 @@ import activities.sources.errors
 import artifacts.errors
 import context
 import contracts.errors
+import contracts.names  # its NameRefused: found whatever other tests imported first
 from artifacts.errors import StoreError
 from context.errors import ContextError
 from contracts.errors import JobSpecError, PathRefused, ProviderError, PublishRefused, SourceError
