@@ -441,7 +441,7 @@ async def test_a_job_that_continued_as_new_is_listed_once_with_its_current_statu
     latest run, so the job is one row, in its current status, and a published job is not
     listed under ``running`` (Pressroom's status, not its old runs')."""
     tenant = _uniq("cont")
-    spec = make_spec(research={"turns_per_run": 2},
+    spec = make_spec(research={"turns_per_run": 2, "max_calls_per_turn": 1},
                      scope={"tenant": tenant, "project": "docs", "task": "t1"})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
