@@ -314,6 +314,7 @@ class Agent:
                       for r in self.seen.results)
         calls: list[tuple[str, dict[str, Any]]] = []
         marks: dict[str, str] = {}
+        searching = False
         self.reading = []
         # every pending topic takes its next step in this same turn (searches, reads or
         # notes side by side, up to the call limit): topics advance together, so a job
@@ -331,6 +332,12 @@ class Agent:
             if step is None:
                 marks[topic] = exhaust
                 continue
+            if searching and step and all(name == "search" for name, _ in step):
+                # one topic's searches a turn: searching every topic first filled many turns
+                # with searches whose results were compacted away before they were read,
+                # and then searched again
+                continue
+            searching = searching or any(name == "search" for name, _ in step)
             calls += step[:room]
         # a limit just learnt goes into the plan at once (the refusal will age out)
         learnt = limit < MAX_CALLS_PER_TURN and not _PLAN_LIMIT.search(self.seen.plan)
