@@ -52,7 +52,7 @@ history timestamps) beside ``floor_s_per_turn``, the part of it no activity was 
 layout of ``context/tools/fold.py``) on the same trace.
 
 Run: ``.venv/bin/python bench/research_loop.py [--turns 100] [--trace DIR | --replay DIR]
-[--policy FILE]``.
+[--policy FILE] [--dump DIR]``.
 """
 
 from __future__ import annotations
@@ -596,9 +596,12 @@ def notes_retained(trace: dict[str, Any], last: str) -> tuple[float | None, list
 
 
 async def measure(trace: dict[str, Any], home: Path, workload: str,
-                  policy_file: Path | None = None) -> dict[str, Any]:
+                  policy_file: Path | None = None, dump: Path | None = None) -> dict[str, Any]:
     contents = await workload_results(trace, home, workload)
     payloads, blocked = await replay_pressroom(trace, home, contents, policy_file)
+    if dump is not None:  # each replayed request, to see what changes between turns
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / f"{workload}.json").write_text(json.dumps(payloads), encoding="utf-8")
     spec = JobSpec.model_validate(trace["spec"])
     pressroom = Meter()
     for payload in payloads:
@@ -648,7 +651,7 @@ async def measure(trace: dict[str, Any], home: Path, workload: str,
 
 async def main(turns: int, trace_dir: Path | None = None, replay: Path | None = None,
                workloads: tuple[str, ...] = ("bench", "realistic"),
-               policy_file: Path | None = None) -> dict[str, Any]:
+               policy_file: Path | None = None, dump: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         home = replay or trace_dir or Path(tmp)
         if replay is not None:
@@ -663,7 +666,8 @@ async def main(turns: int, trace_dir: Path | None = None, replay: Path | None = 
             "turns": trace["turns"], "topics": len(trace["spec"]["topics"]),
             "topics_covered": trace["topics_covered"], "notes": len(trace["notes"]),
             "policy": str(policy_file) if policy_file else "the job's",
-            "workloads": {w: await measure(trace, home, w, policy_file) for w in workloads},
+            "workloads": {w: await measure(trace, home, w, policy_file, dump)
+                          for w in workloads},
             **{k: trace[k] for k in ("history_bytes_per_turn", "history_events_per_turn",
                                      "runs", "store_bytes_written",
                                      "tool_history_bytes_if_one_artifact", "wall_s_per_turn",
@@ -682,7 +686,9 @@ if __name__ == "__main__":
     parser.add_argument("--workloads", default="bench,realistic")
     parser.add_argument("--policy", type=Path,
                         help="replay Pressroom under this context policy file instead")
+    parser.add_argument("--dump", type=Path,
+                        help="write each workload's replayed requests (JSON) into this folder")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main(args.turns, args.trace, args.replay,
-                                      tuple(args.workloads.split(",")), args.policy)),
+                                      tuple(args.workloads.split(",")), args.policy, args.dump)),
                      indent=1))
