@@ -51,7 +51,7 @@ from context.items import (
 )
 from context.policy import ContextPolicy
 from context.tool_history import ToolCall, ToolHistory, ToolResult
-from context.tools.aging import aged_call_ids
+from context.tools.aging import aged_call_ids, folds_history
 from context.vocabulary import (
     AcquisitionOutcome,
     Attestation,
@@ -257,6 +257,11 @@ class _Loader:
             # A research turn needs to know what was noted, not the evidence blocks: a note
             # enters the ledger, a line per note, once its own exchange has aged out of the
             # verbatim tool turns (docs/architecture.md#the-research-loop)
+            if self.policy is not None and folds_history(self.policy):
+                # the research log and its fold state every accepted note with its full
+                # citation (context.tools.fold): a ledger would say it again, and being
+                # rewritten every turn after the log it would cost the cached prefix
+                return
             aged_ids = (aged_call_ids(self.out.tool_history, self.policy)
                         if self.policy is not None else None)
             self.notes([n for n in notes if aged_ids is None

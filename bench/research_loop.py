@@ -89,7 +89,8 @@ from workflows import client as jobs
 from workflows.embedded import _build_fixtures
 from workflows.research_job import ResearchJobWorkflow
 
-#: identifiers of the corpus, one survey topic each (more than 100 turns can cover)
+#: identifiers of the corpus, one survey topic each; a longer job adds the corpus's other
+#: public names (``survey_topics``): the offline agent covers about a topic a turn
 SURVEY = [
     "create_task", "gather", "shield", "wait_for", "as_completed", "run_coroutine_threadsafe",
     "ensure_future", "call_soon", "call_later", "call_at", "run_in_executor",
@@ -103,9 +104,29 @@ SURVEY = [
 ]
 
 
+_DEFINED = re.compile(r"^\s*(?:def|class) ([A-Za-z][A-Za-z0-9_]{3,})", re.MULTILINE)
+
+
+def survey_topics(fixtures: Path, turns: int) -> list[str]:
+    """``SURVEY``, then the standard-library corpus's other public names (sorted) up to
+    a topic and a quarter per turn, so the job still has topics left at its last turn."""
+    names = list(SURVEY)
+    corpus = sorted((fixtures / "repos" / "cpython-stdlib" / "Lib").rglob("*.py"))
+    defined = sorted({m.group(1) for path in corpus
+                      for m in _DEFINED.finditer(path.read_text(encoding="utf-8"))})
+    taken = {name.lower() for name in names}
+    for name in defined:
+        if len(names) >= turns * 5 // 4:
+            break
+        if name.lower() not in taken:
+            taken.add(name.lower())
+            names.append(name)
+    return names
+
+
 def survey_spec(fixtures: Path, home: Path, turns: int) -> JobSpec:
     base = with_bench_reviewer(load_job_spec(fixtures / "asyncio_job.yaml"))
-    topics = [TopicSpec(name=name.lower(), terms=[name]) for name in SURVEY]
+    topics = [TopicSpec(name=name.lower(), terms=[name]) for name in survey_topics(fixtures, turns)]
     research = base.research.model_copy(update={"max_turns": turns, "turns_per_run": 20,
                                                 "token_budget": 100_000_000})
     return base.model_copy(update={

@@ -24,6 +24,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from context.tools.fold import FOLD_PREFIX, LOG_PREFIX
+
 
 def _ref(entry: dict[str, Any]) -> str:
     ref = entry.get("source_ref") or {}
@@ -228,6 +230,54 @@ class Notes:
             console.print(f"  {markup} — {escape(where)}")
 
 
+def _span(call_ids: list[str]) -> str:
+    if not call_ids:
+        return "-"
+    return call_ids[0] if len(call_ids) == 1 else f"{call_ids[0]}..{call_ids[-1]}"
+
+
+def layout_lines(manifest: dict[str, Any]) -> list[str]:
+    """Which zone of the request each item and tool exchange sat in, in request order
+    (docs/context-engine.md#order-for-the-prompt-cache): the stable prefix (control and
+    task — the first cache breakpoint), the research fold, the log blocks (one per
+    turn), the rest of the data (what may change every turn), then the verbatim tool
+    turns; with the older layout, the history summary and the exchanges it compacted."""
+    included = manifest.get("included") or []
+    pairs = manifest.get("tool_pairs") or []
+    if not included and not pairs:
+        return []
+    ids = [str(e.get("item_id")) for e in included]
+    prefix = [str(e.get("item_id")) for e in included if e.get("zone") in ("control", "task")]
+    fold = [i for i in ids if i.startswith(FOLD_PREFIX)]
+    log = [i for i in ids if i.startswith(LOG_PREFIX)]
+    placed: dict[str, list[str]] = {}
+    logged: dict[int, list[str]] = {}
+    for pair in pairs:
+        placement = str(pair.get("placement", "verbatim"))
+        placed.setdefault(placement, []).append(str(pair.get("call_id")))
+        if placement == "logged":
+            logged.setdefault(int(pair.get("turn") or 0), []).append(str(pair.get("call_id")))
+    summaries = {str(s.get("summary_id")) for s in manifest.get("summaries") or []} \
+        - set(fold) - set(log)
+    tail = [i for i in ids if i not in prefix and i not in fold and i not in log
+            and i not in summaries and not i.startswith("tool-result:")]
+    lines = ["layout (request order):", f"  stable prefix: {', '.join(prefix) or '-'}"]
+    if fold:
+        lines.append(f"  fold: {', '.join(fold)} ({len(placed.get('folded', []))} calls)")
+    if log:
+        lines.append("  log: " + ", ".join(
+            f"{LOG_PREFIX}t{turn:04d} ({_span(calls)})" for turn, calls in sorted(logged.items())))
+    if summaries:
+        lines.append(f"  history summary: {', '.join(sorted(summaries))} "
+                     f"({len(placed.get('compacted', []))} calls)")
+    lines.append(f"  data: {', '.join(tail) or '-'}")
+    verbatim = placed.get("verbatim", [])
+    lines.append(f"  verbatim: {_span(verbatim)} ({len(verbatim)} calls)")
+    if placed.get("evicted"):
+        lines.append(f"  evicted: {', '.join(placed['evicted'])}")
+    return lines
+
+
 def render_manifests(console: Console, manifests: list[dict[str, Any]]) -> Notes:
     """Several manifests: each with its tables, the notes they share once at the end."""
     notes = Notes()
@@ -311,6 +361,8 @@ def render_manifest(console: Console, manifest: dict[str, Any],
                        f"{t.get('token_estimate_before')}→{t.get('token_estimate_after')}",
                        "all passed" if not failed else "failed: " + ", ".join(failed))
         console.print(tr)
+    for line in layout_lines(manifest):
+        console.print(f"  {escape(line)}")
     pairs = manifest.get("tool_pairs") or []
     if pairs:
         placed: dict[str, int] = {}

@@ -70,6 +70,7 @@ from activities.providers.salience import question_words
 from activities.research_tools.source_tools import search_hits
 from context.seal.adapters import get_adapter
 from context.tokens import canonical_json, default_counter
+from context.tools.fold import FOLD_PREFIX, LOG_PREFIX
 
 NAME = "extractive"
 AGENT_MODEL = "research-agent-v1"
@@ -98,6 +99,8 @@ _TURN = re.compile(r"^t(?P<turn>\d{4})-\d+$")
 _BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
 _AT_MOST = re.compile(r"at most (\d+) per turn")
 _PLAN_LIMIT = re.compile(r"^Calls per turn: at most (\d+)$", re.MULTILINE)
+_FOLD_SEARCHED = re.compile(r"^Searched in (?P<source>\S+): (?P<queries>.+)$")
+_FOLD_NOTE = re.compile(r'^- (?P<topic>.+?): (?P<call>t\d{4}-\d+) (?P<claim>"(?:[^"\\]|\\.)*") \(')
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,8 @@ class Picture:
     notes: dict[str, set[str]] = field(default_factory=dict)  # topic -> note call ids
     noted_text: dict[str, set[str]] = field(default_factory=dict)  # topic -> quoted lines
     plan: str = ""
+    #: (source, query casefolded) searched, as the research log and its fold state them
+    searched: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _sources(trusted: list[str]) -> list[str]:
@@ -186,7 +191,60 @@ def picture(view: RequestView) -> Picture:
                     seen.noted_text.setdefault(parts[0], set()).add(parts[4].strip())
         elif block.item_id.startswith("agent_plan:"):
             seen.plan = block.content
+        elif block.item_id.startswith(LOG_PREFIX):
+            for line in block.content.split("\n"):
+                _log_line(seen, line)
+        elif block.item_id.startswith(FOLD_PREFIX):
+            _fold_block(seen, block.content)
     return seen
+
+
+def _log_line(seen: Picture, line: str) -> None:
+    """One line of the research log (``context.tools.fold.log_line``): ``<call id> <tool>
+    <arguments> [cites …] -> <status>`` — what was searched and noted, once the result
+    itself has left the request. A logged read is not taken as seen: its lines have left
+    the request, and a note needs them shown again."""
+    call_id, _, rest = line.partition(" ")
+    tool, _, rest = rest.partition(" ")
+    try:
+        arguments, end = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return
+    status = rest[end:].rpartition(" -> ")[2].strip()
+    if not isinstance(arguments, dict) or status != "success":
+        return
+    if tool == "search":
+        seen.searched.add((str(arguments.get("source")), str(arguments.get("query")).casefold()))
+    elif tool == "note" and _TURN.match(call_id):
+        topic = str(arguments.get("topic"))
+        seen.notes.setdefault(topic, set()).add(call_id)
+        seen.noted_text.setdefault(topic, set()).add(_unclipped(str(arguments.get("claim", ""))))
+
+
+def _unclipped(text: str) -> str:
+    """A claim as the log shows it: a long one is cut with ``…`` (``_noted`` matches its
+    start)."""
+    return " ".join(text.removesuffix("…").split())
+
+
+def _fold_block(seen: Picture, text: str) -> None:
+    """The fold (``context.tools.fold.fold_text``): queries searched per source and the
+    accepted notes by topic with their claims."""
+    for line in text.split("\n"):
+        if m := _FOLD_SEARCHED.match(line):
+            for query in m.group("queries").split(" | "):
+                try:
+                    seen.searched.add((m.group("source"), str(json.loads(query)).casefold()))
+                except ValueError:
+                    continue
+        elif m := _FOLD_NOTE.match(line):
+            topic = m.group("topic")
+            seen.notes.setdefault(topic, set()).add(m.group("call"))
+            try:
+                claim = str(json.loads(m.group("claim")))
+            except ValueError:
+                continue
+            seen.noted_text.setdefault(topic, set()).add(_unclipped(claim))
 
 
 def _noted(line: str, noted: set[str]) -> bool:
@@ -375,6 +433,8 @@ class Agent:
         complete (not truncated, every file searched, none skipped) — searching again
         would only repeat those hits."""
         wanted = term.casefold()
+        if (source, wanted) in self.seen.searched:
+            return True  # the log or its fold says so; the result itself has left
         full = max((int(r.content.get("files_searched") or 0) for r in self.seen.results
                     if r.tool_name == "search" and r.content.get("source") == source),
                    default=0)

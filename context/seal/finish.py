@@ -48,6 +48,7 @@ from context.seal.render import (
     render_trusted,
 )
 from context.tokens import ESTIMATOR
+from context.tools.aging import folds_history
 from context.tools.stage import ToolStage
 from context.vocabulary import INSTRUCTION_FLAG, Attestation, BlockedReason, Partition, Zone
 
@@ -175,7 +176,7 @@ class Finisher:
         data = [*_oldest_first(state.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE)),
                 *_oldest_first(state.ordered(Zone.DATA, Partition.BACKGROUND)),
                 *_oldest_first(state.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS))]
-        if state.policy.tool_pairs.fold_every:
+        if folds_history(state.policy):
             # the research-log layout: the fold (changes every K turns) and the log blocks
             # (one per turn, never rewritten) right after the stable prefix, in turn
             # order; what changes every turn (notes, plan, checkpoint) after them

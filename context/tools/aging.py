@@ -18,8 +18,7 @@ from context.policy import ContextPolicy
 from context.tool_history import ToolHistory, ToolPair
 from context.tools.pairing import pair_tool_history, recent_call_ids
 
-__all__ = ["aged", "aged_call_ids", "recent_call_ids"]
-
+__all__ = ["aged", "aged_call_ids", "folds_history", "recent_call_ids"]
 
 
 
@@ -36,6 +35,14 @@ def aged(pairs: Sequence[ToolPair], keep: int, block: int) -> list[ToolPair]:
     return older[:cut]
 
 
+def folds_history(policy: ContextPolicy) -> bool:
+    """Whether assemblies under ``policy`` lay older exchanges out as the research log
+    (``context.tools.fold``): a fold period, compaction on, and summaries allowed."""
+    pairs = policy.tool_pairs
+    return bool(pairs.fold_every and pairs.compact_older
+                and "summarize" in policy.transforms.allowed)
+
+
 def aged_call_ids(history: ToolHistory, policy: ContextPolicy) -> frozenset[str]:
     """The call ids an assembly under ``policy`` will not show verbatim (compacted, or left
     to compete for the tool-pair budget when compaction is off)."""
@@ -43,7 +50,7 @@ def aged_call_ids(history: ToolHistory, policy: ContextPolicy) -> frozenset[str]
     pairing = pair_tool_history(history, allow_partial_evidence=pair_policy.allow_partial_evidence)
     if pairing.blocked is not None:
         return frozenset()
-    if pair_policy.fold_every and pair_policy.compact_older:
+    if folds_history(policy):
         from context.tools.fold import plan_fold  # fold is the one stage module above this
 
         plan = plan_fold(pairing.pairs, pair_policy.keep_recent, pair_policy.fold_every)

@@ -11,9 +11,11 @@ full (docs/context-engine.md#order-for-the-prompt-cache). With ``tool_pairs.fold
   block per turn (``research-log:t<turn>``): a turn's block never changes once written, so
   consecutive requests share everything up to the newest line;
 * **fold**: every exchange at or before the boundary — the highest multiple of K below
-  the newest turn — as one block (``research-fold:<first>..<last>``): the calls as id
-  ranges, the accepted notes by topic, each with its full citation. It changes only
-  when the history crosses the next boundary, every K turns.
+  the newest turn — as one block per K turns (``research-fold:<first>..<last>``), never
+  rewritten once written: the calls as id
+  ranges, the queries searched per source and the line ranges read (so a folded search
+  is not made again), the accepted notes by topic, each with its claim (clipped) and its
+  full citation. Every K turns the last K turns' log blocks become one more fold block.
 
 A line keeps what finds the exchange again and what the model acted on: the call id, the
 tool, its arguments (long strings clipped; a note's citations never: source@revision,
@@ -50,7 +52,7 @@ from context.tools.transforms import Assertion, PreservationFailed, TransformRec
 from context.vocabulary import Completeness, Role, SourceType, ToolStatus, Trust
 
 __all__ = ["FOLD_PREFIX", "LOG_PREFIX", "FoldPlan", "check_fold", "citation_text", "fold_items",
-           "log_line", "plan_fold"]
+           "is_note_call", "log_line", "plan_fold"]
 
 FOLD_VERSION = "research-log/v1"
 FOLD_PREFIX = "research-fold:"
@@ -69,6 +71,15 @@ class FoldPlan:
     folded: tuple[ToolPair, ...] = ()
     boundary: int = 0
     pending_cited: frozenset[str] = field(default_factory=frozenset)
+    #: the fold period K: the folded pairs make one block per K turns
+    every: int = 0
+
+    def periods(self) -> list[tuple[ToolPair, ...]]:
+        """The folded pairs, one group per K turns (each a block of its own)."""
+        groups: dict[int, list[ToolPair]] = {}
+        for p in self.folded:
+            groups.setdefault((p.turn - 1) // self.every if self.every > 0 else 0, []).append(p)
+        return [tuple(g) for _k, g in sorted(groups.items())]
 
 
 def _citations(pair: ToolPair) -> list[Mapping[str, Any]]:
@@ -81,6 +92,11 @@ def citation_text(citation: Mapping[str, Any]) -> str:
     return (f"{citation.get('source')}@{citation.get('revision')}:{citation.get('path')}"
             f"#L{citation.get('start_line')}-L{citation.get('end_line')} "
             f"via {citation.get('call_id')}")
+
+
+def is_note_call(pair: ToolPair) -> bool:
+    """A call that notes a finding (it carries citations), accepted or not."""
+    return bool(_citations(pair))
 
 
 def _accepted_note(pair: ToolPair) -> bool:
@@ -106,7 +122,7 @@ def plan_fold(pairs: Sequence[ToolPair], keep: int, every: int) -> FoldPlan:
         verbatim=tuple(p.call_id for p in pairs if p.call_id in keep_ids),
         logged=tuple(p for p in older if p.turn > boundary),
         folded=tuple(p for p in older if p.turn <= boundary),
-        boundary=boundary, pending_cited=pending_cited)
+        boundary=boundary, pending_cited=pending_cited, every=every)
 
 
 def _clip(value: Any) -> Any:
@@ -153,24 +169,46 @@ def fold_text(folded: Sequence[ToolPair]) -> str:
               if p.status is not ToolStatus.SUCCESS or p.synthesized]
     if failed:
         lines.append("Not successful: " + ", ".join(failed))
+    searched: dict[str, list[str]] = {}
+    read: list[str] = []
+    for p in folded:
+        args = p.call.arguments
+        if p.tool_name == "search" and p.status is ToolStatus.SUCCESS and not p.synthesized:
+            queries = searched.setdefault(str(args.get("source")), [])
+            if (query := _clip(str(args.get("query")))) not in queries:
+                queries.append(query)
+        elif p.tool_name == "read" and p.status is ToolStatus.SUCCESS and not p.synthesized:
+            read.append(f"{args.get('source')}:{args.get('path')}"
+                        f"#L{args.get('start_line')}-L{args.get('end_line')}")
+    # what was searched and read, so a folded search is not made again (the results
+    # themselves stay in the store under their call ids)
+    lines += [f"Searched in {source}: " + " | ".join(json.dumps(q, ensure_ascii=False)
+                                                     for q in queries)
+              for source, queries in searched.items()]
+    if read:
+        lines.append("Read: " + ", ".join(dict.fromkeys(read)))
     by_topic: dict[str, list[str]] = {}
     for p in folded:
         if _accepted_note(p):
             topic = str(p.call.arguments.get("topic", "-"))
+            claim = json.dumps(_clip(str(p.call.arguments.get("claim", ""))),
+                               ensure_ascii=False)
             by_topic.setdefault(topic, []).append(
-                f"{p.call_id} ({'; '.join(citation_text(c) for c in _citations(p))})")
+                f"{p.call_id} {claim} ({'; '.join(citation_text(c) for c in _citations(p))})")
     if by_topic:
         lines.append("Notes by topic:")
-        lines += [f"- {topic}: {', '.join(notes)}" for topic, notes in by_topic.items()]
+        # a line per note: a claim may hold any punctuation
+        lines += [f"- {topic}: {note}" for topic, notes in by_topic.items() for note in notes]
     return "\n".join(lines)
 
 
 def _expand(text: str, order: Sequence[str]) -> list[str]:
-    """Every call id a fold's ``Calls:`` line names, ranges expanded along ``order``."""
+    """Every call id the folds' ``Calls:`` lines name, ranges expanded along ``order``."""
     position = {cid: i for i, cid in enumerate(order)}
-    line = next((ln for ln in text.split("\n") if ln.startswith("Calls: ")), "")
+    parts = [part for ln in text.split("\n") if ln.startswith("Calls: ")
+             for part in ln.removeprefix("Calls: ").split(", ")]
     found: list[str] = []
-    for part in line.removeprefix("Calls: ").split(", "):
+    for part in parts:
         first, _, last = part.partition("..")
         if not first:
             continue
@@ -261,15 +299,17 @@ def fold_items(pairs: Sequence[ToolPair], plan: FoldPlan, *, scope: ScopeRef,
     for p in plan.logged:
         turns.setdefault(p.turn, []).append(p)
     logs = {turn: "\n".join(log_line(p) for p in group) for turn, group in turns.items()}
-    fold = fold_text(plan.folded) if plan.folded else None
-    assertions = check_fold(pairs, plan.verbatim, logs, fold)
+    periods = plan.periods()
+    folds = [fold_text(group) for group in periods]
+    assertions = check_fold(pairs, plan.verbatim, logs, "\n".join(folds) if folds else None)
     out: list[tuple[ContextItem, TransformRecord]] = []
-    if fold is not None:
-        # named by the range it stands for: the next K turns render the very same block
-        fold_id = f"{FOLD_PREFIX}{plan.folded[0].call_id}..{plan.folded[-1].call_id}"[:200]
-        rec_id = f"transform-fold-{plan.folded[0].call_id}..{plan.folded[-1].call_id}"[:200]
-        item = _item(fold_id, fold, plan.folded, scope, counter, rec_id)
-        out.append((item, _record(rec_id, item, plan.folded, "fold_research_log",
+    for period, text in zip(periods, folds, strict=True):
+        # one block per K turns, named by the range it stands for: once written it is never
+        # rewritten, so a fold boundary rewrites only the last K turns' log blocks
+        fold_id = f"{FOLD_PREFIX}{period[0].call_id}..{period[-1].call_id}"[:200]
+        rec_id = f"transform-fold-{period[0].call_id}..{period[-1].call_id}"[:200]
+        item = _item(fold_id, text, period, scope, counter, rec_id)
+        out.append((item, _record(rec_id, item, period, "fold_research_log",
                                   policy_version, assertions, counter)))
     for turn, group in sorted(turns.items()):
         log_id = f"{LOG_PREFIX}t{turn:04d}"

@@ -50,9 +50,9 @@ from context.tool_history import (
     canonical_argument_hash,
     result_item_id,
 )
-from context.tools.aging import aged
+from context.tools.aging import aged, folds_history
 from context.tools.compaction import compact, pair_item
-from context.tools.fold import fold_items, plan_fold
+from context.tools.fold import fold_items, is_note_call, plan_fold
 from context.tools.pairing import pair_tool_history
 from context.tools.transforms import PreservationFailed, TransformRecord
 from context.vocabulary import (
@@ -124,7 +124,7 @@ class ToolStage:
             self.pairing = self.pairing.model_copy(
                 update={"anomalies": (*self.pairing.anomalies, *failed)})
         allowed = "summarize" in state.policy.transforms.allowed
-        if pair_policy.fold_every and pair_policy.compact_older and allowed:
+        if folds_history(state.policy):
             older = self._fold(pair_policy.keep_recent, pair_policy.fold_every)
         else:
             older = aged(self.pairs, pair_policy.keep_recent, pair_policy.compact_block)
@@ -331,8 +331,17 @@ class ToolStage:
             out.append(Unit(PAIR_PREFIX + x.call_id, Partition.RECENT_TOOL_PAIRS, cost, 0))
         n = len(out)
         # newest first: the budget keeps a contiguous recent tail
-        return [Unit(u.unit_id, u.partition, u.cost, _PAIR_ORDER_BASE + n - i)
-                for i, u in enumerate(out)]
+        ranked = [Unit(u.unit_id, u.partition, u.cost, _PAIR_ORDER_BASE + n - i)
+                  for i, u in enumerate(out)]
+        if not folds_history(self.state.policy):
+            return ranked
+        # under the research log the verbatim turn is the only place an accepted note of
+        # that turn is stated (context.tools.fold): a note's exchange, a few tokens, is kept
+        # before the turn's reads, so a budget too small for every read drops a read
+        notes = {x.call_id for x in placed if is_note_call(x)}
+        return [Unit(u.unit_id, u.partition, u.cost, _PAIR_ORDER_BASE - n + i)
+                if u.unit_id.removeprefix(PAIR_PREFIX) in notes else u
+                for i, u in enumerate(ranked)]
 
     def evict(self, unit: Unit, detail: str) -> None:
         call_id = unit.unit_id.removeprefix(PAIR_PREFIX)

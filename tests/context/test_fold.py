@@ -71,7 +71,8 @@ def test_the_layout_last_turn_verbatim_a_log_line_per_call_and_a_fold_every_k_tu
     assert {placement[f"t{n:04d}-1"] for n in range(1, 21)} == {"folded"}
     assert {placement[f"t{n:04d}-1"] for n in range(21, 23)} == {"logged"}
     ids = [i.item_id for i in out.manifest.included]
-    assert "research-fold:t0001-1..t0020-1" in ids
+    # one fold block per ten turns, never rewritten once written
+    assert "research-fold:t0001-1..t0010-1" in ids and "research-fold:t0011-1..t0020-1" in ids
     assert "research-log:t0021" in ids and "research-log:t0022" in ids
     text = out.serialized.canonical_json
     # every accepted note's citation, in full, and the call it cites
@@ -79,11 +80,28 @@ def test_the_layout_last_turn_verbatim_a_log_line_per_call_and_a_fold_every_k_tu
         assert f"stdlib@{REV}:Lib/a.py#L{turn - 1}-L{turn - 1} via t{turn - 1:04d}-1" in text
     # the manifest records the fold like a compaction, with its assertions
     fold_rec = next(t for t in out.manifest.transforms
-                    if t.output_item_id == "research-fold:t0001-1..t0020-1")
+                    if t.output_item_id == "research-fold:t0011-1..t0020-1")
     assert fold_rec.preservation_assertions == {
         "note_citations_verbatim": "passed", "call_ids_exactly_once": "passed",
         "pending_citations_verbatim": "passed"}
     assert any(s.summary_id == fold_rec.output_item_id for s in out.manifest.summaries)
+
+
+def test_explain_shows_the_zone_each_item_and_exchange_sat_in() -> None:
+    """``pressroom explain --turn N`` lists the request's zones in order: the stable
+    prefix, the fold with its calls, each log block with the calls it lists, the other
+    data, and the verbatim turn."""
+    from workflows.explain import layout_lines
+
+    lines = layout_lines(built(history(23)).manifest.model_dump(mode="json"))
+    assert lines[0] == "layout (request order):"
+    assert lines[1] == "  stable prefix: policy-system, step:research, job-spec"
+    assert lines[2] == ("  fold: research-fold:t0001-1..t0010-1, "
+                        "research-fold:t0011-1..t0020-1 (20 calls)")
+    assert lines[3] == ("  log: research-log:t0021 (t0021-1), "
+                        "research-log:t0022 (t0022-1)")
+    assert lines[-1] == "  verbatim: t0023-1 (1 calls)"
+    assert not any(line.startswith("  history summary") for line in lines)
 
 
 def test_between_folds_the_request_only_grows_at_its_tail() -> None:
@@ -93,8 +111,13 @@ def test_between_folds_the_request_only_grows_at_its_tail() -> None:
     after = built(history(24)).serialized.payload["messages"]
     logs = [i for i, m in enumerate(before) if "research-log:" in str(m.get("content"))]
     assert logs and before[:logs[-1] + 1] == after[:logs[-1] + 1]
-    assert "research-fold:t0001-1..t0020-1" in str(built(history(30)).serialized.payload)
-    assert "research-fold:t0001-1..t0030-1" in str(built(history(31)).serialized.payload)
+    assert "research-fold:t0011-1..t0020-1" in str(built(history(30)).serialized.payload)
+    # at the next boundary the earlier fold blocks stay byte-identical: a third is added
+    at30 = built(history(30)).serialized.payload["messages"]
+    at31 = built(history(31)).serialized.payload["messages"]
+    folds = [i for i, m in enumerate(at30) if "research-fold:" in str(m.get("content"))]
+    assert len(folds) == 2 and at30[:folds[-1] + 1] == at31[:folds[-1] + 1]
+    assert "research-fold:t0021-1..t0030-1" in str(at31[folds[-1] + 1].get("content"))
 
 
 def test_a_result_a_pending_note_cites_stays_verbatim() -> None:

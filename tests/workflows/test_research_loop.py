@@ -431,13 +431,30 @@ async def test_a_one_call_limit_is_learnt_once_and_the_job_still_finishes(
     assert refused == ["t0001-2"], refused
 
 
+def _without_fold(tmp_path: Any) -> str:
+    """The default policy with the older layout: four pairs verbatim, older ones compacted
+    into a history summary (``fold_every: 0``), so the first round's results stay shown."""
+    import yaml
+
+    from context.policy import POLICY_DIR
+
+    data = yaml.safe_load((POLICY_DIR / "default.yaml").read_text(encoding="utf-8"))
+    data["policy"]["id"] = "no-fold"
+    data["tool_pairs"].update({"fold_every": 0, "keep_recent": 4})
+    policy = tmp_path / "no-fold.yaml"
+    policy.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(policy)
+
+
 async def test_a_requested_name_a_visible_search_already_answered_is_not_searched_again(
         client: Any, runtime: ActivityRuntime, task_queue: str,
-        make_spec: Callable[..., JobSpec]) -> None:
+        make_spec: Callable[..., JobSpec], tmp_path: Any) -> None:
     """A comment asking for `resume offset`: the first round's complete search for
     `resume` already shows every line holding it, so the agent notes the line from what
-    it read without searching for it again."""
-    spec = make_spec()
+    it read without searching for it again. The search must still be shown: under the
+    default research-log layout it has left the request by then (only its log line is
+    left), and searching again is then what a model must do."""
+    spec = make_spec(policy=_without_fold(tmp_path))
     _first, _text, before, after = await _revise(
         client, runtime, task_queue, spec, "Quote where the `resume offset` is stored.")
     history = await loop_tool_history(runtime, spec)
@@ -450,25 +467,16 @@ async def test_a_requested_name_a_visible_search_already_answered_is_not_searche
 
 async def test_the_stable_prefix_is_byte_identical_across_twenty_turns(
         client: Any, runtime: ActivityRuntime, task_queue: str,
-        make_spec: Callable[..., JobSpec], tmp_path: Any) -> None:
+        make_spec: Callable[..., JobSpec]) -> None:
     """The research-log layout keeps the request's head fixed (docs/context-engine.md,
     the research-log layout): over 20 turns of a real job on the dev server the tool
     definitions, the system text and the task contract are the same bytes every turn, and
     each turn's request starts with the one before it up to that turn's newest log block
-    (the job's policy: the default with ``fold_every: 10`` and the last turn verbatim)."""
-    import yaml
-
-    from context.policy import POLICY_DIR
-
-    data = yaml.safe_load((POLICY_DIR / "default.yaml").read_text(encoding="utf-8"))
-    data["policy"]["id"] = "research-log"
-    data["tool_pairs"].update({"fold_every": 10, "keep_recent": 1})
-    policy = tmp_path / "research-log.yaml"
-    policy.write_text(yaml.safe_dump(data), encoding="utf-8")
+    (the default policy: ``fold_every: 10``, the last turn verbatim)."""
     topics = [{"name": "retries", "terms": ["retry", "backoff"]},
               {"name": "resume", "terms": ["resume"]}]
     topics += [{"name": f"absent{n}", "terms": [f"zyzzyva{n}"]} for n in range(30)]
-    spec = make_spec(topics=topics, research={"max_turns": 20}, policy=str(policy))
+    spec = make_spec(topics=topics, research={"max_turns": 20})
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"awaiting_review", "blocked", "failed"})
