@@ -6,7 +6,8 @@ to the workflow; ``test_replay.py`` replays every recorded history against the c
 
 Paths: approve (happy), request changes → revise → approve, reject, review timeout →
 expired, blocked → resolve → approve — recorded before the research loop — and the loop's
-own: approve, request changes → research again → revise → approve, and a token budget
+own: approve, one call a turn long enough for the research log to fold (the default
+layout) → approve, request changes → research again → revise → approve, and a token budget
 exhausted → accept what was gathered → approve, and a cost budget exhausted (the
 ``cost-budget`` patch; the offline agent priced by ``TEST_PRICES``) → a signed
 ``--cost-budget`` raise → research on → approve; and the signed commands': an unsigned
@@ -228,6 +229,10 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
     "review_timeout": ({"review": {"reviewers": ["alice"], "timeout": "2s"}}, _expire),
     "blocked_then_resolved": ({"model": {"context_limit": 5000}}, _blocked),
     "loop_approve": ({}, _approve),
+    # one call a turn: long enough for the research log to fold (every 10 turns)
+    "loop_research_log_approve": ({"research": {"max_calls_per_turn": 1}, "topics": [
+        {"name": "retries", "terms": ["retry", "backoff", "exponential", "client"]},
+        {"name": "resume", "terms": ["resume", "offset", "download"]}]}, _approve),
     "loop_revise_then_approve": ({}, _revise),
     "loop_budget_then_accept": ({"research": {"token_budget": 5000}}, _budget_then_accept),
     "loop_cost_budget_then_raise": ({"research": {"cost_budget_usd": "0.05"}},

@@ -34,7 +34,7 @@ EXPECTED = {"approve", "revise_then_approve", "reject", "review_timeout",
             "loop_signed_cancel",
             "loop_needs_operator_retry", "loop_needs_operator_abandon",
             "loop_review_not_recorded", "loop_rollover_after_resolve",
-            "loop_search_attributes"}
+            "loop_search_attributes", "loop_research_log_approve"}
 
 
 def _history(path: Path) -> WorkflowHistory:
