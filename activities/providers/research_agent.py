@@ -83,6 +83,9 @@ MAX_READS_PER_TURN = 3
 MAX_CALLS_PER_TURN = 8
 MAX_NOTES_PER_TURN = 3
 NOTE_SPAN = 3
+#: a plan longer than this keeps only what the notes do not say (the runtime refuses a
+#: call's arguments over ``contracts.activity_messages.MAX_TOOL_ARGUMENT_CHARS`` of JSON)
+PLAN_MAX_CHARS = 3_000
 #: a line this informative (a definition, the term as written) is noted wherever seen
 STRONG = salience.DEFINITION * 4 + 5  # whole word, as written, at module level
 #: how much of a note's quoted lines the notes ledger shows (``activities.candidates``)
@@ -222,9 +225,9 @@ def _log_line(seen: Picture, line: str) -> None:
 
 
 def _unclipped(text: str) -> str:
-    """A claim as the log shows it: a long one is cut with ``…`` (``_noted`` matches its
-    start)."""
-    return " ".join(text.removesuffix("…").split())
+    """A claim as the log or a fold shows it: a long one is cut and ends with ``…``
+    (``_noted`` then matches its start)."""
+    return " ".join(text.split())
 
 
 def _fold_block(seen: Picture, text: str) -> None:
@@ -253,6 +256,7 @@ def _noted(line: str, noted: set[str]) -> bool:
     # a quote as long as the ledger's cut may be a longer line cut short; a shorter one
     # must be the whole line (a line that merely starts like a quoted one is not noted)
     return any(text == quoted or (len(quoted) >= LEDGER_QUOTE_CHARS and text.startswith(quoted))
+               or (quoted.endswith("…") and text.startswith(quoted[:-1]))
                or (len(text) >= 12 and text in quoted) for quoted in noted if quoted)
 
 
@@ -341,7 +345,17 @@ class Agent:
                 line = _request_line(request)
                 if line in self.seen.plan or marks.get(topic) == f"request:{line}":
                     lines.append(line)
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        if len(text) <= PLAN_MAX_CHARS:
+            return text
+        # a job of many topics: the noted and pending lines follow from the notes, only the
+        # exhausted and unanswerable ones must be remembered (a plan over the runtime's
+        # argument limit would be refused every turn)
+        kept = [line for line in lines if not line.startswith(("- [x] ", "- [ ] "))]
+        noted = sum(line.startswith("- [x] ") for line in lines)
+        kept.append(f"{noted} topics noted, "
+                    f"{sum(line.startswith('- [ ] ') for line in lines)} still open")
+        return "\n".join(kept) + "\n"
 
     def call_limit(self) -> int:
         """The most calls one turn asks for: the runtime's default, or the lower limit a

@@ -26,7 +26,9 @@ Like compaction, this is a transform with preservation assertions, checked again
 inputs (``check_fold``), never taken from the renderer's word:
 
 * ``note_citations_verbatim``: every accepted note's citations appear verbatim in the log
-  or the fold (or the note is itself verbatim);
+  or the fold (or the note is itself verbatim); a fold block states each cited source's
+  commit once (``Commits: source@revision``) and its citations as
+  ``source:path#La-Lb via <call id>`` — complete only together with that line;
 * ``call_ids_exactly_once``: every call id is in exactly one place — verbatim, a log line,
   or a folded range;
 * ``pending_citations_verbatim``: every result a pending note cites stays verbatim.
@@ -52,13 +54,18 @@ from context.tools.transforms import Assertion, PreservationFailed, TransformRec
 from context.vocabulary import Completeness, Role, SourceType, ToolStatus, Trust
 
 __all__ = ["FOLD_PREFIX", "LOG_PREFIX", "FoldPlan", "check_fold", "citation_text", "fold_items",
-           "is_note_call", "log_line", "plan_fold"]
+           "is_note_call", "log_line", "plan_fold", "short_citation"]
 
 FOLD_VERSION = "research-log/v1"
 FOLD_PREFIX = "research-fold:"
 LOG_PREFIX = "research-log:"
 #: a string argument is shown up to this many characters on its log line
 MAX_ARG_CHARS = 120
+#: a note's claim is shown up to this many characters in a fold (its citation in full)
+FOLD_CLAIM_CHARS = 80
+#: a fold block's line naming each cited source's commit once
+COMMITS_PREFIX = "Commits: "
+FOLD_HEADER = "Research log folded: "
 _CALL = re.compile(r"^(?P<stem>.*?)(?P<n>\d+)$")
 
 
@@ -85,6 +92,14 @@ class FoldPlan:
 def _citations(pair: ToolPair) -> list[Mapping[str, Any]]:
     raw = pair.call.arguments.get("citations")
     return [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
+
+
+def short_citation(citation: Mapping[str, Any]) -> str:
+    """``source:path#La-Lb via <call id>``: a citation in a fold block that states its
+    source's commit once (``Commits:``)."""
+    return (f"{citation.get('source')}:{citation.get('path')}"
+            f"#L{citation.get('start_line')}-L{citation.get('end_line')} "
+            f"via {citation.get('call_id')}")
 
 
 def citation_text(citation: Mapping[str, Any]) -> str:
@@ -125,13 +140,13 @@ def plan_fold(pairs: Sequence[ToolPair], keep: int, every: int) -> FoldPlan:
         boundary=boundary, pending_cited=pending_cited, every=every)
 
 
-def _clip(value: Any) -> Any:
+def _clip(value: Any, limit: int = MAX_ARG_CHARS) -> Any:
     if isinstance(value, str):
-        return value if len(value) <= MAX_ARG_CHARS else value[:MAX_ARG_CHARS - 1] + "…"
+        return value if len(value) <= limit else value[:limit - 1] + "…"
     if isinstance(value, list):
-        return [_clip(v) for v in value]
+        return [_clip(v, limit) for v in value]
     if isinstance(value, dict):
-        return {k: _clip(v) for k, v in value.items()}
+        return {k: _clip(v, limit) for k, v in value.items()}
     return value
 
 
@@ -162,7 +177,7 @@ def _ranges(ids: Sequence[str]) -> list[str]:
 
 def fold_text(folded: Sequence[ToolPair]) -> str:
     """The fold: every call as id ranges (failed calls named), accepted notes by topic."""
-    lines = [f"Research log folded: {len(folded)} calls {folded[0].call_id} .. "
+    lines = [f"{FOLD_HEADER}{len(folded)} calls {folded[0].call_id} .. "
              f"{folded[-1].call_id} (each exchange is stored under its call id)",
              "Calls: " + ", ".join(_ranges([p.call_id for p in folded]))]
     failed = [f"{p.call_id} {p.tool_name} {p.status.value}" for p in folded
@@ -187,14 +202,28 @@ def fold_text(folded: Sequence[ToolPair]) -> str:
               for source, queries in searched.items()]
     if read:
         lines.append("Read: " + ", ".join(dict.fromkeys(read)))
+    # each source's commit once per block (40 hex digits a note otherwise); a citation of
+    # another revision of it (a refreshed source) keeps its own
+    commits: dict[str, str] = {}
+    for p in folded:
+        if _accepted_note(p):
+            for c in _citations(p):
+                commits.setdefault(str(c.get("source")), str(c.get("revision")))
+
+    def cited(c: Mapping[str, Any]) -> str:
+        same = commits.get(str(c.get("source"))) == str(c.get("revision"))
+        return short_citation(c) if same else citation_text(c)
+
     by_topic: dict[str, list[str]] = {}
     for p in folded:
         if _accepted_note(p):
             topic = str(p.call.arguments.get("topic", "-"))
-            claim = json.dumps(_clip(str(p.call.arguments.get("claim", ""))),
+            claim = json.dumps(_clip(str(p.call.arguments.get("claim", "")), FOLD_CLAIM_CHARS),
                                ensure_ascii=False)
             by_topic.setdefault(topic, []).append(
-                f"{p.call_id} {claim} ({'; '.join(citation_text(c) for c in _citations(p))})")
+                f"{p.call_id} {claim} ({'; '.join(cited(c) for c in _citations(p))})")
+    if commits:
+        lines.append(COMMITS_PREFIX + ", ".join(f"{k}@{v}" for k, v in commits.items()))
     if by_topic:
         lines.append("Notes by topic:")
         # a line per note: a claim may hold any punctuation
@@ -235,7 +264,18 @@ def check_fold(pairs: Sequence[ToolPair], verbatim: Sequence[str], logs: Mapping
         places[cid] = places.get(cid, 0) + 1
     shown = "\n".join([*logs.values(), fold or ""])
     kept = set(verbatim)
-    cites_ok = all(p.call_id in kept or citation_text(c) in shown
+    blocks = [FOLD_HEADER + b for b in (fold or "").split(FOLD_HEADER) if b]
+
+    def stated(c: Mapping[str, Any]) -> bool:
+        if citation_text(c) in shown:
+            return True
+        # the short form, in a block whose ``Commits:`` line names the source's commit
+        commit = f"{c.get('source')}@{c.get('revision')}"
+        return any(short_citation(c) in b and any(
+            line.startswith(COMMITS_PREFIX) and commit in line.removeprefix(
+                COMMITS_PREFIX).split(", ") for line in b.split("\n")) for b in blocks)
+
+    cites_ok = all(p.call_id in kept or stated(c)
                    for p in pairs if _accepted_note(p) for c in _citations(p))
     pending = {str(c.get("call_id")) for p in pairs if _pending_note(p) for c in _citations(p)}
     known = set(order)
@@ -260,6 +300,9 @@ def _item(item_id: str, text: str, pairs: Sequence[ToolPair], scope: ScopeRef,
         # tool output it stands for is untrusted data: a log never ranks above it
         trust=Trust.UNTRUSTED_EXTERNAL_DATA, intended_role=Role.UNTRUSTED_DATA,
         completeness=Completeness.SUMMARY, estimated_tokens=counter.count_text(text),
+        # the only place its calls and notes are stated: a budget that cannot hold it
+        # blocks the assembly (required_evidence_missing), it is never dropped silently
+        required=True,
         source_ref=SourceRef(locator=f"tool-history:{pairs[0].call_id}..{pairs[-1].call_id}"),
         source_lineage=(
             *(LineageNode(node_id=result_item_id(p.call_id), type=str(SourceType.TOOL_RESULT),

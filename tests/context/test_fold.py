@@ -76,8 +76,11 @@ def test_the_layout_last_turn_verbatim_a_log_line_per_call_and_a_fold_every_k_tu
     assert "research-log:t0021" in ids and "research-log:t0022" in ids
     text = out.serialized.canonical_json
     # every accepted note's citation, in full, and the call it cites
-    for turn in range(2, 23, 2):
-        assert f"stdlib@{REV}:Lib/a.py#L{turn - 1}-L{turn - 1} via t{turn - 1:04d}-1" in text
+    # (a fold block states the commit once; a log line in full)
+    assert text.count(f"Commits: stdlib@{REV}") == 2
+    for turn in range(2, 21, 2):
+        assert f"stdlib:Lib/a.py#L{turn - 1}-L{turn - 1} via t{turn - 1:04d}-1" in text
+    assert f"stdlib@{REV}:Lib/a.py#L21-L21 via t0021-1" in text
     # the manifest records the fold like a compaction, with its assertions
     fold_rec = next(t for t in out.manifest.transforms
                     if t.output_item_id == "research-fold:t0011-1..t0020-1")
@@ -145,10 +148,14 @@ def test_check_fold_passes_the_layout_as_built() -> None:
 def test_a_lost_note_citation_fails_its_assertion() -> None:
     pairs, plan, logs, text = pairs_and_plan()
     assert text is not None
-    lost = text.replace(f"stdlib@{REV}:Lib/a.py#L3-L3 via t0003-1", "stdlib:Lib/a.py")
+    lost = text.replace("stdlib:Lib/a.py#L3-L3 via t0003-1", "stdlib:Lib/a.py")
     checks = fold.check_fold(pairs, plan.verbatim, logs, lost)
     assert checks["note_citations_verbatim"] == "failed"
     assert checks["call_ids_exactly_once"] == "passed"
+    # a short citation is complete only with its block's commit line
+    no_commit = text.replace(f"Commits: stdlib@{REV}", "Commits: stdlib@0000")
+    assert fold.check_fold(pairs, plan.verbatim, logs, no_commit)[
+        "note_citations_verbatim"] == "failed"
 
 
 def test_a_call_id_in_two_places_or_none_fails_its_assertion() -> None:
@@ -204,3 +211,23 @@ def test_the_engine_blocks_rather_than_send_a_layout_that_loses_something(
               if t.transformer_version == fold.FOLD_VERSION
               and "failed" in t.preservation_assertions.values()]
     assert failed, out.manifest.transforms
+
+
+def test_a_log_the_budget_cannot_hold_blocks_instead_of_being_dropped() -> None:
+    """The log and its fold are the only place older calls and notes are stated: when the
+    tool-history budget cannot hold them the assembly blocks (naming the block), it never
+    sends a request that silently lost them."""
+    from context.request import ModelSpec
+
+    small = ContextPolicy.model_validate({
+        **FOLDED.model_dump(mode="json"),
+        "budget": {**FOLDED.budget.model_dump(mode="json"), "partitions": {
+            **FOLDED.budget.model_dump(mode="json")["partitions"],
+            "recent_tool_pairs": {"minimum": 64, "maximum": 300,
+                                  "eviction": "complete_pair_only"}}}})
+    out = assemble(request(tool_history=history(60), policy=small,
+                           model=ModelSpec(provider="openai", name="gpt-test",
+                                           context_limit=32_000)))
+    assert isinstance(out, ContextAssemblyBlocked)
+    assert out.manifest.blocked_reason == "required_evidence_missing"
+    assert "research-" in (out.manifest.blocked_detail or "")
