@@ -274,7 +274,7 @@ MASK_TURNS = 10
 REALISTIC_LINES = (200, 400)
 
 
-async def record(turns: int, home: Path) -> dict[str, Any]:
+async def record(turns: int, home: Path, context_limit: int | None = None) -> dict[str, Any]:
     """Run the survey job once on the dev server and keep what a replay needs: the store,
     the fixtures, every research turn's ``assemble_context`` input (from the workflow
     histories) and the call trace. Every strategy is then replayed on this one trace."""
@@ -284,6 +284,9 @@ async def record(turns: int, home: Path) -> dict[str, Any]:
 
     _build_fixtures(Console(file=open(os.devnull, "w")), settings)
     spec = survey_spec(settings.fixtures_dir, home, turns)
+    if context_limit is not None:
+        spec = spec.model_copy(update={"model": spec.model.model_copy(
+            update={"context_limit": context_limit})})
     env = await start_quiet_dev_server()
     runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'store.db'}",
                               locations=settings.locations)
@@ -354,6 +357,10 @@ async def record(turns: int, home: Path) -> dict[str, Any]:
         "recorded_requests": requests, "tools": tools,
         "notes": [r for r in pack["records"] if r["tool_name"] == "note"],
         "topics_covered": len(status.research.covered_topics),
+        # how the job ended: its turn limit, finish, or a block (e.g. a history that no
+        # longer fits the context: required_evidence_missing)
+        "ended": {"status": status.status, "stage": status.stage,
+                  "blocked_reason": status.blocked_reason},
         "history_bytes_per_turn": [round(b / n) for b, _e, n in per_run if n],
         "history_events_per_turn": [round(e / n, 1) for _b, e, n in per_run if n],
         "runs": len(histories), "store_bytes_written": store_bytes,
@@ -619,7 +626,8 @@ def notes_retained(trace: dict[str, Any], last: str) -> tuple[float | None, list
 
 
 async def measure(trace: dict[str, Any], home: Path, workload: str,
-                  policy_file: Path | None = None, dump: Path | None = None) -> dict[str, Any]:
+                  policy_file: Path | None = None, dump: Path | None = None,
+               context_limit: int | None = None) -> dict[str, Any]:
     contents = await workload_results(trace, home, workload)
     payloads, blocked = await replay_pressroom(trace, home, contents, policy_file)
     if dump is not None:  # each replayed request, to see what changes between turns
@@ -679,20 +687,23 @@ async def measure(trace: dict[str, Any], home: Path, workload: str,
 
 async def main(turns: int, trace_dir: Path | None = None, replay: Path | None = None,
                workloads: tuple[str, ...] = ("bench", "realistic"),
-               policy_file: Path | None = None, dump: Path | None = None) -> dict[str, Any]:
+               policy_file: Path | None = None, dump: Path | None = None,
+               context_limit: int | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         home = replay or trace_dir or Path(tmp)
         if replay is not None:
             trace = json.loads((replay / "trace.json").read_text(encoding="utf-8"))
         else:
             home.mkdir(parents=True, exist_ok=True)
-            trace = await record(turns, home)
+            trace = await record(turns, home, context_limit)
         out = {
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "platform": platform.platform()},
             "code": str(Path(__file__).resolve().parents[1]),
             "turns": trace["turns"], "topics": len(trace["spec"]["topics"]),
             "topics_covered": trace["topics_covered"], "notes": len(trace["notes"]),
+            "ended": trace.get("ended"),
+            "context_limit": trace["spec"]["model"]["context_limit"],
             "policy": str(policy_file) if policy_file else "the job's",
             "workloads": {w: await measure(trace, home, w, policy_file, dump)
                           for w in workloads},
@@ -716,7 +727,11 @@ if __name__ == "__main__":
                         help="replay Pressroom under this context policy file instead")
     parser.add_argument("--dump", type=Path,
                         help="write each workload's replayed requests (JSON) into this folder")
+    parser.add_argument("--context-limit", type=int,
+                        help="record the job with this model context limit (default: the "
+                             "example job's)")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main(args.turns, args.trace, args.replay,
-                                      tuple(args.workloads.split(",")), args.policy, args.dump)),
+                                      tuple(args.workloads.split(",")), args.policy, args.dump,
+                                      args.context_limit)),
                      indent=1))

@@ -185,7 +185,7 @@ def fold_text(folded: Sequence[ToolPair]) -> str:
     if failed:
         lines.append("Not successful: " + ", ".join(failed))
     searched: dict[str, list[str]] = {}
-    read: list[str] = []
+    read: dict[str, list[str]] = {}
     for p in folded:
         args = p.call.arguments
         if p.tool_name == "search" and p.status is ToolStatus.SUCCESS and not p.synthesized:
@@ -193,15 +193,16 @@ def fold_text(folded: Sequence[ToolPair]) -> str:
             if (query := _clip(str(args.get("query")))) not in queries:
                 queries.append(query)
         elif p.tool_name == "read" and p.status is ToolStatus.SUCCESS and not p.synthesized:
-            read.append(f"{args.get('source')}:{args.get('path')}"
-                        f"#L{args.get('start_line')}-L{args.get('end_line')}")
+            ranges = read.setdefault(f"{args.get('source')}:{args.get('path')}", [])
+            if (span := f"L{args.get('start_line')}-L{args.get('end_line')}") not in ranges:
+                ranges.append(span)
     # what was searched and read, so a folded search is not made again (the results
     # themselves stay in the store under their call ids)
     lines += [f"Searched in {source}: " + " | ".join(json.dumps(q, ensure_ascii=False)
                                                      for q in queries)
               for source, queries in searched.items()]
-    if read:
-        lines.append("Read: " + ", ".join(dict.fromkeys(read)))
+    # the ranges read, per file (the file named once)
+    lines += [f"Read {where}: {', '.join(ranges)}" for where, ranges in read.items()]
     # each source's commit once per block (40 hex digits a note otherwise); a citation of
     # another revision of it (a refreshed source) keeps its own
     commits: dict[str, str] = {}
