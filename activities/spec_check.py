@@ -63,9 +63,12 @@ class SpecProblem(BaseModel):
     message: str
 
     def line(self) -> str:
-        """The problem as one line that names the field."""
+        """The problem as one line that starts with the field (a schema problem says its
+        field, and line, already)."""
         text = " ".join(self.message.split())
-        return text if self.field in text else f"{self.field}: {text}"
+        if self.kind in ("schema", "file"):
+            return text
+        return f"{self.field}: " + text.replace(f"field '{self.field}': ", "")
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,8 @@ def _reviewers(spec: JobSpec, settings: Settings) -> list[SpecProblem]:
         if settings.registered_reviewers_only:
             check_spec_reviewers(pinned, settings.reviewers_dir)
     except (JobError, ReviewerNotRegistered) as exc:
-        return [SpecProblem(field="review.reviewers", kind="reviewer", message=str(exc))]
+        text = str(exc).removeprefix(f"job spec {spec.job_id}: ")
+        return [SpecProblem(field="review.reviewers", kind="reviewer", message=text)]
     return []
 
 
