@@ -24,7 +24,7 @@ from activities import (
     store_activities,
     tool_call,
 )
-from activities.providers import PROVIDERS, ModelEndpointRefused, endpoint_of
+from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
 from activities.telemetry import logged
 from contracts.activity_messages import (
@@ -53,6 +53,7 @@ from contracts.activity_messages import (
 )
 from contracts.errors import PathOutsideRoots
 from contracts.job_spec import JobSpec
+from contracts.model_endpoints import ModelEndpointRefused, endpoint_of
 from contracts.path_check import verdict, with_allow_hint
 
 #: the job workflow's activities (each has its bound in ``temporal_config.ACTIVITY_LIMITS``);

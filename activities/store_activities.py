@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 
-from activities.providers import endpoint_of
 from activities.reviewer_registry import check_spec_reviewers
 from activities.runtime import (
     ActivityRuntime,
@@ -21,6 +20,7 @@ from activities.runtime import (
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
+from contracts.model_endpoints import endpoint_of
 from contracts.path_safety import check_job_paths
 from settings import home_from_env
 

@@ -265,6 +265,10 @@ class RuntimeSpec(_Spec):
         return parse_duration(value)
 
 
+#: the longest ``search`` query the research tools take (``activities.research_tools``): a
+#: topic term longer than this cannot be searched for (``contracts.spec_check``)
+MAX_SEARCH_QUERY_CHARS = 200
+
 #: the most turns a job may ask for (a job past it is a runaway, not research)
 MAX_RESEARCH_TURNS = 1000
 

@@ -24,24 +24,49 @@ OpenAI's own); an entry whose ``url`` is that endpoint says whether *it* needs a
 
 A file that cannot be used is a ``ModelEndpointError`` naming the file and the entry, never
 quoting a value (an operator may have pasted a key where a variable name belongs).
+
+``PROVIDER_ADAPTERS`` and ``PROVIDER_KEY_ENV`` say, for each provider a job may name, the
+request shape it sends and the variable its key is read from: defined here, where the
+submit-time check (``contracts.spec_check``) can read them, and matched by the provider
+classes themselves (``activities.providers``; ``tests/providers/test_remote.py`` holds
+them to it).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from contracts.errors import ProviderConfigError
+
 __all__ = [
     "DEFAULT_KEY_ENV",
+    "OPENAI_BASE_URL",
+    "PROVIDER_ADAPTERS",
+    "PROVIDER_KEY_ENV",
     "ModelEndpoint",
     "ModelEndpointError",
+    "ModelEndpointRefused",
     "ModelEndpoints",
+    "endpoint_of",
     "load_endpoints",
     "normalize_url",
 ]
+
+#: the request shape (``model.adapter``) each provider sends; ``None``: any (the offline
+#: provider reads either)
+PROVIDER_ADAPTERS: dict[str, str | None] = {
+    "extractive": None, "openai": "openai_chat", "anthropic": "anthropic_messages"}
+#: the variable each remote provider's key is read from when no endpoint entry names another
+PROVIDER_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY",
+                                    "anthropic": "ANTHROPIC_API_KEY"}
+#: the variable naming the worker's default OpenAI-compatible endpoint
+OPENAI_BASE_URL = "OPENAI_BASE_URL"
 
 #: the variable an endpoint's key is read from when its entry names none
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -152,3 +177,23 @@ def load_endpoints(path: Path | None) -> ModelEndpoints:
                                          "listed twice")
             seen.add(value)
     return endpoints
+
+
+class ModelEndpointRefused(ProviderConfigError):
+    """A job names a ``model.base_url`` the endpoint list does not hold."""
+
+
+def endpoint_of(model: Any, endpoints: ModelEndpoints,
+                environ: Mapping[str, str]) -> ModelEndpoint | None:
+    """The listed endpoint a job's ``model`` (``contracts.job_spec.ModelSpecInput``) calls:
+    its ``base_url``'s entry (``ModelEndpointRefused`` when unlisted), else the entry of
+    the default endpoint (``OPENAI_BASE_URL`` in ``environ``) if listed."""
+    if model.base_url is None:
+        return endpoints.find(environ.get(OPENAI_BASE_URL) or None)
+    endpoint = endpoints.find(model.base_url)
+    if endpoint is None:
+        raise ModelEndpointRefused(
+            f"model.base_url is not an endpoint this worker allows ({endpoints.describe}; "
+            f"listed: {', '.join(endpoints.names()) or 'none'}): the operator adds it to "
+            "the file PRESSROOM_MODEL_ENDPOINTS names")
+    return endpoint

@@ -30,7 +30,6 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
-from activities.spec_check import SpecProblem, check_spec_file, context_for
 from contracts.errors import JobSpecError, PathOutsideRoots, PathRefused
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.ownership import check_manifest, check_owned, check_record
@@ -45,6 +44,7 @@ from contracts.path_safety import (
 from contracts.pricing import format_usd
 from contracts.signing import normalize_name, public_key_text
 from contracts.source_specs import GitSourceSpec
+from contracts.spec_check import SpecProblem, check_spec_file, context_for
 from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
@@ -53,7 +53,7 @@ from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewReject
 from workflows.explain import Notes, flagged_items, render_manifest, render_manifests
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
-from workflows.reviewer_keys import pin_reviewers, signing_key
+from workflows.reviewer_keys import check_reviewers, pin_reviewers, signing_key
 from workflows.visibility import PRESSROOM_STAGE, PRESSROOM_STATUS
 
 CLI_PRINCIPAL = "pressroom-cli"
@@ -318,10 +318,11 @@ class CheckReport(BaseModel):
 
 def check_job_file(settings: Settings, job_file: Path,
                    environ: Mapping[str, str]) -> CheckReport:
-    """``pressroom check``: every check of ``activities.spec_check``, the paths against the
+    """``pressroom check``: every check of ``contracts.spec_check``, the paths against the
     roots ``settings`` name (the operator's: ``PRESSROOM_*_ROOTS`` or the flags), the keys
     against ``environ``. Offline: no Temporal, nothing written."""
-    ctx, problems = context_for(settings, roots=PathRoots.of(settings), environ=environ)
+    ctx, problems = context_for(settings, roots=PathRoots.of(settings), environ=environ,
+                                reviewers=lambda spec: check_reviewers(spec, settings))
     _spec, found = check_spec_file(job_file, ctx)
     problems += found
     return CheckReport(job_file=str(job_file), ok=not problems, problems=problems)
@@ -334,7 +335,8 @@ def preflight(console: Console, settings: Settings, job_file: Path,
     allow the paths; the policy file is read once they do). A missing model key is a
     warning here, not a refusal: the key the job uses is the worker's, in its
     environment."""
-    ctx, problems = context_for(settings, roots=None, environ=environ)
+    ctx, problems = context_for(settings, roots=None, environ=environ,
+                                reviewers=lambda spec: check_reviewers(spec, settings))
     spec, found = check_spec_file(job_file, ctx)
     if spec is None:
         load_job_spec(job_file)  # the schema's own error, as it always read

@@ -23,7 +23,15 @@ from activities.providers.remote import AnthropicProvider, OpenAIProvider
 from activities.providers.research_agent import OfflineProvider
 from contracts.errors import ProviderConfigError
 from contracts.job_spec import ModelSpecInput
-from contracts.model_endpoints import DEFAULT_KEY_ENV, ModelEndpoint, ModelEndpoints
+from contracts.model_endpoints import (
+    DEFAULT_KEY_ENV,
+    OPENAI_BASE_URL,
+    PROVIDER_ADAPTERS,
+    PROVIDER_KEY_ENV,
+    ModelEndpointRefused,
+    ModelEndpoints,
+    endpoint_of,
+)
 
 PROVIDERS: dict[str, type[Any]] = {
     "extractive": OfflineProvider,
@@ -32,36 +40,13 @@ PROVIDERS: dict[str, type[Any]] = {
 }
 
 
-#: the request shape (``model.adapter``) each provider needs; ``None``: any
-ADAPTERS: dict[str, str | None] = {
-    name: getattr(cls, "adapter", None) for name, cls in PROVIDERS.items()}
-#: the variable holding each remote provider's key when no endpoint entry names another
-KEY_ENV: dict[str, str] = {
-    name: cls.env_key for name, cls in PROVIDERS.items() if hasattr(cls, "env_key")}
+#: the request shape each provider sends and its key's variable (``contracts.model_endpoints``,
+#: which the provider classes below match)
+ADAPTERS = PROVIDER_ADAPTERS
+KEY_ENV = PROVIDER_KEY_ENV
 #: what the official SDK is handed for an endpoint the operator says needs no key (it
 #: refuses to build a client without one); never a secret
 NO_KEY = "no-key-needed"
-#: the variable naming the worker's default OpenAI-compatible endpoint
-OPENAI_BASE_URL = "OPENAI_BASE_URL"
-
-
-class ModelEndpointRefused(ProviderConfigError):
-    """A job names a ``model.base_url`` this worker's allow-list does not hold."""
-
-
-def endpoint_of(model: ModelSpecInput, endpoints: ModelEndpoints,
-                environ: Mapping[str, str]) -> ModelEndpoint | None:
-    """The listed endpoint ``model`` calls: its ``base_url``'s entry (``ModelEndpointRefused``
-    when unlisted), else the entry of the default endpoint (``OPENAI_BASE_URL``) if listed."""
-    if model.base_url is None:
-        return endpoints.find(environ.get(OPENAI_BASE_URL) or None)
-    endpoint = endpoints.find(model.base_url)
-    if endpoint is None:
-        raise ModelEndpointRefused(
-            f"model.base_url is not an endpoint this worker allows ({endpoints.describe}; "
-            f"listed: {', '.join(endpoints.names()) or 'none'}): the operator adds it to "
-            "the file PRESSROOM_MODEL_ENDPOINTS names")
-    return endpoint
 
 
 def provider_for(model: ModelSpecInput, endpoints: ModelEndpoints,

@@ -10,8 +10,8 @@ connects to Temporal (docs/configuration.md, "Checking a spec").
 What is checked: the schema (``contracts.job_spec``); every path against the operator's
 roots (``contracts.path_safety``, when roots are given: ``run`` leaves paths to a worker on
 the job's task queue, whose roots are the ones that count); the reviewers against the
-reviewer registry (``workflows.reviewer_keys.pin_reviewers``, and the registered-only mode's
-check); the provider known and its adapter compatible (``activities.providers.ADAPTERS``); a
+reviewer registry (the caller's check, ``workflows.reviewer_keys.check_reviewers``); the
+provider known and its adapter compatible (``contracts.model_endpoints.PROVIDER_ADAPTERS``); a
 ``model.base_url`` on the operator's endpoint list (``contracts.model_endpoints``); the model
 key present for a remote provider unless the operator's entry for the endpoint says it needs
 none; the policy loadable; the topics usable by the research tools; and a cost budget's
@@ -26,30 +26,39 @@ paths, never a key or a file's content.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.providers import ADAPTERS, KEY_ENV, PROVIDERS, ModelEndpointRefused, endpoint_of
-from activities.research_tools.arguments import MAX_QUERY_CHARS
-from activities.reviewer_registry import check_spec_reviewers
 from context.errors import ContextError
 from context.policy import is_policy_name
-from contracts.errors import JobError, JobSpecError, ReviewerNotRegistered, SourceError
+from contracts.errors import JobError, JobSpecError, SourceError
+from contracts.job_spec import MAX_SEARCH_QUERY_CHARS as MAX_QUERY_CHARS
 from contracts.job_spec import JobSpec, load_job_spec
-from contracts.model_endpoints import ModelEndpointError, ModelEndpoints, load_endpoints
+from contracts.model_endpoints import (
+    PROVIDER_ADAPTERS,
+    PROVIDER_KEY_ENV,
+    ModelEndpointError,
+    ModelEndpointRefused,
+    ModelEndpoints,
+    endpoint_of,
+    load_endpoints,
+)
 from contracts.path_safety import PathRoots, check_job_path, job_paths, read_policy
 from contracts.pricing import PriceError, load_prices
 from settings import MODEL_ENDPOINTS, PRICES, Settings
 
-__all__ = ["ProblemKind", "SpecProblem", "check_spec", "check_spec_file", "context_for"]
+__all__ = ["CheckContext", "ProblemKind", "ReviewerCheck", "SpecProblem", "check_spec",
+           "check_spec_file", "context_for"]
 
 ProblemKind = Literal["file", "schema", "path", "reviewer", "provider", "endpoint", "key",
                       "policy", "topic", "price", "settings"]
 _WORD = re.compile(r"\w")
+#: checks a spec's reviewers against the registry, raising a ``JobError`` naming them
+ReviewerCheck = Callable[[JobSpec], object]
 
 
 class SpecProblem(BaseModel):
@@ -77,16 +86,21 @@ class CheckContext:
     must lie inside (``None``: the paths are not checked here — ``run`` asks a worker).
     ``environ``: the environment the model would be called from — only whether a key
     variable is set is read, and ``OPENAI_BASE_URL`` (``None``: keys are not checked).
-    ``endpoints``: the operator's endpoint list."""
+    ``endpoints``: the operator's endpoint list. ``reviewers``: raises a ``JobError``
+    naming the reviewers the registry cannot vouch for (the client's registry code,
+    ``workflows.reviewer_keys.check_reviewers``, passed in: this layer cannot import it);
+    ``None``: reviewers are not checked."""
 
     settings: Settings
     endpoints: ModelEndpoints
     roots: PathRoots | None
     environ: Mapping[str, str] | None
+    reviewers: ReviewerCheck | None = None
 
 
 def context_for(settings: Settings, *, roots: PathRoots | None,
-                environ: Mapping[str, str] | None) -> tuple[CheckContext, list[SpecProblem]]:
+                environ: Mapping[str, str] | None, reviewers: ReviewerCheck | None = None,
+                ) -> tuple[CheckContext, list[SpecProblem]]:
     """The context ``settings`` give, and a problem for an endpoint file that cannot be
     used (an empty list is used then, so every ``base_url`` is refused)."""
     problems: list[SpecProblem] = []
@@ -97,7 +111,7 @@ def context_for(settings: Settings, *, roots: PathRoots | None,
         problems.append(SpecProblem(field=MODEL_ENDPOINTS, kind="settings",
                                     message=f"{MODEL_ENDPOINTS}: {exc}"))
     return CheckContext(settings=settings, endpoints=endpoints, roots=roots,
-                        environ=environ), problems
+                        environ=environ, reviewers=reviewers), problems
 
 
 def check_spec_file(path: Path, ctx: CheckContext) -> tuple[JobSpec | None, list[SpecProblem]]:
@@ -123,7 +137,7 @@ def check_spec(spec: JobSpec, ctx: CheckContext) -> list[SpecProblem]:
     problems: list[SpecProblem] = []
     if ctx.roots is not None:
         problems += _paths(spec, ctx.roots, ctx.settings)
-    problems += _reviewers(spec, ctx.settings)
+    problems += _reviewers(spec, ctx.reviewers)
     problems += _model(spec, ctx)
     problems += _policy(spec, ctx.settings)
     problems += _topics(spec)
@@ -158,14 +172,12 @@ def _paths(spec: JobSpec, roots: PathRoots, settings: Settings) -> list[SpecProb
     return problems
 
 
-def _reviewers(spec: JobSpec, settings: Settings) -> list[SpecProblem]:
-    from workflows.reviewer_keys import pin_reviewers
-
+def _reviewers(spec: JobSpec, check: ReviewerCheck | None) -> list[SpecProblem]:
+    if check is None:
+        return []
     try:
-        pinned, _lines = pin_reviewers(spec, settings)
-        if settings.registered_reviewers_only:
-            check_spec_reviewers(pinned, settings.reviewers_dir)
-    except (JobError, ReviewerNotRegistered) as exc:
+        check(spec)
+    except JobError as exc:
         text = str(exc).removeprefix(f"job spec {spec.job_id}: ")
         return [SpecProblem(field="review.reviewers", kind="reviewer", message=text)]
     return []
@@ -173,12 +185,12 @@ def _reviewers(spec: JobSpec, settings: Settings) -> list[SpecProblem]:
 
 def _model(spec: JobSpec, ctx: CheckContext) -> list[SpecProblem]:
     model = spec.model
-    if model.provider not in PROVIDERS:
+    if model.provider not in PROVIDER_ADAPTERS:
         return [SpecProblem(field="model.provider", kind="provider",
                             message=f"unknown provider {model.provider!r}; known: "
-                                    f"{', '.join(sorted(PROVIDERS))}")]
+                                    f"{', '.join(sorted(PROVIDER_ADAPTERS))}")]
     problems = []
-    needs = ADAPTERS[model.provider]
+    needs = PROVIDER_ADAPTERS[model.provider]
     if needs is not None and model.adapter != needs:
         problems.append(SpecProblem(
             field="model.adapter", kind="provider",
@@ -189,7 +201,7 @@ def _model(spec: JobSpec, ctx: CheckContext) -> list[SpecProblem]:
             field="model.base_url", kind="endpoint",
             message=f"only provider 'openai' (OpenAI-compatible servers) takes a base_url, "
                     f"not {model.provider!r}")]
-    if model.provider not in KEY_ENV:
+    if model.provider not in PROVIDER_KEY_ENV:
         return problems  # computed here: no endpoint, no key
     environ = ctx.environ or {}
     try:
@@ -200,7 +212,7 @@ def _model(spec: JobSpec, ctx: CheckContext) -> list[SpecProblem]:
                                        message=str(exc))]
     if ctx.environ is None:
         return problems
-    variable = endpoint.key_env if endpoint is not None else KEY_ENV[model.provider]
+    variable = endpoint.key_env if endpoint is not None else PROVIDER_KEY_ENV[model.provider]
     required = endpoint.key_required if endpoint is not None else True
     if required and not environ.get(variable):
         where = (f"endpoint {endpoint.name!r}" if endpoint is not None
