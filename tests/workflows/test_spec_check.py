@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.workflows.jobkit import REPO_ROOT, job_dict, write_registry
+from tests.workflows.jobkit import REPO_ROOT, job_dict, reviewer_entry, write_registry
 
 CLI = [sys.executable, str(REPO_ROOT / "pressroom.py")]
 #: nothing listens here: a command that tried to reach Temporal would fail on it
@@ -266,3 +266,17 @@ def test_init_refuses_in_one_line(args: list[str], needle: str, tmp_path: Path, 
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1 and needle in lines[0], proc.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_registered_reviewers_only_refuses_a_key_the_registry_does_not_hold(
+        tmp_path: Path, docs: Path, home: Path, roots: dict[str, str]) -> None:
+    data = _spec(tmp_path, docs)
+    forged = reviewer_entry("mallory")["public_key"]
+    data["review"]["reviewers"] = [{"name": "alice", "public_key": forged}, "bob"]
+    job = _write(tmp_path, data)
+    assert pressroom(home, "check", str(job), **roots).returncode == 0
+    proc = pressroom(home, "check", str(job), **roots, PRESSROOM_REGISTERED_REVIEWERS_ONLY="on")
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert "review.reviewers: reviewer 'alice' is not in the reviewer registry" in lines[0]
+    assert forged not in lines[0]
