@@ -369,6 +369,82 @@ def run(
 
 
 @app.command()
+def check(
+    ctx: typer.Context,
+    job_file: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
+    source_roots: _SourceRoots = None,
+    publish_roots: _PublishRoots = None,
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+) -> None:
+    """Check JOB_FILE offline, without Temporal, writing nothing: the schema, every path
+    against the operator's roots, the reviewers against the registry, the provider, adapter,
+    endpoint (PRESSROOM_MODEL_ENDPOINTS) and model key, the policy, the topics. One line per
+    problem naming the field; exit 0 if there is none, else 1. `pressroom run` runs the
+    same checks first."""
+    from workflows import commands
+
+    settings = _with_roots(_settings(ctx), source_roots, publish_roots)
+    report = _job_cmd(_sync(lambda: commands.check_job_file(settings, job_file, os.environ)),
+                      settings)
+    if as_json:
+        _print_json(report)
+    elif report.ok:
+        console.print(f"{job_file}: ok", highlight=False, soft_wrap=True)
+    for problem in report.problems if not as_json else ():
+        err_console.print(f"{job_file}: {problem.line()}", highlight=False, soft_wrap=True,
+                          markup=False)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+async def _sync(body: Any) -> Any:
+    """``body()`` as a coroutine, so ``_job_cmd`` turns its typed errors into one line."""
+    return body()
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Option("--question", help="What the article answers.")],
+    repo: Annotated[list[str] | None, typer.Option(
+        "--repo", metavar="PATH[@REF]",
+        help="A git repository to read (repeatable); the ref (default HEAD) is pinned to "
+             "the commit it names now, as `pressroom run` pins it.")] = None,
+    docs: Annotated[list[str] | None, typer.Option(
+        "--docs", metavar="DIR", help="A folder (or file) of documents (repeatable).")] = None,
+    page: Annotated[list[str] | None, typer.Option(
+        "--page", metavar="FILE[=URL]",
+        help="A saved web page and the URL it came from (repeatable).")] = None,
+    reviewer: Annotated[list[str] | None, typer.Option(
+        "--reviewer", metavar="NAME",
+        help="A reviewer (repeatable; register the key first: `pressroom reviewer keygen "
+             "NAME --register`).")] = None,
+    output: Annotated[Path, typer.Option("--output", help="Where to write it.")] = Path(
+        "job.yaml"),
+    destination: Annotated[Path | None, typer.Option(
+        "--destination", help="Where the article is published (default "
+                              "$PRESSROOM_HOME/published).")] = None,
+    job_id: Annotated[str | None, typer.Option(
+        "--job-id", help="The job id (default: from the question).")] = None,
+    force: bool = typer.Option(False, "--force", help="Replace OUTPUT if it exists."),
+) -> None:
+    """Write a commented, valid job spec from these flags (topics suggested from the
+    question's content words); `pressroom check` accepts it. An existing file is refused
+    unless --force."""
+    from workflows.scaffold import InitRequest, write_spec
+
+    settings = _settings(ctx)
+    request = InitRequest(question=question, repos=repo or (), docs=docs or (),
+                          pages=page or (), reviewers=reviewer or (), destination=destination,
+                          job_id=job_id, locations=settings.locations)
+    data = _job_cmd(write_spec(request, output, force=force, base=Path.cwd(),
+                               home=settings.home,
+                               report=lambda line: console.print(line, highlight=False)),
+                    settings)
+    console.print(f"wrote {output} (job {data['job_id']}); next: `pressroom check {output}`",
+                  highlight=False, soft_wrap=True)
+
+
+@app.command()
 def status(ctx: typer.Context, job: str,
            address: str | None = typer.Option(None, help=_ADDR_HELP),
            as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:

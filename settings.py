@@ -123,6 +123,7 @@ TRACING = "PRESSROOM_TRACING"
 LOG_FORMAT = "PRESSROOM_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
 PRICES = "PRESSROOM_PRICES"
+MODEL_ENDPOINTS = "PRESSROOM_MODEL_ENDPOINTS"
 
 #: Old name -> current name; the old one is still read (with a warning) for one release.
 DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
@@ -259,6 +260,12 @@ VARIABLES: tuple[Variable, ...] = (
              "replace the shipped ones: the worker prices each model call with it, "
              "`pressroom run` refuses a job with a cost budget whose model it has no price "
              "for"),
+    Variable(MODEL_ENDPOINTS, "model_endpoints", "unset: no job may set `model.base_url`",
+             "a YAML file listing the OpenAI-compatible endpoints a job may name in "
+             "`model.base_url` (`name`, `url`, and per endpoint `key_required: false` for a "
+             "server that needs no key or `key_env` for the variable holding its key; "
+             "docs/configuration.md); `pressroom check` / `run` refuse any other URL, and "
+             "the worker refuses it again with its own file"),
 )
 
 
@@ -506,6 +513,9 @@ class Settings(BaseModel):
     #: The operator's price file (``contracts.pricing.load_prices``); ``None``: the shipped
     #: defaults alone.
     prices: Path | None = None
+    #: The operator's allow-list of model endpoints (``contracts.model_endpoints``);
+    #: ``None``: none, so no job may name a ``model.base_url``.
+    model_endpoints: Path | None = None
 
 
     @classmethod
@@ -537,6 +547,8 @@ class Settings(BaseModel):
             tracing=_switch(environ, TRACING),
             log_format=_log_format(environ),
             prices=Path(raw).expanduser() if (raw := _text(environ, PRICES)) else None,
+            model_endpoints=(Path(raw).expanduser()
+                             if (raw := _text(environ, MODEL_ENDPOINTS)) else None),
             temporal_env={name: value for name, value in environ.items()
                           if name.startswith(TEMPORAL_PREFIX) and value},
             # only an address or namespace actually set counts as set: the connection

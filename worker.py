@@ -65,6 +65,7 @@ from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
 from contracts.errors import JobError
+from contracts.model_endpoints import ModelEndpointError, ModelEndpoints, load_endpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceError, PriceTable, load_prices
 from settings import (
@@ -75,6 +76,7 @@ from settings import (
     HELPER_PROCESSES,
     LOG_FORMATS,
     METRICS_PORT,
+    MODEL_ENDPOINTS,
     PRICES,
     PUBLISH_ROOTS,
     REGISTERED_REVIEWERS_ONLY,
@@ -235,7 +237,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   roots: PathRoots | None = None, helper_processes: int = 0,
                   attestation: Keyring | None = None,
                   registered_reviewers_only: bool = False,
-                  prices: PriceTable | None = None) -> ActivityRuntime:
+                  prices: PriceTable | None = None,
+                  endpoints: ModelEndpoints | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -244,13 +247,24 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     ``attestation``: the keys revisions are signed and checked with (``attestation_keyring``);
     ``registered_reviewers_only``: only registered reviewer keys may review
     (``activities.reviewer_registry``). ``prices``: what model calls are priced with
-    (``price_table``; ``None``: the defaults)."""
+    (``price_table``; ``None``: the defaults). ``endpoints``: the model endpoints a job may
+    name (``endpoint_list``; ``None``: none)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
                            attestation=attestation,
-                           registered_reviewers_only=registered_reviewers_only, prices=prices)
+                           registered_reviewers_only=registered_reviewers_only, prices=prices,
+                           endpoints=endpoints)
+
+
+def endpoint_list(settings: Settings) -> ModelEndpoints:
+    """The operator's model endpoints (``settings.model_endpoints``); a file that cannot be
+    used is a ``JobError`` naming the variable and the file."""
+    try:
+        return load_endpoints(settings.model_endpoints)
+    except ModelEndpointError as exc:
+        raise JobError(f"{MODEL_ENDPOINTS}: {exc}") from None
 
 
 def price_table(settings: Settings) -> PriceTable:
@@ -304,6 +318,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
     prices = price_table(settings)  # so does a bad price file
+    endpoints = endpoint_list(settings)  # and a bad endpoint file
     observe(settings)  # logs, metrics endpoint, tracing: before the client connects
     health = HealthState()
     server = await start_health(settings.health_address, health)
@@ -315,7 +330,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 roots=PathRoots.of(settings),
                                 helper_processes=helpers, attestation=attestation,
                                 registered_reviewers_only=settings.registered_reviewers_only,
-                                prices=prices)
+                                prices=prices, endpoints=endpoints)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -39,7 +39,7 @@ import json
 from typing import Any
 
 from activities.draft import load_serialized, require_ready
-from activities.providers import get_provider
+from activities.providers import provider_for
 from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
 from activities.telemetry import emit, now_ns
@@ -180,7 +180,7 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
             "model to the file PRESSROOM_PRICES names, restart the worker and retry")
     serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("decide")
-    provider = get_provider(spec.model.provider, model=spec.model.name)
+    provider = provider_for(spec.model, runtime.endpoints)
     started = now_ns()
     decision = await provider.decide(serialized["payload"], adapter=serialized["adapter"])
     if provider.name == OFFLINE and decision.cached_input_tokens is None:

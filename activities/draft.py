@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import get_provider
+from activities.providers import provider_for
 from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
 from activities.telemetry import emit, now_ns
 from artifacts.errors import IntegrityError, InvalidArtifact
@@ -78,7 +78,7 @@ async def draft(runtime: ActivityRuntime, inp: DraftInput) -> DraftResult:
     require_ready(ctx)
     serialized = await load_serialized(store, spec, ctx.manifest_id, ctx.input_hash)
     await pause_point("draft")
-    provider = get_provider(spec.model.provider, model=spec.model.name)
+    provider = provider_for(spec.model, runtime.endpoints)
     purpose = "revise" if inp.round > 0 else "draft"
     started = now_ns()
     result = await provider.complete(serialized["payload"], adapter=serialized["adapter"],

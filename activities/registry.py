@@ -52,6 +52,8 @@ from contracts.activity_messages import (
     ToolCallResult,
 )
 from contracts.errors import PathOutsideRoots
+from contracts.job_spec import JobSpec
+from contracts.model_endpoints import ModelEndpointRefused, endpoint_of
 from contracts.path_check import verdict, with_allow_hint
 
 #: the job workflow's activities (each has its bound in ``temporal_config.ACTIVITY_LIMITS``);
@@ -60,6 +62,24 @@ from contracts.path_check import verdict, with_allow_hint
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
                   "record_review", "write_checkpoint", "publish", "run_tool", "decide",
                   "record_turn")
+
+
+#: what ``pressroom run`` is told when a worker's endpoint list lacks the job's ``base_url``
+ENDPOINT_REFUSAL = ("model.base_url is not an endpoint this worker allows "
+                    "(ModelEndpointRefused; the operator lists endpoints in "
+                    "PRESSROOM_MODEL_ENDPOINTS)")
+
+
+def endpoint_allowed(spec: JobSpec, runtime: ActivityRuntime) -> bool:
+    """Whether this worker's endpoint list holds ``spec``'s ``model.base_url`` (a job
+    without one uses the worker's default endpoint)."""
+    if spec.model.base_url is None:
+        return True
+    try:
+        endpoint_of(spec.model, runtime.endpoints, {})
+    except ModelEndpointRefused:
+        return False
+    return True
 
 
 async def _cpu_bound_model(runtime: ActivityRuntime, inp: DraftInput | DecideInput) -> bool:
@@ -142,7 +162,11 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
         # the check store_job_spec runs, with this worker's roots (contracts.path_check)
         async with heartbeating():
-            return verdict(inp.spec, runtime.roots, runtime.locations)
+            found = verdict(inp.spec, runtime.roots, runtime.locations)
+            if found.refusal is None and not endpoint_allowed(inp.spec, runtime):
+                # the submitter hears that, not this worker's list (SECURITY.md)
+                return PathCheckResult(refusal=ENDPOINT_REFUSAL)
+            return found
 
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,

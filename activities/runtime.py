@@ -49,6 +49,7 @@ from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.errors import CarriedStateMismatch
 from contracts.job_spec import JobSpec
+from contracts.model_endpoints import ModelEndpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
 
@@ -77,7 +78,8 @@ class ActivityRuntime:
     ``registered_reviewers_only``: only keys the operator's reviewer registry holds may
     review (``activities.reviewer_registry``). ``prices``: the table ``decide`` prices each
     model call with (``contracts.pricing.load_prices`` of ``settings.Settings.prices``);
-    ``None``: the shipped defaults.
+    ``None``: the shipped defaults. ``endpoints``: the model endpoints a job may name in
+    ``model.base_url`` (``contracts.model_endpoints``); ``None``: none.
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
@@ -86,8 +88,10 @@ class ActivityRuntime:
                  helpers: HelperPool | None = None,
                  attestation: Keyring | None = None,
                  registered_reviewers_only: bool = False,
-                 prices: PriceTable | None = None) -> None:
+                 prices: PriceTable | None = None,
+                 endpoints: ModelEndpoints | None = None) -> None:
         self.store_url = store_url
+        self.endpoints = endpoints or ModelEndpoints()
         self.registered_reviewers_only = registered_reviewers_only
         self.prices = prices or default_prices()
         self.attestation = attestation

@@ -20,6 +20,7 @@ from activities.runtime import (
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
+from contracts.model_endpoints import endpoint_of
 from contracts.path_safety import check_job_paths
 from settings import home_from_env
 
@@ -42,7 +43,8 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     spec started around ``pressroom run``'s own check is refused here, non-retryably,
     before anything reads it. A worker that accepts only registered reviewers also refuses
     a spec listing a reviewer or operator key its registry does not hold
-    (``activities.reviewer_registry``).
+    (``activities.reviewer_registry``), and every worker a ``model.base_url`` its endpoint
+    list does not hold (``ModelEndpointRefused``; ``contracts.model_endpoints``).
 
     Each revision records the job's first run id (``first_run_id``); a workflow that
     reuses the id of an earlier job in the same tenant and project cannot add a revision
@@ -52,6 +54,10 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     SECURITY.md, "Tenant isolation"."""
     spec = inp.spec
     check_job_paths(spec, runtime.roots, runtime.locations)
+    if spec.model.base_url is not None:
+        # only an endpoint the operator lists (contracts.model_endpoints): refused here,
+        # before anything is read, not at the first model call
+        endpoint_of(spec.model, runtime.endpoints, {})
     if runtime.registered_reviewers_only:
         check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
     store = await runtime.store()

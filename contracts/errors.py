@@ -60,7 +60,14 @@ class JobError(Exception):
 
 
 class JobSpecError(JobError, ValueError):
-    """A job spec is invalid; the message names the file (when known) and the field."""
+    """A job spec is invalid; the message names the file (when known) and the field.
+
+    ``problems``: the same, one entry per problem (each names its field), for a caller
+    that prints one line per problem (``pressroom check``); empty when not split."""
+
+    def __init__(self, message: str, *, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 class SourceError(Exception):

@@ -23,9 +23,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -225,6 +227,27 @@ class ModelSpecInput(_Spec):
     #: wait between them); when they are used up the job blocks (``model_call_failed``)
     #: until ``resolve`` retries, instead of retrying for ever
     max_attempts: int = Field(default=5, ge=1, le=50)
+    #: an OpenAI-compatible server for this job (provider ``openai``): one the operator
+    #: lists in ``PRESSROOM_MODEL_ENDPOINTS`` (``contracts.model_endpoints``), never an
+    #: arbitrary URL; ``None``: the worker's default endpoint
+    base_url: str | None = Field(default=None, min_length=1, max_length=2000)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url_shape(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/?#]+(?:/[^\s?#]*)?$",
+                                              value.strip(), re.IGNORECASE):
+            raise ValueError("must be an http:// or https:// URL without a query")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_url(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A spec without a base_url serializes exactly as before the field existed: the
+        # stored spec's hash is checked on every continued run (activities.store_activities)
+        data: dict[str, Any] = handler(self)
+        if data.get("base_url") is None:
+            data.pop("base_url", None)
+        return data
 
 
 class RuntimeSpec(_Spec):
@@ -241,6 +264,10 @@ class RuntimeSpec(_Spec):
     def _duration(cls, value: object) -> timedelta:
         return parse_duration(value)
 
+
+#: the longest ``search`` query the research tools take (``activities.research_tools``): a
+#: topic term longer than this cannot be searched for (``contracts.spec_check``)
+MAX_SEARCH_QUERY_CHARS = 200
 
 #: the most turns a job may ask for (a job past it is a runaway, not research)
 MAX_RESEARCH_TURNS = 1000
@@ -338,19 +365,26 @@ def yaml_error_line(exc: yaml.YAMLError) -> str:
     return yaml_problem(exc)
 
 
-def _format_error(exc: ValidationError, origin: str, *, data: object = None,
-                  positions: Mapping[Position, int] | None = None) -> str:
-    """The errors as one line; read from a file (``positions`` given), each names its field
+def _error_parts(exc: ValidationError, *, data: object = None,
+                 positions: Mapping[Position, int] | None = None) -> list[str]:
+    """One entry per error; read from a file (``positions`` given), each names its field
     and line and quotes no value or key of the file (``context.file_errors``)."""
     if positions is not None:
-        parts = file_problems(exc, data=data, positions=positions, model=JobSpec)
-        return f"invalid job spec {origin}: " + "; ".join(parts)
+        return list(file_problems(exc, data=data, positions=positions, model=JobSpec))
     parts = []
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "<root>"
         msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"field '{field}': {msg}")
-    return one_line(f"invalid job spec {origin}: " + "; ".join(parts))
+        parts.append(one_line(f"field '{field}': {msg}"))
+    return parts
+
+
+def _format_error(exc: ValidationError, origin: str, *, data: object = None,
+                  positions: Mapping[Position, int] | None = None) -> JobSpecError:
+    """The errors as one ``JobSpecError`` line, with each one in its ``problems``."""
+    parts = _error_parts(exc, data=data, positions=positions)
+    return JobSpecError(one_line(f"invalid job spec {origin}: " + "; ".join(parts)),
+                        problems=tuple(parts))
 
 
 def _absolutize(raw: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -400,8 +434,7 @@ def parse_job_spec(
     try:
         return JobSpec.model_validate(data)
     except ValidationError as exc:
-        raise JobSpecError(_format_error(exc, origin, data=[raw, data],
-                                         positions=positions)) from None
+        raise _format_error(exc, origin, data=[raw, data], positions=positions) from None
 
 
 def recheck_job_spec(spec: JobSpec) -> JobSpec:
@@ -415,7 +448,7 @@ def recheck_job_spec(spec: JobSpec) -> JobSpec:
     try:
         return JobSpec.model_validate(spec.model_dump())
     except ValidationError as exc:
-        raise JobSpecError(_format_error(exc, f"of job {spec.job_id!r}")) from None
+        raise _format_error(exc, f"of job {spec.job_id!r}") from None
 
 
 #: the largest job spec file read (the example is under 2 KB; a long question and fifty

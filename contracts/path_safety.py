@@ -548,6 +548,13 @@ def check_source(source: SourceSpec, roots: PathRoots, locations: Mapping[str, s
     _check(*source_path(source, locations), roots)
 
 
+def check_job_path(what: str, path: str, kind: Kind, types: Sequence[str],
+                   roots: PathRoots) -> None:
+    """``check_job_paths`` for one of the paths ``job_paths`` yields (``pressroom check``
+    reports each path's problem on its own line)."""
+    _check(what, path, kind, types, roots)
+
+
 def _check(what: str, path: str, kind: Kind, types: Sequence[str], roots: PathRoots) -> None:
     if what.endswith(" repository"):
         located = locate_repository(path, roots, what=what)
@@ -629,6 +636,7 @@ __all__ = [
     "PathRoots",
     "TenantBinding",
     "article_path",
+    "check_job_path",
     "check_job_paths",
     "check_source",
     "existing_type",

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
-from contracts.errors import JobError, JobSpecError, PathOutsideRoots, PathRefused
+from contracts.errors import JobSpecError, PathOutsideRoots, PathRefused
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.ownership import check_manifest, check_owned, check_record
 from contracts.path_check import allow_hint
@@ -40,18 +41,19 @@ from contracts.path_safety import (
     is_remote,
     read_policy,
 )
-from contracts.pricing import PriceError, format_usd, load_prices
+from contracts.pricing import format_usd
 from contracts.signing import normalize_name, public_key_text
 from contracts.source_specs import GitSourceSpec
+from contracts.spec_check import SpecProblem, check_spec_file, context_for
 from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
-from settings import DEFAULT_WORKER_GRACE_SECONDS, PRICES, Settings
+from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
 from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
 from workflows.explain import Notes, flagged_items, render_manifest, render_manifests
 from workflows.pins import pin_refs, pin_resolution
 from workflows.resolution import build_resolution
-from workflows.reviewer_keys import pin_reviewers, signing_key
+from workflows.reviewer_keys import check_reviewers, pin_reviewers, signing_key
 from workflows.visibility import PRESSROOM_STAGE, PRESSROOM_STATUS
 
 CLI_PRINCIPAL = "pressroom-cli"
@@ -280,25 +282,6 @@ async def check_on_worker(client: Client, spec: JobSpec, *,
     return True
 
 
-def check_price(spec: JobSpec, settings: Settings) -> None:
-    """Refuse at submit a job with a cost budget whose model has no price in this client's
-    table (the shipped defaults with ``PRESSROOM_PRICES`` over them; README.md#cost-in-money):
-    its cost could not be counted. The worker refuses again, with its own table, before it
-    calls the model."""
-    if spec.research.cost_budget_usd is None:
-        return
-    try:
-        table = load_prices(settings.prices)
-    except PriceError as exc:
-        raise JobError(f"{PRICES}: {exc}") from None
-    model = f"{spec.model.provider}/{spec.model.name}"
-    if table.price_of(spec.model.provider, spec.model.name) is None:
-        raise JobSpecError(
-            f"research.cost_budget_usd is set but model {model} has no price in "
-            f"{table.describe}: add models.{spec.model.provider}.{spec.model.name} to the "
-            f"price file {PRICES} names (README.md#cost-in-money), or drop the cost budget")
-
-
 def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput:
     """``resolve --add-source``: a relative (or ``~``) location made absolute against the
     current folder — what a path typed on a command line means — then checked against this
@@ -319,20 +302,69 @@ def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput
     return resolution
 
 
+class SpecCheckFailed(JobSpecError):
+    """``pressroom run``: the spec has problems ``pressroom check`` would report."""
+
+
+class CheckReport(BaseModel):
+    """``pressroom check --json``: the spec checked and one entry per problem found."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_file: str
+    ok: bool
+    problems: list[SpecProblem]
+
+
+def check_job_file(settings: Settings, job_file: Path,
+                   environ: Mapping[str, str]) -> CheckReport:
+    """``pressroom check``: every check of ``contracts.spec_check``, the paths against the
+    roots ``settings`` name (the operator's: ``PRESSROOM_*_ROOTS`` or the flags), the keys
+    against ``environ``. Offline: no Temporal, nothing written."""
+    ctx, problems = context_for(settings, roots=PathRoots.of(settings), environ=environ,
+                                reviewers=lambda spec: check_reviewers(spec, settings))
+    _spec, found = check_spec_file(job_file, ctx)
+    problems += found
+    return CheckReport(job_file=str(job_file), ok=not problems, problems=problems)
+
+
+def preflight(console: Console, settings: Settings, job_file: Path,
+              environ: Mapping[str, str]) -> JobSpec:
+    """``pressroom run``'s first step: ``pressroom check``'s checks before anything
+    connects, except the two a worker answers for (``check_on_worker``: whether its roots
+    allow the paths; the policy file is read once they do). A missing model key is a
+    warning here, not a refusal: the key the job uses is the worker's, in its
+    environment."""
+    ctx, problems = context_for(settings, roots=None, environ=environ,
+                                reviewers=lambda spec: check_reviewers(spec, settings))
+    spec, found = check_spec_file(job_file, ctx)
+    if spec is None:
+        load_job_spec(job_file)  # the schema's own error, as it always read
+    problems += [p for p in found if p.kind != "policy"]
+    for problem in problems:
+        if problem.kind == "key":
+            console.print(f"[yellow]warning:[/yellow] {problem.line()} here (the worker "
+                          "needs it in its environment)", highlight=False, soft_wrap=True)
+    refused = [p.line() for p in problems if p.kind != "key"]
+    if refused:
+        raise SpecCheckFailed(f"job spec {job_file}: " + "; ".join(refused))
+    assert spec is not None
+    return spec
+
+
 async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
               task_queue: str, address: str | None = None,
               timeout: float | None = None) -> RunReport:
     """Start the job in ``job_file``; with ``wait``, follow it (``follow``) until it needs a
     human, ends, or ``timeout`` seconds have passed (``None``: no limit), waiting through a
     worker outage with a line on stderr when it starts and when a worker is back."""
-    spec = load_job_spec(job_file)
+    spec = preflight(console, settings, job_file, os.environ)
     client = await connect(settings, address)
     await refuse_known_job(spec, settings)
     # the worker's roots first: nothing reads a path (a policy, a repository to pin) that
     # the worker would refuse
     checked = await check_on_worker(client, spec, task_queue=task_queue, job_file=job_file)
     check_policy(spec, settings)
-    check_price(spec, settings)
     spec = await pin_refs(spec, settings.locations,
                           lambda line: console.print(line, highlight=False))
     spec, pinned = pin_reviewers(spec, settings)

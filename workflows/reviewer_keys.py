@@ -42,8 +42,8 @@ from contracts.signing import (
 )
 from settings import Settings
 
-__all__ = ["Keygen", "ReviewerKeyError", "keygen", "known_names", "pin_reviewers",
-           "signing_key"]
+__all__ = ["Keygen", "ReviewerKeyError", "check_reviewers", "keygen", "known_names",
+           "pin_reviewers", "signing_key"]
 
 #: a key file larger than this is not a PEM Ed25519 key; refuse before reading it whole
 _MAX_KEY_BYTES = 16_384
@@ -206,3 +206,21 @@ def pin_reviewers(spec: JobSpec, settings: Settings) -> tuple[JobSpec, list[str]
             f"them in {settings.reviewers_dir} (`pressroom reviewer add NAME` for a console "
             "account, or `pressroom reviewer keygen NAME --register`)")
     return spec.model_copy(update={"review": review}), lines
+
+
+def check_reviewers(spec: JobSpec, settings: Settings) -> None:
+    """``pressroom check`` / ``run``: the reviewers ``pin_reviewers`` would pin (nothing is
+    written); with ``registered_reviewers_only`` also every pinned key the registry's, as
+    the worker will require (``activities.reviewer_registry``). ``JobSpecError`` names the
+    people, never a key."""
+    pinned, _lines = pin_reviewers(spec, settings)
+    if not settings.registered_reviewers_only:
+        return
+    for role, people in (("reviewer", pinned.review.reviewers),
+                         ("operator", pinned.review.operators)):
+        for person in people:
+            if person.public_key != _registered(settings, person.name):
+                raise JobSpecError(
+                    f"{role} {person.name!r} is not in the reviewer registry "
+                    f"{settings.reviewers_dir} with the key the spec pins; the workers accept "
+                    "only registered reviewers (PRESSROOM_REGISTERED_REVIEWERS_ONLY)")

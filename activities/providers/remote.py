@@ -2,10 +2,12 @@
 
 The SDKs are an optional extra (``pip install 'pressroom[providers]'``) and are imported
 only when a call is made, so the offline default never needs them. Keys come from the
-environment (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``; ``OPENAI_BASE_URL`` selects an
-OpenAI-compatible endpoint). The payload is sent exactly as the context engine serialized
-and hashed it — these classes add nothing to the request but the SDK's transport — so the
-manifest's ``serialized_model_input_hash`` identifies what the provider received.
+environment (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``; ``OPENAI_BASE_URL`` selects the
+worker's default OpenAI-compatible endpoint; a job's own ``model.base_url``, from the
+operator's list, and its key are passed in by ``activities.providers.provider_for``).
+The payload is sent exactly as the context engine serialized and hashed it — these
+classes add nothing to the request but the SDK's transport — so the manifest's
+``serialized_model_input_hash`` identifies what the provider received.
 
 ``complete`` returns text (drafting); ``decide`` returns the native tool calls of one
 research turn (OpenAI ``tool_calls``, Anthropic ``tool_use`` blocks), in the order the model

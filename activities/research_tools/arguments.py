@@ -18,11 +18,13 @@ from pydantic_core import PydanticCustomError
 
 from activities.research_tools.rejected import RejectionKind, ToolRejected
 from context.tool_history import ToolDefinition
+from contracts.job_spec import MAX_SEARCH_QUERY_CHARS
 
 #: at most this many entries in one ``list`` result
 MAX_LIST_ENTRIES = 500
-#: a ``search`` query (literal or regular expression) is at most this long
-MAX_QUERY_CHARS = 200
+#: a ``search`` query (literal or regular expression) is at most this long (defined with
+#: the job spec, whose topic terms ``pressroom check`` holds to it)
+MAX_QUERY_CHARS = MAX_SEARCH_QUERY_CHARS
 #: at most this many hit lines in one ``search`` result
 MAX_HITS = 50
 #: a hit line is shown up to this many characters

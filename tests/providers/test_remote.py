@@ -150,3 +150,15 @@ def test_provider_errors_tell_temporal_whether_to_retry() -> None:
     assert ProviderUnavailable("no sdk").non_retryable
     assert not ProviderCallError("429", retryable=True).non_retryable
     assert ProviderCallError("400", retryable=False).non_retryable
+
+
+def test_the_submit_time_provider_table_matches_the_provider_classes() -> None:
+    """``pressroom check`` refuses a provider/adapter pair from
+    ``contracts.model_endpoints``' table; the classes that send the requests agree with it."""
+    from activities.providers import PROVIDERS
+    from contracts.model_endpoints import PROVIDER_ADAPTERS, PROVIDER_KEY_ENV
+
+    assert set(PROVIDERS) == set(PROVIDER_ADAPTERS)
+    for name, cls in PROVIDERS.items():
+        assert getattr(cls, "adapter", None) == PROVIDER_ADAPTERS[name], name
+        assert getattr(cls, "env_key", None) == PROVIDER_KEY_ENV.get(name), name

@@ -108,11 +108,13 @@ def distinct_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def replaying_api(script: list[Turn], *, rate_limited: int = 0
+def replaying_api(script: list[Turn], *, rate_limited: int = 0,
+                  keys: list[str] | None = None
                   ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """Serve ``script`` (one entry per research turn, then empty replies); yields the base
     URL and the list the request bodies are appended to. The first ``rate_limited``
-    research requests are answered 429 with ``Retry-After: 1``, as a busy API does."""
+    research requests are answered 429 with ``Retry-After: 1``, as a busy API does.
+    ``keys``, when given, gets each request's bearer token (the API key the SDK sent)."""
     requests: list[dict[str, Any]] = []
     turns = iter(enumerate(script, start=1))
     limited = [rate_limited]
@@ -123,6 +125,8 @@ def replaying_api(script: list[Turn], *, rate_limited: int = 0
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             anthropic = self.path.endswith("/messages")
+            if keys is not None:
+                keys.append((self.headers.get("Authorization") or "").removeprefix("Bearer "))
             requests.append(body)
             if body.get("tools") and limited[0] > 0:
                 limited[0] -= 1
