@@ -35,7 +35,7 @@ import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -51,6 +51,10 @@ from contracts.errors import CarriedStateMismatch
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
+from contracts.web_policy import WebFetchPolicy
+
+if TYPE_CHECKING:
+    from activities.sources.web_revisions import WebPages
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -77,7 +81,8 @@ class ActivityRuntime:
     ``registered_reviewers_only``: only keys the operator's reviewer registry holds may
     review (``activities.reviewer_registry``). ``prices``: the table ``decide`` prices each
     model call with (``contracts.pricing.load_prices`` of ``settings.Settings.prices``);
-    ``None``: the shipped defaults.
+    ``None``: the shipped defaults. ``web_policy``: where live web pages may be fetched
+    from (``settings.Settings.web_policy``; ``None``: nowhere).
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
@@ -86,8 +91,14 @@ class ActivityRuntime:
                  helpers: HelperPool | None = None,
                  attestation: Keyring | None = None,
                  registered_reviewers_only: bool = False,
-                 prices: PriceTable | None = None) -> None:
+                 prices: PriceTable | None = None,
+                 web_policy: WebFetchPolicy | None = None) -> None:
         self.store_url = store_url
+        #: the operator's rules for live web pages (``contracts.web_policy``); the default
+        #: allows no domain, so a worker built without them fetches nothing
+        self.web_policy = web_policy or WebFetchPolicy()
+        #: one lock per live page being fetched, so one turn's calls fetch it once
+        self.web_locks: dict[str, asyncio.Lock] = {}
         self.registered_reviewers_only = registered_reviewers_only
         self.prices = prices or default_prices()
         self.attestation = attestation
@@ -138,6 +149,13 @@ class ActivityRuntime:
         while len(self._specs) > self._spec_cache_size:
             self._specs.popitem(last=False)
         return spec
+
+    async def web_pages(self, spec: JobSpec) -> WebPages:
+        """``spec``'s live web pages at their stored revisions, fetched under this worker's
+        rules on first read (``activities.sources.web_revisions``)."""
+        from activities.sources.web_revisions import WebPages  # its module imports this one
+
+        return WebPages(await self.store(), spec, self.web_policy, locks=self.web_locks)
 
     async def store(self) -> Any:
         async with self._lock:

@@ -99,7 +99,8 @@ def render_plan(spec: JobSpec) -> str:
             paths = f", paths {', '.join(s.paths)}" if s.paths else ""
             lines.append(f"- {s.name}: git {s.repo} at commit {s.commit}{paths}")
         elif s.kind == "web_page":
-            lines.append(f"- {s.name}: saved web page {s.url} (untrusted data)")
+            saved = "saved" if s.path is not None else "live"
+            lines.append(f"- {s.name}: {saved} web page {s.url} (untrusted data)")
         else:
             lines.append(f"- {s.name}: document {s.path}")
     lines += ["", "## Forbidden actions"]

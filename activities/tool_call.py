@@ -165,7 +165,7 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
             result = await run_source_tool(
                 inp.tool_name, inp.arguments, spec.sources, runtime.locations,
                 read_limits=read_limits(spec, runtime.roots_for(spec)),
-                roots=runtime.roots_for(spec))
+                roots=runtime.roots_for(spec), web_pages=await runtime.web_pages(spec))
         status, rejection = "success", None
         content = json.dumps(result, sort_keys=True, ensure_ascii=False)
     except ToolRejected as refused:
