@@ -21,6 +21,7 @@ from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInpu
 from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
 from contracts.path_safety import check_job_paths
+from contracts.web_policy import check_job_urls
 from settings import home_from_env
 
 
@@ -38,7 +39,8 @@ def review_id(spec: JobSpec) -> str:
 
 async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> ArtifactRef:
     """Store a job's spec (at start, and after ``resolve`` adds a source) — once every path
-    it names is inside this worker's roots (``contracts.path_safety.check_job_paths``): a
+    it names is inside this worker's roots (``contracts.path_safety.check_job_paths``) and
+    every live web page's URL on its allow-list (``contracts.web_policy.check_job_urls``): a
     spec started around ``pressroom run``'s own check is refused here, non-retryably,
     before anything reads it. A worker that accepts only registered reviewers also refuses
     a spec listing a reviewer or operator key its registry does not hold
@@ -52,6 +54,7 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     SECURITY.md, "Tenant isolation"."""
     spec = inp.spec
     check_job_paths(spec, runtime.roots, runtime.locations)
+    check_job_urls(spec.sources, runtime.web_policy)  # live web pages: the allow-list
     if runtime.registered_reviewers_only:
         check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
     store = await runtime.store()

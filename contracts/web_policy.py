@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -122,8 +123,16 @@ def check_urls(urls: Sequence[tuple[str, str]], policy: WebFetchPolicy) -> None:
         try:
             check_url(url, policy)
         except WebUrlRefused as exc:
-            raise WebUrlRefused(f"{what}: {exc}") from None
+            raise WebUrlRefused(f"{what}: {exc.message}") from None
+
+
+def check_job_urls(sources: Sequence[Any], policy: WebFetchPolicy) -> None:
+    """Refuse a job (``WebUrlRefused``, one line naming the source, host and rule) if a
+    live web page among ``sources`` (``kind: web_page`` without ``path:``) names a URL the
+    policy does not allow — at submit, before anything is fetched."""
+    check_urls([(f"source {s.name!r}", s.url) for s in sources
+                if getattr(s, "kind", None) == "web_page" and s.path is None], policy)
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_REDIRECTS", "DEFAULT_TIMEOUT_S", "SCHEMES",
-           "WebFetchPolicy", "check_url", "check_urls", "url_host"]
+           "WebFetchPolicy", "check_job_urls", "check_url", "check_urls", "url_host"]
