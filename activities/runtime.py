@@ -35,7 +35,7 @@ import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -52,9 +52,6 @@ from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
 from contracts.web_policy import WebFetchPolicy
-
-if TYPE_CHECKING:
-    from activities.sources.web_revisions import WebPages
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -149,13 +146,6 @@ class ActivityRuntime:
         while len(self._specs) > self._spec_cache_size:
             self._specs.popitem(last=False)
         return spec
-
-    async def web_pages(self, spec: JobSpec) -> WebPages:
-        """``spec``'s live web pages at their stored revisions, fetched under this worker's
-        rules on first read (``activities.sources.web_revisions``)."""
-        from activities.sources.web_revisions import WebPages  # its module imports this one
-
-        return WebPages(await self.store(), spec, self.web_policy, locks=self.web_locks)
 
     async def store(self) -> Any:
         async with self._lock:

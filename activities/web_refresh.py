@@ -1,4 +1,5 @@
-"""``refresh_web_page``: a new stored revision of one live web page source.
+"""``refresh_web_page``: a new stored revision of one live web page source; and
+``web_pages``, the reader every activity that reads a job's sources uses.
 
 ``pressroom resolve --refresh-source NAME`` on a job whose source ``NAME`` is a live web
 page (``kind: web_page`` with ``url:`` and no ``path:``) must make the job's later reads
@@ -12,9 +13,18 @@ worker's rules (``contracts.web_policy``); a refusal is a typed ``WebFetchRefuse
 from __future__ import annotations
 
 from activities.runtime import ActivityRuntime
+from activities.sources.web_revisions import WebPages
 from contracts.activity_messages import RefreshWebPageInput, WebPageRevisionResult
 from contracts.errors import SourceSpecError
+from contracts.job_spec import JobSpec
 from contracts.source_specs import WebPageSourceSpec
+
+
+async def web_pages(runtime: ActivityRuntime, spec: JobSpec) -> WebPages:
+    """``spec``'s live web pages at their stored revisions, fetched under the worker's
+    rules (``runtime.web_policy``) on first read; the runtime's locks keep one worker's
+    parallel calls from fetching one page twice."""
+    return WebPages(await runtime.store(), spec, runtime.web_policy, locks=runtime.web_locks)
 
 
 async def refresh_web_page(runtime: ActivityRuntime,
@@ -24,7 +34,7 @@ async def refresh_web_page(runtime: ActivityRuntime,
     if not isinstance(source, WebPageSourceSpec) or source.path is not None:
         raise SourceSpecError(f"source {inp.source_name!r} is not a live web page of job "
                               f"{spec.job_id}; only a live page is fetched again")
-    pages = await runtime.web_pages(spec)
+    pages = await web_pages(runtime, spec)
     revision = await pages.refresh(source, inp.write_id)
     return WebPageRevisionResult(source_name=source.name, revision=revision.revision,
                                  store_revision=revision.store_revision,

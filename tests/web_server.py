@@ -38,7 +38,7 @@ class PageServer:
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 server.counts[path] += 1
                 server.hosts.append(self.headers.get("Host", ""))
@@ -56,7 +56,7 @@ class PageServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a limit): nothing more to send
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 del format, args
 
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

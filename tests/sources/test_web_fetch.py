@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import time
 from collections.abc import Iterator
 
@@ -84,17 +85,19 @@ async def test_the_connection_goes_to_the_checked_address_with_the_host_kept(
 
 async def test_loopback_is_refused_without_the_operators_allowance(server: PageServer) -> None:
     for url in (server.url("/page"), server.url("/page", host="localhost")):
-        with pytest.raises(WebAddressRefused, match="loopback"):
+        with pytest.raises(WebAddressRefused, match=re.escape("loopback")):
             await fetch_page(url, policy(allowed_networks=()))
     assert server.counts["/page"] == 0
 
 
 async def test_metadata_addresses_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     rules = policy(allowed_domains=("169.254.169.254", "metadata.example.org"))
-    with pytest.raises(WebAddressRefused, match="169.254.169.254 is a cloud metadata address"):
+    with pytest.raises(WebAddressRefused,
+                       match=re.escape("169.254.169.254 is a cloud metadata address")):
         await fetch_page("http://169.254.169.254/latest/meta-data/", rules)
     fake_dns(monkeypatch, {"metadata.example.org": "fd00:ec2::254"})
-    with pytest.raises(WebAddressRefused, match="fd00:ec2::254, a cloud metadata address"):
+    with pytest.raises(WebAddressRefused,
+                       match=re.escape("fd00:ec2::254, a cloud metadata address")):
         await fetch_page("http://metadata.example.org/", rules)
 
 
@@ -114,13 +117,13 @@ async def test_a_redirect_to_a_private_address_is_refused(
     server.redirect("/to-literal", "http://10.0.0.1/secret")
     server.redirect("/to-name", "http://intranet.example.org/secret")
     rules = policy(allowed_domains=("127.0.0.1", "10.0.0.1", "example.org"))
-    with pytest.raises(WebAddressRefused, match="address 10.0.0.1 is private"):
+    with pytest.raises(WebAddressRefused, match=re.escape("address 10.0.0.1 is private")):
         await fetch_page(server.url("/to-literal"), rules)
-    with pytest.raises(WebAddressRefused, match="resolves to 192.168.1.5, private"):
+    with pytest.raises(WebAddressRefused, match=re.escape("resolves to 192.168.1.5, private")):
         await fetch_page(server.url("/to-name"), rules)
     # a redirect out of the allow-list is refused by domain, before any lookup
     server.redirect("/away", "http://elsewhere.test/")
-    with pytest.raises(WebUrlRefused, match="'elsewhere.test'.*not on the worker's allow-list"):
+    with pytest.raises(WebUrlRefused, match=r"'elsewhere\.test'.*not on the worker's allow-list"):
         await fetch_page(server.url("/away"), rules)
     assert (server.counts["/to-literal"], server.counts["/to-name"]) == (1, 1)
 
@@ -134,9 +137,9 @@ async def test_only_http_and_https_are_fetched() -> None:
 
 
 async def test_a_domain_off_the_allow_list_is_refused() -> None:
-    with pytest.raises(WebUrlRefused, match="allows no domains"):
+    with pytest.raises(WebUrlRefused, match=re.escape("allows no domains")):
         await fetch_page("https://example.org/", WebFetchPolicy())
-    with pytest.raises(WebUrlRefused, match="'evil.test'"):
+    with pytest.raises(WebUrlRefused, match=re.escape("'evil.test'")):
         await fetch_page("https://evil.test/", policy())
     # subdomains of an allowed domain are allowed; a look-alike suffix is not
     assert policy().domain_allowed("docs.example.org")
@@ -157,14 +160,15 @@ async def test_a_page_over_the_size_limit_is_refused(server: PageServer) -> None
 async def test_a_slow_page_is_cut_off_at_the_time_limit(server: PageServer) -> None:
     server.routes["/slow"] = Route(body=b"<p>late</p>", delay=30)
     started = time.monotonic()
-    with pytest.raises(WebLimitExceeded, match="took longer than the limit of 0.5 s"):
+    with pytest.raises(WebLimitExceeded, match=re.escape("took longer than the limit of 0.5 s")):
         await fetch_page(server.url("/slow"), policy(timeout_s=0.5))
     assert time.monotonic() - started < 5
 
 
 async def test_too_many_redirects_are_refused(server: PageServer) -> None:
     server.redirect("/loop", "/loop", status=301)
-    with pytest.raises(WebLimitExceeded, match="redirects more than the limit of 3 times"):
+    with pytest.raises(WebLimitExceeded,
+                       match=re.escape("redirects more than the limit of 3 times")):
         await fetch_page(server.url("/loop"), policy(max_redirects=3))
     assert server.counts["/loop"] == 4  # the first request and three redirects followed
     server.redirect("/one", "/page", status=307)
@@ -173,12 +177,12 @@ async def test_too_many_redirects_are_refused(server: PageServer) -> None:
 
 
 async def test_an_error_status_is_a_typed_failure_naming_it(server: PageServer) -> None:
-    with pytest.raises(WebFetchFailed, match="answered HTTP 404") as failed:
+    with pytest.raises(WebFetchFailed, match=re.escape("answered HTTP 404")) as failed:
         await fetch_page(server.url("/missing"), policy())
     assert failed.value.non_retryable  # a 404 stays a 404
     assert "not here" not in failed.value.message  # the response body is never quoted
     server.routes["/down"] = Route(status=503, body=b"busy")
-    with pytest.raises(WebFetchFailed, match="HTTP 503") as failed:
+    with pytest.raises(WebFetchFailed, match=re.escape("HTTP 503")) as failed:
         await fetch_page(server.url("/down"), policy())
     assert not failed.value.non_retryable
 
@@ -230,9 +234,9 @@ def test_the_settings_lists_are_checked_where_the_worker_builds_its_rules() -> N
                                           "PRESSROOM_WEB_ALLOWED_NETWORKS": "127.0.0.0/8"}))
     assert rules.allowed_domains == ("example.org",) and rules.allowed_networks == (
         "127.0.0.0/8",)
-    with pytest.raises(JobError, match="PRESSROOM_WEB_ALLOWED_NETWORKS: 'intranet'"):
+    with pytest.raises(JobError, match=re.escape("PRESSROOM_WEB_ALLOWED_NETWORKS: 'intranet'")):
         web_policy(Settings.from_env({"PRESSROOM_WEB_ALLOWED_NETWORKS": "intranet"}))
-    with pytest.raises(JobError, match="PRESSROOM_WEB_ALLOWED_DOMAINS: 'https://x.org/'"):
+    with pytest.raises(JobError, match=re.escape("PRESSROOM_WEB_ALLOWED_DOMAINS: 'https://x.org/'")):
         web_policy(Settings.from_env({"PRESSROOM_WEB_ALLOWED_DOMAINS": "https://x.org/"}))
 
 
