@@ -23,6 +23,7 @@ from activities.runtime import ActivityRuntime, principal_of
 from activities.sources.web_revisions import revision_artifact_id
 from contracts.job_spec import JobSpec
 from contracts.web_policy import WebFetchPolicy
+from tests.waiting import wait_for
 from tests.web_server import PageServer, article, page_server
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import (
@@ -35,7 +36,6 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from tests.waiting import wait_for
 from workflows.client import check_paths_on_worker, has_pollers
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
@@ -135,4 +135,63 @@ async def test_a_url_off_the_allow_list_is_refused_before_the_job_starts(
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"needs_operator", "failed"})
         assert "WebUrlRefused" in (status.blocked_reason or ""), status
+        await handle.terminate("test over")
+
+
+async def test_refresh_source_fetches_a_new_revision_every_later_read_uses(
+        client: Any, web_runtime: ActivityRuntime, task_queue: str, server: PageServer,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """The page first covers only retries: research blocks for the missing topic. The page
+    is updated on the server and ``resolve --refresh-source guide`` makes the workflow
+    store a second revision (``refresh_web_page``) before research goes on; every read
+    after it names that revision, and the first stays in the store."""
+    from activities.research_tools import run_source_tool
+    from activities.web_refresh import web_pages
+    from contracts.workflow_messages import ResolveInput
+    from tests.workflows.jobkit import resolve
+    from workflows.research_job import ResearchJobWorkflow
+
+    only_retries = article("Client retries", (
+        "Retries", "The client retries failed requests with exponential backoff. Each retry "
+                   "waits twice as long as the one before, up to a maximum delay."))
+    server.page("/guides/client", only_retries)
+    url = server.url("/guides/client")
+    spec = make_spec(sources=[{"kind": "web_page", "name": "guide", "url": url}])
+    runtime = web_runtime
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked", "failed"})
+        assert status.status == "blocked", status
+        assert "no verified note for: resume" in (status.blocked_reason or "")
+        assert server.counts["/guides/client"] == 1
+        first_block = status.block
+        server.page("/guides/client", PAGE)
+        await resolve(client, spec.job_id, ResolveInput(action="refresh_source",
+                                                        source_name="guide"))
+
+        async def next_block() -> bool:
+            now = await handle.query(ResearchJobWorkflow.status)
+            return now.status == "blocked" and now.block != first_block
+
+        await wait_for(next_block, 120, "the research to go on and stop again")
+        assert server.counts["/guides/client"] == 2
+        store = await runtime.store()
+        history = await store.history("web_page", revision_artifact_id(spec.job_id, "guide"),
+                                      principal=principal_of(spec))
+        assert [r.revision for r in history] == [1, 2]
+        old = "sha256:" + hashlib.sha256(only_retries.encode()).hexdigest()
+        new = "sha256:" + hashlib.sha256(PAGE.encode()).hexdigest()
+        assert (history[0].content_hash, history[1].content_hash) == (old, new)
+        assert history[1].metadata["write_id"].startswith("refresh-guide-")
+        # the reads before the refresh named the first revision; a read now names the new
+        tools = await loop_tool_history(runtime, spec)
+        before = [json.loads(r["content"]) for r in tools["results"]
+                  if r["tool_name"] == "read" and r["status"] == "success"]
+        assert before and {c["revision"] for c in before} == {old}
+        read = await run_source_tool("read", {"source": "guide", "path": "client",
+                                              "start_line": 1, "end_line": 20},
+                                     spec.sources, LOCAL,
+                                     web_pages=await web_pages(runtime, spec))
+        assert read["revision"] == new and any("resume" in line for line in read["lines"])
+        assert server.counts["/guides/client"] == 2  # read from the store, not the server
         await handle.terminate("test over")
