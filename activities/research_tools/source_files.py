@@ -4,8 +4,9 @@ Why this exists: a tool call names a source and a path chosen by the model, whic
 untrusted input. Every source kind is reduced here to the same narrow view — the relative
 paths it holds, and the text lines of one of them — built only from what the job spec
 declared: a git repository at its pinned commit (read through the object database, limited
-to the spec's ``paths``), a document folder (regular, non-hidden documents under it), or one
-saved web page (its visible text). A path is normalized and checked before anything is
+to the spec's ``paths``), a document folder (regular, non-hidden documents under it), one
+saved web page (its text), or one live web page at its stored revision (``LivePageFiles``;
+fetched once under the operator's web rules, ``activities.sources.web_revisions``). A path is normalized and checked before anything is
 read; ``..``, an absolute path or a path outside the declared scope is refused with
 ``path_outside_source``.
 
