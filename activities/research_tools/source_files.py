@@ -7,8 +7,8 @@ declared: a git repository at its pinned commit (read through the object databas
 to the spec's ``paths``), a document folder (regular, non-hidden documents under it), one
 saved web page (its text), or one live web page at its stored revision (``LivePageFiles``;
 fetched once under the operator's web rules, ``activities.sources.web_revisions``). A
-path is normalized and checked before anything is read; ``..``, an absolute path or a path outside the declared scope is refused with
-``path_outside_source``.
+path is normalized and checked before anything is read; ``..``, an absolute path or a path
+outside the declared scope is refused with ``path_outside_source``.
 
 Every file is read inside the worker's source roots (``contracts.path_safety``): a document
 folder lists a symbolic link only when it leads to a file inside them, and what it leaves
