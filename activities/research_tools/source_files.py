@@ -45,6 +45,7 @@ from activities.sources.webpages import (
     looks_like_html,
     page_lines,
     read_page,
+    revision_charset,
     revision_is_html,
 )
 from contracts.errors import PathRefused, WebFetchRefused
@@ -245,7 +246,8 @@ class LivePageFiles:
         data = self._revision.body
         budget.spend(len(data))  # one page, bounded by the fetch's own size limit
         try:
-            lines = page_lines(path, data, html=revision_is_html(self._revision))
+            lines = page_lines(path, data, html=revision_is_html(self._revision),
+                               charset=revision_charset(self._revision))
         except RetrievalFailed as exc:
             raise ToolRejected("not_found", f"{self.name}:{path} is not read: {exc}") from None
         return self._revision.revision, lines

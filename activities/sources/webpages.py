@@ -27,6 +27,7 @@ revision's) bytes.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -80,16 +81,33 @@ def live_page_name(revision: PageRevision) -> str:
 
 
 def page_lines(name: str, data: bytes, *, html: bool | None = None,
-               what: str = "web page") -> list[str]:
+               what: str = "web page", charset: str | None = None) -> list[str]:
     """The text lines of a page's bytes (``html``: whether it is HTML; ``None``: guessed
-    from the name and the text); ``RetrievalFailed`` if it is not UTF-8."""
+    from the name and the text), decoded as ``charset`` (a live page's ``Content-Type``
+    says it; default UTF-8); ``RetrievalFailed`` if they do not decode."""
+    encoding = "utf-8"
+    if charset:
+        try:
+            encoding = codecs.lookup(charset).name
+        except LookupError:
+            raise RetrievalFailed(f"{what} {name} declares an unknown charset "
+                                  f"{charset[:40]!r}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise RetrievalFailed(f"{what} {name} is not valid UTF-8 (byte {exc.start})"
-                              ) from exc
+        raise RetrievalFailed(f"{what} {name} is not valid {encoding.upper()} "
+                              f"(byte {exc.start})") from exc
     is_html = looks_like_html(Path(name), text) if html is None else html
     return html_to_lines(text) if is_html else text.splitlines()
+
+
+def revision_charset(revision: PageRevision) -> str | None:
+    """The ``charset`` a stored live page's ``Content-Type`` names, if any."""
+    for param in revision.headers.get("content-type", "").split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip('"'):
+            return value.strip().strip('"')
+    return None
 
 
 def revision_is_html(revision: PageRevision) -> bool | None:
@@ -123,7 +141,8 @@ async def acquire_web_page(
         except WebFetchRefused as exc:
             raise RetrievalFailed(exc.message) from None
         data, name, url = revision.body, live_page_name(revision), revision.final_url
-        lines = await asyncio.to_thread(page_lines, name, data, html=revision_is_html(revision))
+        lines = await asyncio.to_thread(page_lines, name, data, html=revision_is_html(revision),
+                                        charset=revision_charset(revision))
     else:
         data, path = read_page(expand_location(spec.path, locations),
                                roots or PathRoots.default(locations))
