@@ -1,4 +1,4 @@
-"""A real HTTP server on loopback for the live web page tests, counting every request.
+"""A real HTTP(S) server on loopback for the live web page tests, counting every request.
 
 ``PageServer`` serves what a test puts in ``routes`` (a path to a ``Route``: a page, a
 redirect, a slow answer, an oversized one) from a ``ThreadingHTTPServer`` thread bound
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import http.server
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ class Route:
 
 
 class PageServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.routes: dict[str, Route] = {}
         self.counts: collections.Counter[str] = collections.Counter()
         self.hosts: list[str] = []
@@ -61,11 +62,15 @@ class PageServer:
 
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:  # https: the listening socket speaks TLS with the test's cert
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
+            self.scheme = "https"
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def page(self, path: str, html: str, **headers: str) -> None:
         self.routes[path] = Route(body=html.encode("utf-8"), headers={
@@ -84,8 +89,8 @@ class PageServer:
 
 
 @contextmanager
-def page_server() -> Iterator[PageServer]:
-    server = PageServer()
+def page_server(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
+    server = PageServer(tls)
     server.start()
     try:
         yield server

@@ -14,6 +14,7 @@ import ipaddress
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -258,3 +259,65 @@ def test_the_fetch_never_blocks_the_event_loop_on_dns(monkeypatch: pytest.Monkey
         return threading.get_ident()
 
     assert asyncio.run(go()) not in loop_thread
+
+
+def _certificates(tmp: Path, name: str) -> tuple[Path, Path, Path]:
+    """A test CA and a server certificate it signed for ``name``: (CA, cert, key) files."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.now(UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Pressroom test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(1)
+          .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(hours=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = (tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+@pytest.mark.parametrize("served_name", ["tls.example.org", "other.example.org"])
+async def test_https_checks_the_real_hosts_certificate_on_the_pinned_address(
+        served_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TLS to the checked address still sends the URL's host as its server name and checks
+    the certificate against it: a certificate for another name is refused, and one from a
+    CA the worker does not trust (the default roots) too."""
+    import ssl
+
+    ca, cert, key = _certificates(tmp_path, served_name)
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(cert, key)
+    fake_dns(monkeypatch, {"tls.example.org": "127.0.0.1"})
+    with page_server(serving) as server:
+        server.page("/page", "<p>over tls</p>")
+        url = server.url("/page", host="tls.example.org")
+        with pytest.raises(WebFetchFailed, match="could not be fetched"):
+            await fetch_page(url, policy())  # the system roots do not hold the test CA
+        monkeypatch.setattr(web_fetch, "tls_context",
+                            lambda: ssl.create_default_context(cafile=str(ca)))
+        if served_name == "tls.example.org":
+            page = await fetch_page(url, policy())
+            assert page.body == b"<p>over tls</p>" and page.address == "127.0.0.1"
+            assert server.hosts[-1] == f"tls.example.org:{server.port}"
+        else:
+            with pytest.raises(WebFetchFailed, match="could not be fetched"):
+                await fetch_page(url, policy())
+            assert server.counts["/page"] == 0
