@@ -18,6 +18,7 @@ no network here.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +33,8 @@ DEFAULT_MAX_BYTES = 5_000_000
 DEFAULT_TIMEOUT_S = 20.0
 DEFAULT_MAX_REDIRECTS = 5
 SCHEMES = ("http", "https")
+#: a DNS name (letters, digits, hyphens, dots; IDNs in their ``xn--`` form) or an IP literal
+_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?|[0-9a-f:.]{2,45}")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -101,7 +104,11 @@ def url_host(url: str) -> str:
                             "web page is fetched without any")
     if not parts.hostname:
         raise WebUrlRefused(f"URL {url[:200]!r} names no host")
-    return parts.hostname.lower()
+    host = parts.hostname.lower()
+    if not _HOST.fullmatch(host):
+        # never quoted: it is no host name, and it may come from a server's redirect
+        raise WebUrlRefused("URL names a host that is neither a DNS name nor an IP address")
+    return host
 
 
 def check_url(url: str, policy: WebFetchPolicy) -> str:

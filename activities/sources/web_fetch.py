@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Sequence
@@ -57,6 +58,8 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 #: response headers kept with a revision (the rest is dropped, never stored)
 KEPT_HEADERS = ("content-type", "etag", "last-modified", "content-language", "date")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: a redirect's Location as a URL may be written: printable ASCII, no spaces or quotes
+_LOCATION = re.compile(r"[!#-&(-~]+")
 USER_AGENT = "Pressroom-research-fetch/1 (+SECURITY.md#live-web-pages)"
 
 
@@ -272,8 +275,13 @@ async def fetch_page(url: str, policy: WebFetchPolicy) -> FetchedPage:
                     if len(redirects) >= policy.max_redirects:
                         raise WebLimitExceeded(f"{url[:200]} redirects more than the limit "
                                                f"of {policy.max_redirects} times")
+                    location = headers["location"]
+                    if len(location) > 2000 or not _LOCATION.fullmatch(location):
+                        # never quoted: it is the server's text, not a URL
+                        raise WebFetchFailed(f"{current[:200]} redirected to a location "
+                                             "that is not a plain URL", retryable=False)
                     redirects.append(current)
-                    current = urljoin(current, headers["location"])
+                    current = urljoin(current, location)
                     continue
                 if status != 200:
                     raise WebFetchFailed(f"{current[:200]} answered HTTP {status}",
