@@ -195,3 +195,38 @@ async def test_refresh_source_fetches_a_new_revision_every_later_read_uses(
         assert read["revision"] == new and any("resume" in line for line in read["lines"])
         assert server.counts["/guides/client"] == 2  # read from the store, not the server
         await handle.terminate("test over")
+
+
+async def test_a_refresh_the_rules_refuse_waits_for_an_operator_and_keeps_the_revision(
+        client: Any, web_runtime: ActivityRuntime, task_queue: str, server: PageServer,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """The page now redirects into the private network: ``refresh_web_page`` fails once,
+    permanently, with the rule's typed error; the job waits for an operator, and the
+    revision its reads use is still the first one."""
+    from contracts.workflow_messages import ResolveInput
+    from tests.workflows.jobkit import resolve
+
+    only_retries = article("Client retries", (
+        "Retries", "The client retries failed requests with exponential backoff. Each retry "
+                   "waits twice as long as the one before, up to a maximum delay."))
+    server.page("/guides/client", only_retries)
+    spec = make_spec(sources=[{"kind": "web_page", "name": "guide",
+                               "url": server.url("/guides/client")}])
+    runtime = web_runtime
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked", "failed"})
+        assert status.status == "blocked", status
+        server.redirect("/guides/client", "http://10.0.0.1/guides/client")
+        await resolve(client, spec.job_id, ResolveInput(action="refresh_source",
+                                                        source_name="guide"))
+        status = await wait_status(handle, {"needs_operator"})
+        assert (status.blocked_reason or "").startswith(
+            "needs_operator: refresh_web_page failed (a permanent error): WebUrlRefused: "
+            "host '10.0.0.1'"), status.blocked_reason
+        await handle.terminate("test over")
+    store = await runtime.store()
+    history = await store.history("web_page", revision_artifact_id(spec.job_id, "guide"),
+                                  principal=principal_of(spec))
+    assert [r.revision for r in history] == [1]
+    assert server.counts["/guides/client"] == 2  # the first fetch and the refused refresh
