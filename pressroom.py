@@ -623,7 +623,10 @@ def resolve(
     job: str,
     add_source: str | None = typer.Option(
         None, help="A source to add, as YAML/JSON (e.g. '{kind: document, name: n, path: p}')."),
-    refresh: str | None = typer.Option(None, help="Name of a source to re-acquire."),
+    refresh: str | None = typer.Option(
+        None, "--refresh", "--refresh-source",
+        help="Name of a source to re-acquire (a live web page is fetched again: a new "
+             "revision)."),
     budget: int | None = typer.Option(None, help="New evidence budget (tokens)."),
     context_limit: int | None = typer.Option(None, help="New model context budget (tokens)."),
     accept: str | None = typer.Option(None, help="Accept a revision: CANONICAL_KEY=REVISION."),

@@ -124,6 +124,8 @@ LOG_FORMAT = "PRESSROOM_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
 PRICES = "PRESSROOM_PRICES"
 MODEL_ENDPOINTS = "PRESSROOM_MODEL_ENDPOINTS"
+WEB_ALLOWED_DOMAINS = "PRESSROOM_WEB_ALLOWED_DOMAINS"
+WEB_ALLOWED_NETWORKS = "PRESSROOM_WEB_ALLOWED_NETWORKS"
 
 #: Old name -> current name; the old one is still read (with a warning) for one release.
 DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
@@ -266,6 +268,17 @@ VARIABLES: tuple[Variable, ...] = (
              "server that needs no key or `key_env` for the variable holding its key; "
              "docs/configuration.md); `pressroom check` / `run` refuse any other URL, and "
              "the worker refuses it again with its own file"),
+    Variable(WEB_ALLOWED_DOMAINS, "web_allowed_domains", "unset: no live web page is fetched",
+             "domains (separated by `,`) whose pages a job may name as a live `web_page` "
+             "source (`url:` and no `path:`); `example.org` allows its subdomains too. A "
+             "spec naming another host is refused at submit (SECURITY.md, \"Live web "
+             "pages\")"),
+    Variable(WEB_ALLOWED_NETWORKS, "web_allowed_networks",
+             "unset: only public addresses",
+             "networks in CIDR form (separated by `,`) a live web page may be fetched from "
+             "although they are loopback, private, link-local, CGNAT or otherwise special "
+             "(e.g. `127.0.0.0/8` for a page served on this machine); metadata addresses "
+             "are refused unless a network listed here holds them"),
 )
 
 
@@ -426,6 +439,15 @@ def _switch(environ: Mapping[str, str], name: str) -> bool:
     raise SettingsError(f"{name} must be on or off, got {raw!r}")
 
 
+def _web_list(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A ``,``-separated list (domains or networks), blanks dropped. Whether each entry is
+    a domain or a network is checked where the worker builds its web rules
+    (``worker.web_policy``, with ``contracts.web_policy``): this module imports nothing of
+    Pressroom's."""
+    raw = _text(environ, name)
+    return () if raw is None else tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
 def _log_format(environ: Mapping[str, str]) -> str:
     raw = (_text(environ, LOG_FORMAT) or "text").strip().lower()
     if raw not in LOG_FORMATS:
@@ -516,6 +538,10 @@ class Settings(BaseModel):
     #: The operator's allow-list of model endpoints (``contracts.model_endpoints``);
     #: ``None``: none, so no job may name a ``model.base_url``.
     model_endpoints: Path | None = None
+    #: Live web pages (``contracts.web_policy``): the domains a job may fetch and the
+    #: special networks a fetch may reach (``worker.web_policy`` checks and combines them).
+    web_allowed_domains: tuple[str, ...] = ()
+    web_allowed_networks: tuple[str, ...] = ()
 
 
     @classmethod
@@ -549,6 +575,8 @@ class Settings(BaseModel):
             prices=Path(raw).expanduser() if (raw := _text(environ, PRICES)) else None,
             model_endpoints=(Path(raw).expanduser()
                              if (raw := _text(environ, MODEL_ENDPOINTS)) else None),
+            web_allowed_domains=_web_list(environ, WEB_ALLOWED_DOMAINS),
+            web_allowed_networks=_web_list(environ, WEB_ALLOWED_NETWORKS),
             temporal_env={name: value for name, value in environ.items()
                           if name.startswith(TEMPORAL_PREFIX) and value},
             # only an address or namespace actually set counts as set: the connection

@@ -53,6 +53,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
@@ -68,6 +69,7 @@ from contracts.errors import JobError
 from contracts.model_endpoints import ModelEndpointError, ModelEndpoints, load_endpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceError, PriceTable, load_prices
+from contracts.web_policy import WebFetchPolicy
 from settings import (
     ATTESTATION_KEYS,
     DEFAULT_NAMESPACE,
@@ -83,6 +85,8 @@ from settings import (
     SOURCE_ROOTS,
     TENANT_PUBLISH_ROOTS,
     TENANT_SOURCE_ROOTS,
+    WEB_ALLOWED_DOMAINS,
+    WEB_ALLOWED_NETWORKS,
     WORKER_DRAIN_SECONDS,
     Settings,
     SettingsError,
@@ -238,7 +242,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   attestation: Keyring | None = None,
                   registered_reviewers_only: bool = False,
                   prices: PriceTable | None = None,
-                  endpoints: ModelEndpoints | None = None) -> ActivityRuntime:
+                  endpoints: ModelEndpoints | None = None,
+                  web_policy: WebFetchPolicy | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -248,14 +253,15 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     ``registered_reviewers_only``: only registered reviewer keys may review
     (``activities.reviewer_registry``). ``prices``: what model calls are priced with
     (``price_table``; ``None``: the defaults). ``endpoints``: the model endpoints a job may
-    name (``endpoint_list``; ``None``: none)."""
+    name (``endpoint_list``; ``None``: none). ``web_policy``: where live web pages may be
+    fetched from (``Settings.web_policy``; ``None``: nowhere)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
                            attestation=attestation,
                            registered_reviewers_only=registered_reviewers_only, prices=prices,
-                           endpoints=endpoints)
+                           endpoints=endpoints, web_policy=web_policy)
 
 
 def endpoint_list(settings: Settings) -> ModelEndpoints:
@@ -274,6 +280,23 @@ def price_table(settings: Settings) -> PriceTable:
         return load_prices(settings.prices)
     except PriceError as exc:
         raise JobError(f"{PRICES}: {exc}") from None
+
+
+def web_policy(settings: Settings) -> WebFetchPolicy:
+    """The worker's rules for live web pages from ``PRESSROOM_WEB_ALLOWED_DOMAINS`` and
+    ``PRESSROOM_WEB_ALLOWED_NETWORKS``; an entry that is no domain or network is a
+    ``JobError`` naming the variable and the entry."""
+    for name, field, value in ((WEB_ALLOWED_DOMAINS, "allowed_domains",
+                                settings.web_allowed_domains),
+                               (WEB_ALLOWED_NETWORKS, "allowed_networks",
+                                settings.web_allowed_networks)):
+        try:
+            WebFetchPolicy.model_validate({field: value})
+        except ValidationError as exc:
+            problem = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise JobError(f"{name}: {problem}") from None
+    return WebFetchPolicy(allowed_domains=settings.web_allowed_domains,
+                          allowed_networks=settings.web_allowed_networks)
 
 
 def attestation_keyring(settings: Settings) -> Keyring | None:
@@ -330,7 +353,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 roots=PathRoots.of(settings),
                                 helper_processes=helpers, attestation=attestation,
                                 registered_reviewers_only=settings.registered_reviewers_only,
-                                prices=prices, endpoints=endpoints)
+                                prices=prices, endpoints=endpoints,
+                                web_policy=web_policy(settings))
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

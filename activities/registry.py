@@ -23,6 +23,7 @@ from activities import (
     research,
     store_activities,
     tool_call,
+    web_refresh,
 )
 from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
@@ -45,23 +46,26 @@ from contracts.activity_messages import (
     RecordReviewInput,
     RecordTurnInput,
     RecordTurnResult,
+    RefreshWebPageInput,
     ResearchInput,
     ResearchResult,
     StoreJobSpecInput,
     ToolCallInput,
     ToolCallResult,
+    WebPageRevisionResult,
 )
-from contracts.errors import PathOutsideRoots
+from contracts.errors import PathOutsideRoots, WebUrlRefused
 from contracts.job_spec import JobSpec
 from contracts.model_endpoints import ModelEndpointRefused, endpoint_of
 from contracts.path_check import verdict, with_allow_hint
+from contracts.web_policy import check_job_urls
 
 #: the job workflow's activities (each has its bound in ``temporal_config.ACTIVITY_LIMITS``);
 #: every worker also runs ``check_job_paths_here`` for ``workflows.path_check``, which is no
 #: step of a job
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
                   "record_review", "write_checkpoint", "publish", "run_tool", "decide",
-                  "record_turn")
+                  "record_turn", "refresh_web_page")
 
 
 #: what ``pressroom run`` is told when a worker's endpoint list lacks the job's ``base_url``
@@ -158,6 +162,11 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating(), logged(inp):
             return await record_turn.record_turn(runtime, inp)
 
+    @activity.defn(name="refresh_web_page")
+    async def refresh_web_page(inp: RefreshWebPageInput) -> WebPageRevisionResult:
+        async with heartbeating(), logged(inp):
+            return await web_refresh.refresh_web_page(runtime, inp)
+
     @activity.defn(name="check_job_paths_here")
     async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
         # the check store_job_spec runs, with this worker's roots (contracts.path_check)
@@ -166,8 +175,13 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
             if found.refusal is None and not endpoint_allowed(inp.spec, runtime):
                 # the submitter hears that, not this worker's list (SECURITY.md)
                 return PathCheckResult(refusal=ENDPOINT_REFUSAL)
+            if found.refusal is None:
+                try:  # and its live web pages against this worker's allow-list
+                    check_job_urls(inp.spec.sources, runtime.web_policy)
+                except WebUrlRefused as exc:
+                    return PathCheckResult(refusal=exc.message)
             return found
 
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,
-            record_research_turn, check_job_paths_here]
+            record_research_turn, refresh_web_page, check_job_paths_here]

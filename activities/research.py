@@ -28,6 +28,7 @@ from activities.runtime import (
     ref_of,
 )
 from activities.sources import acquire
+from activities.web_refresh import web_pages
 from contracts.activity_messages import ResearchInput, ResearchResult
 from contracts.source_specs import TopicTerms
 
@@ -42,6 +43,8 @@ def _searched(src: Any, topics: list[TopicTerms]) -> dict[str, Any]:
     where = {"kind": src.kind, "name": src.name}
     if src.kind == "git":
         where |= {"repo": src.repo, "commit": src.commit, "paths": list(src.paths)}
+    elif src.kind == "web_page" and src.path is None:
+        where |= {"url": src.url}
     else:
         where |= {"path": src.path}
     where["terms"] = sorted({t for topic in topics for t in topic.terms})
@@ -60,11 +63,13 @@ async def research(runtime: ActivityRuntime, inp: ResearchInput) -> ResearchResu
     await pause_point("research")
 
     results: list[dict[str, Any]] = []  # appended in completion order
+    pages = await web_pages(runtime, spec)
 
     async def one(src: Any) -> Any:
         call_id = f"{spec.job_id}:{inp.context.step_id}:{src.name}"
         acquisition = await acquire(src, topics, call_id=call_id, as_of=as_of, turn=inp.turn,
-                                    locations=runtime.locations, roots=runtime.roots_for(spec))
+                                    locations=runtime.locations, roots=runtime.roots_for(spec),
+                                    web_pages=pages)
         results.append(acquisition.tool_result.model_dump(mode="json"))
         return acquisition
 

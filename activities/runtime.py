@@ -52,6 +52,7 @@ from contracts.job_spec import JobSpec
 from contracts.model_endpoints import ModelEndpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
+from contracts.web_policy import WebFetchPolicy
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024
@@ -80,6 +81,8 @@ class ActivityRuntime:
     model call with (``contracts.pricing.load_prices`` of ``settings.Settings.prices``);
     ``None``: the shipped defaults. ``endpoints``: the model endpoints a job may name in
     ``model.base_url`` (``contracts.model_endpoints``); ``None``: none.
+    ``None``: the shipped defaults. ``web_policy``: where live web pages may be fetched
+    from (``settings.Settings.web_policy``; ``None``: nowhere).
     """
 
     def __init__(self, store_url: str, *, locations: Mapping[str, str],
@@ -89,9 +92,15 @@ class ActivityRuntime:
                  attestation: Keyring | None = None,
                  registered_reviewers_only: bool = False,
                  prices: PriceTable | None = None,
-                 endpoints: ModelEndpoints | None = None) -> None:
+                 endpoints: ModelEndpoints | None = None,
+                 web_policy: WebFetchPolicy | None = None) -> None:
         self.store_url = store_url
         self.endpoints = endpoints or ModelEndpoints()
+        #: the operator's rules for live web pages (``contracts.web_policy``); the default
+        #: allows no domain, so a worker built without them fetches nothing
+        self.web_policy = web_policy or WebFetchPolicy()
+        #: one lock per live page being fetched, so one turn's calls fetch it once
+        self.web_locks: dict[str, asyncio.Lock] = {}
         self.registered_reviewers_only = registered_reviewers_only
         self.prices = prices or default_prices()
         self.attestation = attestation

@@ -22,6 +22,7 @@ from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
 from contracts.model_endpoints import endpoint_of
 from contracts.path_safety import check_job_paths
+from contracts.web_policy import check_job_urls
 from settings import home_from_env
 
 
@@ -39,7 +40,8 @@ def review_id(spec: JobSpec) -> str:
 
 async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> ArtifactRef:
     """Store a job's spec (at start, and after ``resolve`` adds a source) — once every path
-    it names is inside this worker's roots (``contracts.path_safety.check_job_paths``): a
+    it names is inside this worker's roots (``contracts.path_safety.check_job_paths``) and
+    every live web page's URL on its allow-list (``contracts.web_policy.check_job_urls``): a
     spec started around ``pressroom run``'s own check is refused here, non-retryably,
     before anything reads it. A worker that accepts only registered reviewers also refuses
     a spec listing a reviewer or operator key its registry does not hold
@@ -58,6 +60,7 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
         # only an endpoint the operator lists (contracts.model_endpoints): refused here,
         # before anything is read, not at the first model call
         endpoint_of(spec.model, runtime.endpoints, {})
+    check_job_urls(spec.sources, runtime.web_policy)  # live web pages: the allow-list
     if runtime.registered_reviewers_only:
         check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
     store = await runtime.store()
@@ -105,7 +108,8 @@ def render_plan(spec: JobSpec) -> str:
             paths = f", paths {', '.join(s.paths)}" if s.paths else ""
             lines.append(f"- {s.name}: git {s.repo} at commit {s.commit}{paths}")
         elif s.kind == "web_page":
-            lines.append(f"- {s.name}: saved web page {s.url} (untrusted data)")
+            saved = "saved" if s.path is not None else "live"
+            lines.append(f"- {s.name}: {saved} web page {s.url} (untrusted data)")
         else:
             lines.append(f"- {s.name}: document {s.path}")
     lines += ["", "## Forbidden actions"]

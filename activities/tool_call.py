@@ -42,6 +42,7 @@ from activities.runtime import (
     ref_of,
 )
 from activities.telemetry import emit, now_ns
+from activities.web_refresh import web_pages
 from artifacts import content_hash
 from context.admission.security import redact_secrets
 from context.errors import ToolHistoryError
@@ -165,7 +166,7 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
             result = await run_source_tool(
                 inp.tool_name, inp.arguments, spec.sources, runtime.locations,
                 read_limits=read_limits(spec, runtime.roots_for(spec)),
-                roots=runtime.roots_for(spec))
+                roots=runtime.roots_for(spec), web_pages=await web_pages(runtime, spec))
         status, rejection = "success", None
         content = json.dumps(result, sort_keys=True, ensure_ascii=False)
     except ToolRejected as refused:

@@ -244,6 +244,26 @@ class ToolCallResult(_Msg):
     note_topic: str | None = None
 
 
+class RefreshWebPageInput(_Msg):
+    """Fetch a live web page source again (``resolve --refresh-source NAME``) and store the
+    bytes as its new revision, once per ``write_id`` (the workflow step that asked)."""
+
+    job: JobRef
+    source_name: str
+    write_id: str
+
+
+class WebPageRevisionResult(_Msg):
+    """The stored revision a live web page's reads now use: what it is, never its bytes."""
+
+    source_name: str
+    #: ``sha256:<hex>`` of the page's bytes (what tool results and citations name)
+    revision: str
+    store_revision: int = Field(ge=1)
+    final_url: str
+    fetched_at: str
+
+
 class PlannedCall(_Msg):
     """One tool call of a model's reply, as the loop will run it: the runtime's call id
     (``t<turn>-<n>``, unique in the job), the tool and the arguments, or a refusal."""

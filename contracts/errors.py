@@ -220,3 +220,39 @@ __all__ = [
     "SourceSpecError",
     "UnpinnedSource",
 ]
+
+
+class WebFetchRefused(SourceError, ApplicationError):
+    """A live web page (``kind: web_page`` with ``url:`` and no ``path:``) was not fetched:
+    the message names the URL, the address or the limit and the problem — never what the
+    response held (SECURITY.md, "Live web pages"). The subclasses say which rule refused
+    it; all are permanent (the same URL and settings give the same answer), except
+    ``WebFetchFailed``, a network or server failure a later attempt may get past."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        ApplicationError.__init__(self, message, type=type(self).__name__,
+                                  non_retryable=not retryable)
+
+
+class WebUrlRefused(WebFetchRefused):
+    """Not an http(s) URL, a URL with credentials, or a host outside the operator's
+    allow-list of domains (``PRESSROOM_WEB_ALLOWED_DOMAINS``)."""
+
+
+class WebAddressRefused(WebFetchRefused):
+    """The host resolves to an address the worker may not connect to: loopback, private,
+    link-local, CGNAT, multicast, unspecified, reserved or a cloud metadata address, not
+    in the operator's ``PRESSROOM_WEB_ALLOWED_NETWORKS``."""
+
+
+class WebLimitExceeded(WebFetchRefused):
+    """The response is over the size limit, took longer than the time limit, or redirected
+    more often than allowed."""
+
+
+class WebFetchFailed(WebFetchRefused):
+    """The server could not be reached or answered with an error status: retryable unless
+    the answer is one no retry changes (a 404)."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message, retryable=retryable)

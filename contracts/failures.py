@@ -74,6 +74,9 @@ from contracts.errors import (
     ReviewerNotRegistered,
     SourceSpecError,
     UnpinnedSource,
+    WebAddressRefused,
+    WebLimitExceeded,
+    WebUrlRefused,
 )
 from contracts.names import NameRefused
 from contracts.signing import SignatureError
@@ -126,6 +129,10 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     CarriedStateMismatch,
     ReviewerNotRegistered,
     NameRefused,
+    # a live web page refused by the fetch rules (SECURITY.md, "Live web pages")
+    WebUrlRefused,
+    WebAddressRefused,
+    WebLimitExceeded,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).

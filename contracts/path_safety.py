@@ -82,6 +82,7 @@ from contracts.source_specs import (
     DocumentSourceSpec,
     GitSourceSpec,
     SourceSpec,
+    WebPageSourceSpec,
     expand_location,
 )
 from settings import Settings, fixtures_from_env, home_from_env
@@ -540,12 +541,20 @@ def source_path(source: SourceSpec, locations: Mapping[str, str]
     if isinstance(source, DocumentSourceSpec):
         return what + " path", expand_location(source.path, locations), "source", \
             ("file", "folder")
+    assert source.path is not None, "a live web page names no path (see job_paths)"
     return what + " page", expand_location(source.path, locations), "source", ("file",)
+
+
+def names_a_path(source: SourceSpec) -> bool:
+    """Whether ``source`` names a local path: every kind but a live web page (``url:``
+    only), whose URL the operator's web rules check instead (``contracts.web_policy``)."""
+    return not (isinstance(source, WebPageSourceSpec) and source.live)
 
 
 def check_source(source: SourceSpec, roots: PathRoots, locations: Mapping[str, str]) -> None:
     """``check_job_paths`` for one source (``resolve --add-source``)."""
-    _check(*source_path(source, locations), roots)
+    if names_a_path(source):
+        _check(*source_path(source, locations), roots)
 
 
 def check_job_path(what: str, path: str, kind: Kind, types: Sequence[str],
@@ -569,7 +578,8 @@ def job_paths(spec: JobSpec, locations: Mapping[str, str]
     """Every path ``spec`` names: (what, path, kind, the types it may be where it exists).
     Source locations are expanded with ``locations`` (``Settings.locations``)."""
     for source in spec.sources:
-        yield source_path(source, locations)
+        if names_a_path(source):
+            yield source_path(source, locations)
     if spec.workspace:
         yield "workspace", spec.workspace, "source", ("folder",)
     if not is_policy_name(spec.policy):
@@ -645,6 +655,7 @@ __all__ = [
     "list_folder",
     "locate",
     "locate_repository",
+    "names_a_path",
     "open_folder",
     "read_file",
     "read_policy",

@@ -20,8 +20,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from context.vocabulary import SecurityClass, Trust
-from contracts.errors import SourceSpecError
+from contracts.errors import SourceSpecError, WebUrlRefused
 from contracts.identifiers import StoreName
+from contracts.web_policy import url_host
 from settings import fixtures_from_env, home_from_env
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
@@ -174,11 +175,34 @@ class DocumentSourceSpec(_Spec):
 
 
 class WebPageSourceSpec(_Spec):
-    """A saved web page (HTML or text file) and the URL it was saved from."""
+    """A web page: a saved copy (``path:``, an HTML or text file, and the ``url`` it was
+    saved from), or — with no ``path`` — the live page at ``url``.
+
+    A live page is fetched by the worker once, under the operator's rules
+    (``contracts.web_policy``), and stored as a revision (``activities.sources.web_revisions``);
+    every later read of the job uses that revision until ``pressroom resolve
+    --refresh-source NAME`` fetches a new one. Its URL must be http(s) without credentials
+    (checked here); whether its domain may be fetched is the worker's allow-list, checked
+    at submit.
+    """
 
     kind: Literal["web_page"] = "web_page"
-    path: str = Field(min_length=1)
-    url: str = Field(min_length=1)
+    path: str | None = Field(default=None, min_length=1)
+    url: str = Field(min_length=1, max_length=2000)
+
+    @model_validator(mode="after")
+    def _live_url_is_fetchable(self) -> WebPageSourceSpec:
+        if self.path is None:
+            try:
+                url_host(self.url)  # scheme, host and no credentials: no network here
+            except WebUrlRefused as exc:
+                raise ValueError(exc.message) from None
+        return self
+
+    @property
+    def live(self) -> bool:
+        """Whether this is a live page the worker fetches (no saved file)."""
+        return self.path is None
 
 
 SourceSpec = Annotated[

@@ -94,6 +94,10 @@ def test_unrelated_variables_are_ignored() -> None:
      Path("/etc/pressroom/prices.yaml")),
     ("PRESSROOM_MODEL_ENDPOINTS", "/etc/pressroom/endpoints.yaml", "model_endpoints",
      Path("/etc/pressroom/endpoints.yaml")),
+    ("PRESSROOM_WEB_ALLOWED_DOMAINS", " example.org, ,docs.python.org ", "web_allowed_domains",
+     ("example.org", "docs.python.org")),
+    ("PRESSROOM_WEB_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128", "web_allowed_networks",
+     ("127.0.0.0/8", "::1/128")),
     # Temporal's own client variables are kept as read (workflows.connection uses them)
     *((name, raw, "temporal_env", {name: raw}) for name, raw in (
         ("TEMPORAL_ADDRESS", "cloud.example:7233"), ("TEMPORAL_NAMESPACE", "ns.acct"),

@@ -291,8 +291,9 @@ def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput
     if source is None:
         return resolution
     field = "repo" if isinstance(source, GitSourceSpec) else "path"
-    value: str = getattr(source, field)
-    if not is_remote(value) and "${" not in value and "://" not in value:
+    value: str | None = getattr(source, field)  # None: a live web page (a URL, no path)
+    if value is not None and not is_remote(value) and "${" not in value \
+            and "://" not in value:
         absolute = Path(value).expanduser()
         absolute = absolute if absolute.is_absolute() else absolute.resolve()
         if str(absolute) != value:

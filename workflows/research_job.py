@@ -57,12 +57,14 @@ with workflow.unsafe.imports_passed_through():
         RecordReviewInput,
         RecordTurnInput,
         RecordTurnResult,
+        RefreshWebPageInput,
         ResearchInput,
         ResearchResult,
         StepState,
         StoreJobSpecInput,
         ToolCallInput,
         ToolCallResult,
+        WebPageRevisionResult,
     )
     from contracts.job_spec import JobSpec
     from contracts.ownership import owns
@@ -137,6 +139,8 @@ SIGNED_BINDING_PATCH = "signed-command-binding"
 #: (``research.cost_budget_usd``; README.md#cost-in-money); only a job that sets one asks,
 #: so histories recorded before replay unchanged
 COST_BUDGET_PATCH = "cost-budget"
+#: ``resolve --refresh-source`` on a live web page stores a new revision of it first
+WEB_PAGE_REFRESH_PATCH = "web-page-refresh"
 #: context.policy.DEFAULT_BLOCK_TIMEOUT, for refs that carry no policy value
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 #: a ``needs_operator`` reason is cut to this many characters
@@ -511,7 +515,9 @@ class ResearchJobWorkflow:
                 self._set_refs(job_spec=ref)
                 to_acquire.append(r.source)
             elif r.action == "refresh_source" and r.source_name:
-                to_acquire.extend(src for src in self._spec.sources if src.name == r.source_name)
+                named = [src for src in self._spec.sources if src.name == r.source_name]
+                await self._refresh_live_pages(named)
+                to_acquire.extend(named)
             elif r.action == "raise_budget":
                 if r.evidence_budget:
                     self._set_refs(evidence_budget=r.evidence_budget)
@@ -522,6 +528,22 @@ class ResearchJobWorkflow:
                 self._set_refs(accepted_revisions=accepted)
         if to_acquire and self._refs.evidence_pack is not None:
             await self._research(to_acquire)
+
+    async def _refresh_live_pages(self, sources: list[Any]) -> None:
+        """A live web page's reads use its stored revision
+        (docs/architecture.md#live-web-pages): refreshing one fetches and stores a new one
+        first. Only a job with a live page reaches the patch, so older histories replay
+        unchanged."""
+        for src in sources:
+            if src.kind != "web_page" or src.path is not None:
+                continue
+            if not workflow.patched(WEB_PAGE_REFRESH_PATCH):
+                return
+            self._state.step_counter += 1
+            await self._act("refresh_web_page", RefreshWebPageInput(
+                job=self._job(), source_name=src.name,
+                write_id=f"refresh-{src.name}-{self._state.step_counter}"),
+                WebPageRevisionResult)
 
     # ------------------------------------------------------------- handlers
     @workflow.update

@@ -150,6 +150,11 @@ ACTIVITY_LIMITS: dict[str, ActivityLimit] = {
         "and its review timer runs on"),
     "write_checkpoint": ActivityLimit(
         20, None, NEEDS_OPERATOR, "one sealed store write, as store_job_spec"),
+    "refresh_web_page": ActivityLimit(
+        5, None, NEEDS_OPERATOR,
+        "one fetch of a live web page under the worker's rules and one store write: a "
+        "refusal by the rules is permanent (one attempt), a server or network failure gets "
+        "about 15 s of backoff"),
     "publish": ActivityLimit(
         10, None, NEEDS_OPERATOR,
         "the irreversible write: permission, read-only file system, disk full and a "

@@ -4,10 +4,11 @@ Why this exists: a tool call names a source and a path chosen by the model, whic
 untrusted input. Every source kind is reduced here to the same narrow view — the relative
 paths it holds, and the text lines of one of them — built only from what the job spec
 declared: a git repository at its pinned commit (read through the object database, limited
-to the spec's ``paths``), a document folder (regular, non-hidden documents under it), or one
-saved web page (its visible text). A path is normalized and checked before anything is
-read; ``..``, an absolute path or a path outside the declared scope is refused with
-``path_outside_source``.
+to the spec's ``paths``), a document folder (regular, non-hidden documents under it), one
+saved web page (its text), or one live web page at its stored revision (``LivePageFiles``;
+fetched once under the operator's web rules, ``activities.sources.web_revisions``). A
+path is normalized and checked before anything is read; ``..``, an absolute path or a path
+outside the declared scope is refused with ``path_outside_source``.
 
 Every file is read inside the worker's source roots (``contracts.path_safety``): a document
 folder lists a symbolic link only when it leads to a file inside them, and what it leaves
@@ -31,15 +32,23 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from activities.research_tools.budget import CallBudget
 from activities.research_tools.rejected import ToolRejected
 from activities.sources.documents import MAX_FILE_BYTES, document_files
 from activities.sources.errors import RetrievalFailed
 from activities.sources.gitrepo import MAX_BLOB_BYTES, PinnedTree, in_scope, open_pinned
-from activities.sources.webpages import html_to_lines, looks_like_html, read_page
-from contracts.errors import PathRefused
+from activities.sources.web_extract import html_to_lines
+from activities.sources.webpages import (
+    live_page_name,
+    looks_like_html,
+    page_lines,
+    read_page,
+    revision_charset,
+    revision_is_html,
+)
+from contracts.errors import PathRefused, WebFetchRefused
 from contracts.path_safety import PathRoots, existing_type, locate, read_file
 from contracts.source_specs import (
     DocumentSourceSpec,
@@ -48,6 +57,9 @@ from contracts.source_specs import (
     WebPageSourceSpec,
     expand_location,
 )
+
+if TYPE_CHECKING:
+    from activities.sources.web_revisions import PageRevision, WebPages
 
 
 class SourceFiles(Protocol):
@@ -211,12 +223,58 @@ class PageFiles:
         return "sha256:" + hashlib.sha256(data).hexdigest(), lines
 
 
+class LivePageFiles:
+    """One live web page at its stored revision (``web_revisions``): its text, under one
+    file name taken from its final URL. Every read of the job sees the same bytes until
+    ``resolve --refresh-source`` stores a new revision."""
+
+    def __init__(self, spec: WebPageSourceSpec, revision: PageRevision) -> None:
+        self.name = spec.name
+        self._revision = revision
+        self._path = live_page_name(revision)
+
+    def paths(self) -> list[str]:
+        return [self._path]
+
+    def excluded(self) -> list[tuple[str, str]]:
+        return []
+
+    async def prefetch(self, paths: Sequence[str], budget: CallBudget) -> None:
+        del paths, budget  # the revision is already read from the store
+
+    def load(self, path: str, budget: CallBudget) -> tuple[str, list[str]]:
+        data = self._revision.body
+        budget.spend(len(data))  # one page, bounded by the fetch's own size limit
+        try:
+            lines = page_lines(path, data, html=revision_is_html(self._revision),
+                               charset=revision_charset(self._revision))
+        except RetrievalFailed as exc:
+            raise ToolRejected("not_found", f"{self.name}:{path} is not read: {exc}") from None
+        return self._revision.revision, lines
+
+
+async def _open_live(spec: WebPageSourceSpec, web_pages: WebPages | None) -> LivePageFiles:
+    if web_pages is None:
+        raise ToolRejected("source_unavailable", f"source {spec.name!r} is a live web page "
+                                                 "and this call has no web fetcher")
+    try:
+        return LivePageFiles(spec, await web_pages.current(spec))
+    except WebFetchRefused as exc:
+        # the refusal names the URL, address or limit and the rule, never the response
+        raise ToolRejected("source_unavailable", f"source {spec.name!r}: {exc.message}"
+                           ) from None
+
+
 async def open_source(spec: SourceSpec, locations: Mapping[str, str],
-                      roots: PathRoots | None = None) -> SourceFiles:
+                      roots: PathRoots | None = None, *,
+                      web_pages: WebPages | None = None) -> SourceFiles:
     """The view of ``spec``; ``ToolRejected('source_unavailable')`` if it cannot be read,
     ``PathRefused`` if its location is outside ``roots`` (the worker's source roots; none
-    given: Pressroom's own folders) or may not be read at all."""
+    given: Pressroom's own folders) or may not be read at all. A live web page is read
+    from its stored revision through ``web_pages`` (fetched once, on first read)."""
     roots = roots or PathRoots.default(locations)
+    if isinstance(spec, WebPageSourceSpec) and spec.path is None:
+        return await _open_live(spec, web_pages)
     try:
         if isinstance(spec, GitSourceSpec):
             return GitFiles(spec, await open_pinned(spec, locations, roots=roots))
@@ -225,6 +283,7 @@ async def open_source(spec: SourceSpec, locations: Mapping[str, str],
         if isinstance(spec, DocumentSourceSpec):
             return await asyncio.to_thread(FolderFiles, spec,
                                            expand_location(spec.path, locations), roots)
+        assert spec.path is not None  # a live page was opened above
         return await asyncio.to_thread(PageFiles, spec, expand_location(spec.path, locations),
                                        roots)
     except RetrievalFailed as exc:

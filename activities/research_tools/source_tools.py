@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
@@ -45,11 +45,15 @@ from activities.research_tools.source_files import SourceFiles, confine, declare
 from contracts.path_safety import PathRoots
 from contracts.source_specs import SourceSpec
 
+if TYPE_CHECKING:
+    from activities.sources.web_revisions import WebPages
+
 
 async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[SourceSpec],
                           locations: Mapping[str, str], *,
                           read_limits: Mapping[str, int] | None = None,
-                          roots: PathRoots | None = None) -> dict[str, Any]:
+                          roots: PathRoots | None = None,
+                          web_pages: WebPages | None = None) -> dict[str, Any]:
     """Run one source tool call; ``ToolRejected`` for a call that cannot run as asked.
 
     ``roots``: the worker's source roots (``contracts.path_safety``; none given:
@@ -58,6 +62,9 @@ async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[
     ``read_limits`` maps a source kind (``git``, ``document``, ``web_page``) to the most
     lines one ``read`` may return — the job policy's source limits; ``MAX_READ_LINES``
     bounds every kind whatever the policy says.
+
+    ``web_pages``: the job's live web pages at their stored revisions
+    (``activities.sources.web_revisions``); a live page is fetched once, on its first read.
     """
     arguments = parse_arguments(tool_name, raw_arguments)
     if not isinstance(arguments, ListArguments | SearchArguments | ReadArguments):
@@ -70,7 +77,7 @@ async def run_source_tool(tool_name: str, raw_arguments: Any, sources: Sequence[
             raise ToolRejected("arguments_over_limit",
                                f"read asks for {asked} lines; the job's policy allows at "
                                f"most {limit} per read of a {source.kind} source")
-    files = await open_source(source, locations, roots)
+    files = await open_source(source, locations, roots, web_pages=web_pages)
     if isinstance(arguments, ListArguments):
         return _list(files, arguments)
     budget = CallBudget()  # one per call: every line and file it touches shares it

@@ -1,4 +1,6 @@
-"""Source acquisition for research jobs: git at a pinned commit, documents, saved web pages.
+"""Source acquisition for research jobs: git at a pinned commit, documents, web pages (saved,
+or live: fetched once under the operator's rules and stored as a revision — ``web_fetch``,
+``web_revisions``, ``web_extract``).
 
 ``acquire(spec, topics, call_id=..., as_of=...)`` reads one source and returns an
 ``AcquisitionResult``: the outcome, bounded evidence records with full provenance, the

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from activities.sources.documents import TOOL_NAME as DOCUMENT_TOOL
 from activities.sources.documents import acquire_documents
@@ -46,6 +46,9 @@ from contracts.source_specs import (
     WebPageSourceSpec,
 )
 
+if TYPE_CHECKING:
+    from activities.sources.web_revisions import WebPages
+
 TOOL_NAMES = {"git": GIT_TOOL, "document": DOCUMENT_TOOL, "web_page": WEB_TOOL}
 
 
@@ -53,6 +56,8 @@ def tool_arguments(spec: SourceSpec, topics: Sequence[TopicTerms]) -> dict[str, 
     """The canonical arguments of the acquisition tool call for ``spec``. A git source's
     ``ref`` is left out: the tool reads the pinned commit, whatever name it came from."""
     args: dict[str, Any] = spec.model_dump(mode="json", exclude={"kind", "ref"})
+    if isinstance(spec, WebPageSourceSpec) and spec.live:
+        del args["path"]  # a live page names only its URL
     args["topics"] = [
         {"name": t.name, "terms": sorted(set(t.terms))}
         for t in sorted(topics, key=lambda t: t.name)
@@ -63,6 +68,7 @@ def tool_arguments(spec: SourceSpec, topics: Sequence[TopicTerms]) -> dict[str, 
 async def _gather(
     spec: SourceSpec, topics: Sequence[TopicTerms], call_id: str, as_of: datetime,
     timeout: float, locations: Mapping[str, str], roots: PathRoots,
+    web_pages: WebPages | None = None,
 ) -> Gathered:
     if isinstance(spec, GitSourceSpec):
         return await acquire_git(spec, topics, call_id=call_id, as_of=as_of, timeout=timeout,
@@ -72,7 +78,7 @@ async def _gather(
                                        locations=locations, roots=roots)
     if isinstance(spec, WebPageSourceSpec):
         return await acquire_web_page(spec, topics, call_id=call_id, as_of=as_of,
-                                      locations=locations, roots=roots)
+                                      locations=locations, roots=roots, web_pages=web_pages)
     raise TypeError(f"unknown source spec {type(spec).__name__}")
 
 
@@ -86,6 +92,7 @@ async def acquire(
     roots: PathRoots | None = None,
     turn: int = 0,
     timeout: float = DEFAULT_TIMEOUT_S,
+    web_pages: WebPages | None = None,
 ) -> AcquisitionResult:
     """Acquire ``spec`` for ``topics``; never raises for a source that cannot be read.
 
@@ -97,6 +104,10 @@ async def acquire(
 
     ``SourceSpecError`` (an unknown placeholder; ``UnpinnedSource``, a git source without a
     full commit id) does propagate: that is a bad job spec, not a retrieval outcome.
+
+    ``web_pages`` reads a live web page (``url:`` and no ``path:``) from its stored
+    revision, fetching it once (``web_revisions.WebPages``); without it a live page is a
+    retrieval failure.
     """
     tool_name = TOOL_NAMES[spec.kind]
     arguments = tool_arguments(spec, topics)
@@ -105,7 +116,7 @@ async def acquire(
     reason: str | None = None
     try:
         gathered = await _gather(spec, topics, call_id, as_of, timeout, locations,
-                                 roots or PathRoots.default(locations))
+                                 roots or PathRoots.default(locations), web_pages)
         outcome = AcquisitionOutcome.RETRIEVED
     # a tool's error text may quote a credential (a clone URL with its token): the reason
     # goes into the tool result, the stored records and the manifest, so it is redacted

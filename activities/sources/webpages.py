@@ -3,12 +3,16 @@
 Web text is ``untrusted_external_data`` whatever it says
 (docs/context-engine.md#effective-trust-and-role-limits): a page that tells the agent to skip
 approval is evidence *that the page says so*, nothing more. The page is reduced at the source
-(docs/context-engine.md#source-limits): tags are stripped with the standard library's
-``html.parser`` (script, style and similar non-text elements dropped; text hidden by CSS is
-kept — hiding text makes it neither trustworthy nor harmless, and the engine's security gate
-must see it), headings become section boundaries, and only sections that mention a topic are
-kept, each with its line range in the extracted text and the page's content hash as its
-revision.
+(docs/context-engine.md#source-limits): its main text is extracted with ``trafilatura``
+(``web_extract``; navigation, footers and scripts dropped) and any text the page hides is
+appended — hiding text makes it neither trustworthy nor harmless, and the engine's security
+gate must see it —, headings become section boundaries, and only sections that mention a
+topic are kept, each with its line range in the extracted text and the page's content hash
+as its revision.
+
+A live page (``url:`` and no ``path:``) is read from its stored revision
+(``web_revisions.WebPages``): fetched once under the operator's rules, then the same bytes
+for every read of the job.
 
 The page is read only inside the worker's source roots (``contracts.path_safety``): outside
 them, on ``/proc``, ``/sys`` or ``/dev``, not a regular file (a FIFO, socket or device) or
@@ -16,100 +20,36 @@ over ``MAX_PAGE_BYTES`` (checked before a byte is read), it is refused with
 ``PathRefused``, a bad job spec that fails the step.
 
 Record identity: ``item_id = <name>:page#L<a>-L<b>`` (lines of the extracted text);
-``revision`` and ``source_digest`` are the sha256 of the saved file's bytes.
+``revision`` and ``source_digest`` are the sha256 of the saved file's (or the stored
+revision's) bytes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import codecs
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from html.parser import HTMLParser
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from activities.sources.errors import NothingToRetrieve, RetrievalFailed
 from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
 from activities.sources.excerpts import excerpt_text, markdown_sections, section_windows
 from activities.sources.toolrecord import result_hash
+from activities.sources.web_extract import html_to_lines
 from context.vocabulary import SourceType, Trust
+from contracts.errors import WebFetchRefused
 from contracts.path_safety import PathRoots, locate, read_file
 from contracts.source_specs import TopicTerms, WebPageSourceSpec, expand_location
 
+if TYPE_CHECKING:
+    from activities.sources.web_revisions import PageRevision, WebPages
+
 TOOL_NAME = "read_web_page"
 MAX_PAGE_BYTES = 5_000_000
-_SKIP = {"script", "style", "noscript", "template", "svg", "head"}
-_BLOCK = {
-    "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "li",
-    "ul", "ol", "pre", "blockquote", "br", "hr", "tr", "table", "dt", "dd", "figure",
-    "figcaption", "title", "body",
-}
-_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-
-
-class _TextExtractor(HTMLParser):
-    """Visible text as lines; headings are rendered ``## heading`` to mark sections."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.lines: list[str] = []
-        self._buf: list[str] = []
-        self._skip_depth = 0
-        self._in_title = False
-        self._pre = 0
-
-    def _flush(self) -> None:
-        text = "".join(self._buf)
-        self._buf = []
-        for raw in text.split("\n") if self._pre else [text]:
-            line = raw.rstrip() if self._pre else re.sub(r"\s+", " ", raw).strip()
-            if line:
-                self.lines.append(line)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._flush()
-            self._in_title = True
-            self._buf.append("# ")
-            return
-        if tag in _SKIP:
-            self._skip_depth += 1
-            return
-        if tag in _HEADINGS or tag in _BLOCK:
-            self._flush()
-        if tag in _HEADINGS:
-            self._buf.append("#" * _HEADINGS[tag] + " ")
-        if tag == "pre":
-            self._pre += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._flush()
-            self._in_title = False
-            return
-        if tag in _SKIP:
-            self._skip_depth = max(0, self._skip_depth - 1)
-            return
-        if tag in _HEADINGS or tag in _BLOCK:
-            self._flush()
-        if tag == "pre":
-            self._pre = max(0, self._pre - 1)
-
-    def handle_data(self, data: str) -> None:
-        if self._skip_depth == 0 or self._in_title:
-            self._buf.append(data)
-
-    def close(self) -> None:
-        super().close()
-        self._flush()
-
-
-def html_to_lines(html: str) -> list[str]:
-    """The visible text of ``html``, one block per line, headings as ``#`` lines."""
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    return [line for line in parser.lines if line.strip("# ")]
 
 
 def read_page(location: str, roots: PathRoots) -> tuple[bytes, Path]:
@@ -130,6 +70,54 @@ def looks_like_html(path: Path, text: str) -> bool:
     return path.suffix.lower() in (".html", ".htm", ".xhtml") or text.lstrip().startswith("<")
 
 
+def live_page_name(revision: PageRevision) -> str:
+    """The one file name a live page is listed under: the last segment of its final URL's
+    path when it is a plain name, else ``index.html`` (``index.txt`` for plain text)."""
+    last = PurePosixPath(urlsplit(revision.final_url).path).name
+    if last and len(last) <= 100 and all(c.isalnum() or c in "._-" for c in last) \
+            and not last.startswith("."):
+        return last
+    return "index.txt" if revision.media_type == "text/plain" else "index.html"
+
+
+def page_lines(name: str, data: bytes, *, html: bool | None = None,
+               what: str = "web page", charset: str | None = None) -> list[str]:
+    """The text lines of a page's bytes (``html``: whether it is HTML; ``None``: guessed
+    from the name and the text), decoded as ``charset`` (a live page's ``Content-Type``
+    says it; default UTF-8); ``RetrievalFailed`` if they do not decode."""
+    encoding = "utf-8"
+    if charset:
+        try:
+            encoding = codecs.lookup(charset).name
+        except LookupError:
+            raise RetrievalFailed(f"{what} {name} declares an unknown charset "
+                                  f"{charset[:40]!r}") from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise RetrievalFailed(f"{what} {name} is not valid {encoding.upper()} "
+                              f"(byte {exc.start})") from exc
+    is_html = looks_like_html(Path(name), text) if html is None else html
+    return html_to_lines(text) if is_html else text.splitlines()
+
+
+def revision_charset(revision: PageRevision) -> str | None:
+    """The ``charset`` a stored live page's ``Content-Type`` names, if any."""
+    for param in revision.headers.get("content-type", "").split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip().strip('"'):
+            return value.strip().strip('"')
+    return None
+
+
+def revision_is_html(revision: PageRevision) -> bool | None:
+    """Whether a stored live page is HTML by its content type (``None``: no type said)."""
+    media = revision.media_type
+    if not media:
+        return None
+    return media in ("text/html", "application/xhtml+xml")
+
+
 async def acquire_web_page(
     spec: WebPageSourceSpec,
     topics: Sequence[TopicTerms],
@@ -138,20 +126,31 @@ async def acquire_web_page(
     as_of: datetime,
     locations: Mapping[str, str],
     roots: PathRoots | None = None,
+    web_pages: WebPages | None = None,
 ) -> Gathered:
-    """Relevant sections of a saved page, labelled untrusted external data (read inside
-    ``roots``; none given, Pressroom's own folders from ``locations``)."""
-    data, path = read_page(expand_location(spec.path, locations),
-                           roots or PathRoots.default(locations))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RetrievalFailed(
-            f"saved web page {path.name} is not valid UTF-8 (byte {exc.start})"
-        ) from exc
-    lines = html_to_lines(text) if looks_like_html(path, text) else text.splitlines()
+    """Relevant sections of a page, labelled untrusted external data: a saved page read
+    inside ``roots`` (none given, Pressroom's own folders from ``locations``), a live one
+    from its stored revision (``web_pages``; none given, a live page cannot be read)."""
+    url = spec.url
+    if spec.path is None:
+        if web_pages is None:
+            raise RetrievalFailed(f"live web page {spec.url[:200]} cannot be fetched here "
+                                  "(no web fetcher on this path)")
+        try:
+            revision = await web_pages.current(spec)
+        except WebFetchRefused as exc:
+            raise RetrievalFailed(exc.message) from None
+        data, name, url = revision.body, live_page_name(revision), revision.final_url
+        lines = await asyncio.to_thread(page_lines, name, data, html=revision_is_html(revision),
+                                        charset=revision_charset(revision))
+    else:
+        data, path = read_page(expand_location(spec.path, locations),
+                               roots or PathRoots.default(locations))
+        name = path.name
+        lines = await asyncio.to_thread(page_lines, name, data, what="saved web page")
     if not any(line.strip() for line in lines):
-        raise NothingToRetrieve(f"saved web page {path.name} has no visible text")
+        raise NothingToRetrieve(f"{'web' if spec.path is None else 'saved web'} page {name} "
+                                "has no visible text")
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     records: list[EvidenceRecord] = []
     for section in markdown_sections(lines):
@@ -164,10 +163,10 @@ async def acquire_web_page(
                     tool_name=TOOL_NAME,
                     source_name=spec.name,
                     source_type=SourceType.WEB_PAGE,
-                    path=path.name,
+                    path=name,
                     line_start=w.start,
                     line_end=w.end,
-                    url=spec.url,
+                    url=url,
                     locator=f"L{w.start}-L{w.end}",
                     content=content,
                     content_hash=result_hash(content),
