@@ -123,6 +123,7 @@ TRACING = "PRESSROOM_TRACING"
 LOG_FORMAT = "PRESSROOM_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
 PRICES = "PRESSROOM_PRICES"
+MCP_SERVERS = "PRESSROOM_MCP_SERVERS"
 
 #: Old name -> current name; the old one is still read (with a warning) for one release.
 DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
@@ -259,6 +260,10 @@ VARIABLES: tuple[Variable, ...] = (
              "replace the shipped ones: the worker prices each model call with it, "
              "`pressroom run` refuses a job with a cost budget whose model it has no price "
              "for"),
+    Variable(MCP_SERVERS, "mcp_servers", "none: no job may use an MCP tool",
+             "a YAML or JSON file defining the MCP servers jobs may be granted (docs/mcp.md): "
+             "a stdio command with its arguments and environment, or a streamable-HTTP URL "
+             "with headers from named variables; read by the worker"),
 )
 
 
@@ -506,6 +511,9 @@ class Settings(BaseModel):
     #: The operator's price file (``contracts.pricing.load_prices``); ``None``: the shipped
     #: defaults alone.
     prices: Path | None = None
+    #: The operator's MCP server file (``contracts.mcp_servers.load_mcp_servers``); ``None``:
+    #: no server is defined, and a job granted an MCP tool is refused.
+    mcp_servers: Path | None = None
 
 
     @classmethod
@@ -537,6 +545,8 @@ class Settings(BaseModel):
             tracing=_switch(environ, TRACING),
             log_format=_log_format(environ),
             prices=Path(raw).expanduser() if (raw := _text(environ, PRICES)) else None,
+            mcp_servers=(Path(raw).expanduser() if (raw := _text(environ, MCP_SERVERS))
+                         else None),
             temporal_env={name: value for name, value in environ.items()
                           if name.startswith(TEMPORAL_PREFIX) and value},
             # only an address or namespace actually set counts as set: the connection

@@ -65,6 +65,7 @@ from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
 from contracts.errors import JobError
+from contracts.mcp_servers import McpConfigError, McpServers, load_mcp_servers
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceError, PriceTable, load_prices
 from settings import (
@@ -74,6 +75,7 @@ from settings import (
     HEALTH_PORT,
     HELPER_PROCESSES,
     LOG_FORMATS,
+    MCP_SERVERS,
     METRICS_PORT,
     PRICES,
     PUBLISH_ROOTS,
@@ -235,7 +237,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   roots: PathRoots | None = None, helper_processes: int = 0,
                   attestation: Keyring | None = None,
                   registered_reviewers_only: bool = False,
-                  prices: PriceTable | None = None) -> ActivityRuntime:
+                  prices: PriceTable | None = None,
+                  mcp_servers: McpServers | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -250,7 +253,17 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                if helper_processes else None)
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
                            attestation=attestation,
-                           registered_reviewers_only=registered_reviewers_only, prices=prices)
+                           registered_reviewers_only=registered_reviewers_only, prices=prices,
+                           mcp_servers=mcp_servers)
+
+
+def mcp_server_table(settings: Settings) -> McpServers | None:
+    """The operator's MCP servers (``settings.mcp_servers``); a file that cannot be used is
+    a ``JobError`` naming the variable and the field."""
+    try:
+        return load_mcp_servers(settings.mcp_servers)
+    except McpConfigError as exc:
+        raise JobError(f"{MCP_SERVERS}: {exc}") from None
 
 
 def price_table(settings: Settings) -> PriceTable:
@@ -304,6 +317,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
         raise JobError(f"helper processes must be 0 or more, got {helpers}")
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
     prices = price_table(settings)  # so does a bad price file
+    mcp_servers = mcp_server_table(settings)  # and a bad MCP server file
     observe(settings)  # logs, metrics endpoint, tracing: before the client connects
     health = HealthState()
     server = await start_health(settings.health_address, health)
@@ -315,7 +329,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 roots=PathRoots.of(settings),
                                 helper_processes=helpers, attestation=attestation,
                                 registered_reviewers_only=settings.registered_reviewers_only,
-                                prices=prices)
+                                prices=prices, mcp_servers=mcp_servers)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -24,6 +24,8 @@ from activities import (
     store_activities,
     tool_call,
 )
+from activities.mcp import listing as mcp_listing
+from activities.mcp.grants import grants_refusal as mcp_grants_refusal
 from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
 from activities.telemetry import logged
@@ -83,6 +85,8 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
         async with heartbeating(), logged(inp) as ids:
+            if inp.stage == "research":  # the live servers are listed here, once per job
+                await mcp_listing.ensure_tool_list(runtime, await runtime.spec_of(inp.job))
             ref = (await runtime.helpers.run("assemble_context", inp, ContextRef)
                    if runtime.helpers is not None
                    else await context_activity.assemble_context(runtime, inp))
@@ -142,7 +146,8 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
         # the check store_job_spec runs, with this worker's roots (contracts.path_check)
         async with heartbeating():
-            return verdict(inp.spec, runtime.roots, runtime.locations)
+            refused = mcp_grants_refusal(inp.spec, runtime.mcp_servers)  # docs/mcp.md
+            return refused or verdict(inp.spec, runtime.roots, runtime.locations)
 
     return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,

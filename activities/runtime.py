@@ -49,6 +49,7 @@ from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.errors import CarriedStateMismatch
 from contracts.job_spec import JobSpec
+from contracts.mcp_servers import McpServers
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
 
@@ -86,10 +87,17 @@ class ActivityRuntime:
                  helpers: HelperPool | None = None,
                  attestation: Keyring | None = None,
                  registered_reviewers_only: bool = False,
-                 prices: PriceTable | None = None) -> None:
+                 prices: PriceTable | None = None,
+                 mcp_servers: McpServers | None = None,
+                 mcp_environ: Mapping[str, str] | None = None) -> None:
         self.store_url = store_url
         self.registered_reviewers_only = registered_reviewers_only
         self.prices = prices or default_prices()
+        #: the operator's MCP servers (``contracts.mcp_servers``) and the environment their
+        #: ``headers_from_env`` are read from (the worker's own; docs/mcp.md)
+        self.mcp_servers = mcp_servers
+        self.mcp_environ: Mapping[str, str] = (os.environ if mcp_environ is None
+                                               else dict(mcp_environ))
         self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)

@@ -20,6 +20,7 @@ from activities.runtime import (
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
+from contracts.mcp_servers import check_grants
 from contracts.path_safety import check_job_paths
 from settings import home_from_env
 
@@ -52,6 +53,7 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     SECURITY.md, "Tenant isolation"."""
     spec = inp.spec
     check_job_paths(spec, runtime.roots, runtime.locations)
+    check_grants(spec.tools, runtime.mcp_servers)  # only operator-defined MCP servers
     if runtime.registered_reviewers_only:
         check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
     store = await runtime.store()

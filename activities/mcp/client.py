@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 import httpx2
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from contracts.mcp_servers import McpServerSpec
@@ -61,15 +61,14 @@ async def _connected(server: McpServerSpec, environ: Mapping[str, str],
         params = StdioServerParameters(command=server.command, args=list(server.args),
                                        env=dict(server.env) or None, cwd=server.cwd)
         with open(os.devnull, "w", encoding="utf-8") as quiet:
-            from mcp.client.stdio import stdio_client
-            async with Client(stdio_client(params, errlog=quiet),  # type: ignore[arg-type]
+            async with Client(stdio_client(params, errlog=quiet),
                               read_timeout_seconds=deadline) as client:
                 yield client
         return
     assert server.url is not None
     async with httpx2.AsyncClient(headers=_headers(server, environ), timeout=deadline,
                                   follow_redirects=False) as http, \
-            Client(streamable_http_client(server.url, http_client=http),  # type: ignore[arg-type]
+            Client(streamable_http_client(server.url, http_client=http),
                    read_timeout_seconds=deadline) as client:
         yield client
 
