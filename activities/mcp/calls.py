@@ -116,11 +116,11 @@ async def run_mcp_call(runtime: Any, store: Any, spec: JobSpec, call_id: str,
         raise _rejected("tool_interrupted",
                         f"an earlier attempt of call {call_id} may have run {name} and was "
                         "interrupted before its result was stored; it is not run twice")
-    await pause_point("mcp_call")
     try:
         live, text = await call_tool(server, runtime.mcp_environ, tool, dict(arguments))
     except McpToolError as failed:
         raise _rejected(failed.kind, f"{name}: {failed.detail}") from None
+    await pause_point("mcp_call_after")  # crash tests: the call ran, nothing is stored
     now = next((t for t in live if t["name"] == tool), None)
     if now is None or definition_hash(now) != entry["definition_hash"]:
         raise _rejected("tool_list_changed",

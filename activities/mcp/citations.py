@@ -36,9 +36,8 @@ def shown_lines(exchange: Mapping[str, Any], source: str, revision: str,
 
 def evidence_fields(source: str, start: int, end: int) -> dict[str, Any]:
     """The ``EvidenceRecord`` fields of a note's citation of an MCP result."""
-    split = split_tool_name(source)
-    assert split is not None
-    server, tool = split
-    return {"source_type": SourceType.TOOL_RESULT, "url": f"mcp://{server}/{tool}",
-            "locator": f"L{start}-L{end}", "trust": Trust.UNTRUSTED_EXTERNAL_DATA,
-            "authority": 0}
+    assert split_tool_name(source) is not None
+    # cited like a document's lines (``<name>:<path>#La-Lb``), so a draft cites the range
+    return {"source_type": SourceType.TOOL_RESULT,
+            "locator": f"{source}:result#L{start}-L{end}",
+            "trust": Trust.UNTRUSTED_EXTERNAL_DATA, "authority": 0}

@@ -1,0 +1,153 @@
+"""A research job that uses MCP tools, end to end on the Temporal dev server.
+
+The worker holds the operator's servers (``mcp-server-git`` over a fixture repository and
+``mcp-server-time``, real subprocesses); the job is granted some of their tools. The
+offline agent sees them in the sealed request's tool definitions, calls each granted read
+tool whose required arguments the question fills, notes the git log's line on the retry
+backoff citing the call, and the job publishes. A worker SIGKILLed between an MCP call and
+its record leaves one call and one record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from activities.runtime import ActivityRuntime, principal_of
+from contracts.job_spec import JobSpec
+from tests.mcp.servers import fixture_repo, server_table, servers
+from tests.workflows.conftest import LOCAL
+from tests.workflows.jobkit import (
+    loop_notes,
+    loop_tool_history,
+    published_files,
+    review,
+    roots_for,
+    running_worker,
+    start_job,
+    start_worker_process,
+    wait_status,
+)
+from workflows.research_job import ResearchJobWorkflow
+from workflows.temporal_config import (
+    DATA_CONVERTER,
+    WORKFLOW_FAILURE_EXCEPTION_TYPES,
+    WORKFLOW_RUNNER,
+)
+
+pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
+
+
+def _spec(make_spec: Callable[..., JobSpec], repo: Path, **extra: Any) -> JobSpec:
+    return make_spec(
+        question=f"How does the client handle retries and resume? (repo_path={repo} "
+                 "timezone=Europe/Paris)",
+        tools=[{"server": "git", "tools": ["git_log", "git_commit"]},
+               {"server": "time", "tools": ["get_current_time"]}], **extra)
+
+
+async def test_a_job_calls_mcp_tools_cites_a_result_and_publishes(
+        client: Any, store_url: str, tmp_path: Path,
+        task_queue: str, make_spec: Callable[..., JobSpec]) -> None:
+    repo = fixture_repo(tmp_path / "repo")
+    runtime = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                              mcp_servers=servers(tmp_path, repo), mcp_environ={})
+    spec = _spec(make_spec, repo)
+    async with running_worker(client, runtime, task_queue):
+        handle = await start_job(client, spec, task_queue)
+        status = await wait_status(handle, {"awaiting_review", "blocked", "failed"})
+        assert status.status == "awaiting_review", status
+        await review(client, spec.job_id, "approve", reviewer="alice")
+        result = await asyncio.wait_for(handle.result(), 120)
+        assert result.status == "published"
+        tools = await loop_tool_history(runtime, spec)
+        notes = [n for n in await loop_notes(runtime, spec) if n["tool_name"] == "note"]
+        history = await handle.fetch_history()
+    mcp_calls = [c for c in tools["calls"] if c["tool_name"].startswith("mcp__")]
+    # each granted read tool whose arguments the question fills, once; the write tool never
+    assert sorted(c["tool_name"] for c in mcp_calls) == ["mcp__git__git_log",
+                                                         "mcp__time__get_current_time"]
+    assert mcp_calls[0]["arguments"] in ({"repo_path": str(repo)},
+                                         {"timezone": "Europe/Paris"})
+    by_call = {r["call_id"]: r for r in tools["results"]}
+    assert all(by_call[c["call_id"]]["status"] == "success" for c in mcp_calls)
+    cited = [n for n in notes if n["source_name"] == "mcp__git__git_log"]
+    assert cited, notes
+    assert "exponential backoff" in cited[0]["content"]
+    assert cited[0]["trust"] == "untrusted_external_data"
+    log_call = next(c for c in mcp_calls if c["tool_name"] == "mcp__git__git_log")
+    assert cited[0]["cited_call_id"] == log_call["call_id"]
+    article = published_files(spec)[0].read_text(encoding="utf-8")
+    assert "mcp__git__git_log:result#L" in article, article
+    # history holds references: no MCP result in it (a note's claim, the model's own
+    # argument, quotes the line it cites; the rest of the result never travels)
+    raw = json.dumps([str(e) for e in history.events])
+    assert "Commit history:" not in raw and "Europe/Paris\\\"" not in raw
+    replayed = await Replayer(
+        workflows=[ResearchJobWorkflow], data_converter=DATA_CONVERTER,
+        workflow_runner=WORKFLOW_RUNNER,
+        workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+    ).replay_workflow(history)
+    assert replayed.replay_failure is None
+
+
+async def _wait_for(path: Path, timeout: float = 90.0) -> None:
+    for _ in range(int(timeout / 0.1)):
+        if path.exists():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_between_an_mcp_call_and_its_record_leaves_one_of_each(
+        temporal_env: WorkflowEnvironment, runtime: ActivityRuntime, store_url: str,
+        task_queue: str, tmp_path: Path, make_spec: Callable[..., JobSpec]) -> None:
+    client = temporal_env.client
+    address = client.service_client.config.target_host
+    repo = fixture_repo(tmp_path / "repo")
+    table = tmp_path / "mcp.yaml"
+    table.write_text(yaml.safe_dump(server_table(tmp_path, repo)), encoding="utf-8")
+    spec = make_spec(question="How does the client handle retries and resume?",
+                     tools=[{"server": "hostile", "tools": ["count"]}])
+    markers, log = tmp_path / "markers", tmp_path / "worker.log"
+    env = {"PRESSROOM_MCP_SERVERS": str(table)}
+    first = start_worker_process({**env, "PRESSROOM_TEST_PAUSE_AT": "mcp_call_after",
+                                  "PRESSROOM_TEST_PAUSE_DIR": str(markers)},
+                                 address, task_queue, store_url, log)
+    second = None
+    try:
+        handle = await start_job(client, spec, task_queue)
+        await _wait_for(markers / "mcp_call_after.reached")
+        count = tmp_path / "count.txt"
+        assert count.read_text(encoding="utf-8").count("\n") == 1  # the server ran it
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(10) == -signal.SIGKILL
+        second = start_worker_process(env, address, task_queue, store_url, log)
+        status = await wait_status(handle, {"awaiting_review", "blocked"}, timeout=180)
+        assert status.status == "awaiting_review", status
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        print(log.read_text(encoding="utf-8", errors="replace")[-4000:] if log.exists() else "")
+    assert count.read_text(encoding="utf-8").count("\n") == 1  # one call
+    tools = await loop_tool_history(runtime, spec)
+    calls = [c for c in tools["calls"] if c["tool_name"] == "mcp__hostile__count"]
+    assert len(calls) == 1  # the agent called it once, and it was recorded once
+    store = await runtime.store()
+    exchange = f"{spec.job_id}:tool:{calls[0]['call_id']}"
+    assert len(await store.history("tool_record", exchange,
+                                   principal=principal_of(spec))) == 1  # one record
+    result = next(r for r in tools["results"] if r["call_id"] == calls[0]["call_id"])
+    assert json.loads(result["content"])["error"] == "tool_interrupted"
