@@ -1,7 +1,7 @@
 """MCP servers as tool sources: the operator's server definitions and a job's grants.
 
 Why two models: a job spec is written by whoever submits a job, and a job must never start a
-command or reach a URL the operator did not define (SECURITY.md, "MCP servers"). So the
+command or reach a URL the operator did not define (SECURITY.md, "11. MCP servers"). So the
 operator defines every server once (``PRESSROOM_MCP_SERVERS``: a YAML or JSON file read by
 the worker, ``settings.Settings.mcp_servers``) — a stdio command with its arguments and
 environment, or a streamable-HTTP URL whose headers are taken from named environment

@@ -92,6 +92,8 @@ def test_unrelated_variables_are_ignored() -> None:
     ("PRESSROOM_LOG_FORMAT", "JSON", "log_format", "json"),
     ("PRESSROOM_PRICES", "/etc/pressroom/prices.yaml", "prices",
      Path("/etc/pressroom/prices.yaml")),
+    ("PRESSROOM_MCP_SERVERS", "/etc/pressroom/mcp.yaml", "mcp_servers",
+     Path("/etc/pressroom/mcp.yaml")),
     # Temporal's own client variables are kept as read (workflows.connection uses them)
     *((name, raw, "temporal_env", {name: raw}) for name, raw in (
         ("TEMPORAL_ADDRESS", "cloud.example:7233"), ("TEMPORAL_NAMESPACE", "ns.acct"),

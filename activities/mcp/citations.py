@@ -5,7 +5,7 @@ Why here: a note's citation is checked against the stored exchange it names
 (``calls.gated_content``), so a citation of it names the call, the tool's full name as its
 source, the result's sha256 as its revision, ``result`` as its path and a line range, and
 every cited line must have been in the stored result. Its evidence is untrusted external
-data with no authority (SECURITY.md, "MCP servers"): a tool result, never a declared source.
+data with no authority (SECURITY.md, "11. MCP servers"): a tool result, never a declared source.
 """
 
 from __future__ import annotations

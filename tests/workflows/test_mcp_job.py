@@ -25,6 +25,7 @@ from temporalio.worker import Replayer
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
 from tests.mcp.servers import fixture_repo, server_table, servers
+from tests.waiting import wait_for
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import (
     loop_notes,
@@ -37,6 +38,7 @@ from tests.workflows.jobkit import (
     start_worker_process,
     wait_status,
 )
+from workflows.client import check_paths_on_worker, has_pollers
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,
@@ -91,7 +93,7 @@ async def test_a_job_calls_mcp_tools_cites_a_result_and_publishes(
     # history holds references: no MCP result in it (a note's claim, the model's own
     # argument, quotes the line it cites; the rest of the result never travels)
     raw = json.dumps([str(e) for e in history.events])
-    assert "Commit history:" not in raw and "Europe/Paris\\\"" not in raw
+    assert "Commit history:" not in raw and "day_of_week" not in raw
     replayed = await Replayer(
         workflows=[ResearchJobWorkflow], data_converter=DATA_CONVERTER,
         workflow_runner=WORKFLOW_RUNNER,
@@ -151,3 +153,23 @@ async def test_a_worker_killed_between_an_mcp_call_and_its_record_leaves_one_of_
                                    principal=principal_of(spec))) == 1  # one record
     result = next(r for r in tools["results"] if r["call_id"] == calls[0]["call_id"])
     assert json.loads(result["content"])["error"] == "tool_interrupted"
+
+
+async def test_pressroom_run_refuses_an_undefined_server_at_submit(
+        client: Any, store_url: str, tmp_path: Path,
+        task_queue: str, make_spec: Callable[..., JobSpec]) -> None:
+    """The worker answers ``pressroom run``'s check (``workflows.path_check``) for the
+    grants too: one line naming the server, before any job starts."""
+    repo = fixture_repo(tmp_path / "repo")
+    runtime = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                              mcp_servers=servers(tmp_path, repo), mcp_environ={})
+    bad = make_spec(tools=[{"server": "shell", "tools": ["run"]}])
+    good = make_spec(tools=[{"server": "git", "tools": ["git_log"]}])
+    async with running_worker(client, runtime, task_queue):
+        await wait_for(lambda: has_pollers(client, task_queue), 60, "the worker polling")
+        refused = await check_paths_on_worker(client, bad, task_queue=task_queue)
+        allowed = await check_paths_on_worker(client, good, task_queue=task_queue)
+    assert refused is not None and refused.refusal is not None
+    assert "server 'shell' is not defined" in refused.refusal
+    assert "McpGrantRefused" in refused.refusal and "\n" not in refused.refusal
+    assert allowed is not None and allowed.refusal is None
