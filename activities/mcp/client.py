@@ -18,9 +18,11 @@ environment or a token).
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -28,6 +30,14 @@ from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from contracts.mcp_servers import McpServerSpec
+
+_T = TypeVar("_T")
+
+# The SDK logs a line it cannot parse with the line itself (a server's output, which may
+# hold a secret); every failure here is reported as a typed, redacted error instead, so
+# its own records stay out of the worker's log (SECURITY.md, "No secret in a request,
+# manifest, history or log").
+logging.getLogger("mcp").setLevel(logging.CRITICAL + 1)
 
 #: the most pages of a tool list followed (a server that keeps handing out cursors stops
 #: there with a protocol error)
@@ -54,23 +64,57 @@ def _headers(server: McpServerSpec, environ: Mapping[str, str]) -> dict[str, str
     return headers
 
 
+class _Faults:
+    """A transport fault the session hands to its message handler (a line of the server's
+    output that is not JSON-RPC) ends the pending operation at once, as a protocol error,
+    instead of leaving it to wait for its deadline."""
+
+    def __init__(self) -> None:
+        self.seen = anyio.Event()
+        self.kind = ""
+
+    async def handler(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.kind = type(message).__name__
+            self.seen.set()
+
+    async def watch(self, operation: Callable[[], Awaitable[_T]]) -> _T:
+        outcome: list[_T] = []
+        async with anyio.create_task_group() as group:
+            async def run() -> None:
+                outcome.append(await operation())
+                group.cancel_scope.cancel()
+
+            async def fault() -> None:
+                await self.seen.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(run)
+            group.start_soon(fault)
+        if not outcome:
+            raise McpToolError("tool_protocol_error",
+                               f"the server sent a message that is not JSON-RPC ({self.kind})")
+        return outcome[0]
+
+
 @contextlib.asynccontextmanager
 async def _connected(server: McpServerSpec, environ: Mapping[str, str],
-                     deadline: float) -> AsyncIterator[Client]:
+                     deadline: float) -> AsyncIterator[tuple[Client, _Faults]]:
+    faults = _Faults()
     if server.command is not None:
         params = StdioServerParameters(command=server.command, args=list(server.args),
                                        env=dict(server.env) or None, cwd=server.cwd)
         with open(os.devnull, "w", encoding="utf-8") as quiet:
-            async with Client(stdio_client(params, errlog=quiet),
-                              read_timeout_seconds=deadline) as client:
-                yield client
+            async with Client(stdio_client(params, errlog=quiet), read_timeout_seconds=deadline,
+                              message_handler=faults.handler) as client:
+                yield client, faults
         return
     assert server.url is not None
     async with httpx2.AsyncClient(headers=_headers(server, environ), timeout=deadline,
-                                  follow_redirects=False) as http, \
+                                  follow_redirects=False, trust_env=False) as http, \
             Client(streamable_http_client(server.url, http_client=http),
-                   read_timeout_seconds=deadline) as client:
-        yield client
+                   read_timeout_seconds=deadline, message_handler=faults.handler) as client:
+        yield client, faults
 
 
 def _failure(exc: BaseException) -> McpToolError:
@@ -105,10 +149,11 @@ async def list_tools(server: McpServerSpec, environ: Mapping[str, str]) -> list[
     tools: list[dict[str, Any]] = []
     try:
         with anyio.fail_after(server.list_timeout_s):
-            async with _connected(server, environ, server.list_timeout_s) as client:
+            async with _connected(server, environ, server.list_timeout_s) as (client, faults):
                 cursor: str | None = None
                 for _page in range(MAX_LIST_PAGES):
-                    listed = await client.list_tools(cursor=cursor, cache_mode="bypass")
+                    listed = await faults.watch(
+                        functools.partial(client.list_tools, cursor=cursor, cache_mode="bypass"))
                     tools += [{"name": t.name, "description": t.description or "",
                                "input_schema": t.input_schema} for t in listed.tools]
                     cursor = listed.next_cursor
@@ -129,13 +174,13 @@ async def call_tool(server: McpServerSpec, environ: Mapping[str, str], tool: str
     recorded list is caught before its answer is used (``calls.run_mcp_call``)."""
     try:
         with anyio.fail_after(server.call_timeout_s):
-            async with _connected(server, environ, server.call_timeout_s) as client:
-                listed = await client.list_tools(cache_mode="bypass")
+            async with _connected(server, environ, server.call_timeout_s) as (client, faults):
+                listed = await faults.watch(lambda: client.list_tools(cache_mode="bypass"))
                 tools = [{"name": t.name, "description": t.description or "",
                           "input_schema": t.input_schema} for t in listed.tools]
                 if tool not in {t["name"] for t in tools}:
                     return tools, ""
-                result = await client.call_tool(tool, arguments)
+                result = await faults.watch(lambda: client.call_tool(tool, arguments))
     except Exception as exc:
         raise _failure(exc) from None
     except BaseExceptionGroup as group:

@@ -7,7 +7,8 @@ tool list that changes between two listings. Each tool is one case:
 - ``facts``: a normal answer (three lines; the second names ``retry budget``);
 - ``huge``: 200,000 characters; ``inject``: instruction-like text; ``leak``: a secret;
 - ``hang``: never answers; ``crash``: exits mid-call; ``garbage``: a result that is not a
-  valid ``CallToolResult``; ``count``: appends a line to ``$HOSTILE_COUNT_FILE`` per call.
+  valid ``CallToolResult``; ``badjson``: a line that is not JSON in place of the answer;
+  ``count``: appends a line to ``$HOSTILE_COUNT_FILE`` per call.
 
 With ``$HOSTILE_CHANGE_FILE`` set, a listing made while that file exists describes
 ``facts`` differently (a tool list that changed mid-job).
@@ -20,7 +21,7 @@ import os
 import sys
 import time
 
-TOOLS = ["facts", "huge", "inject", "leak", "hang", "crash", "garbage", "count"]
+TOOLS = ["facts", "huge", "inject", "leak", "hang", "crash", "garbage", "badjson", "count"]
 
 
 def _tools() -> list[dict[str, object]]:
@@ -65,6 +66,9 @@ def _call(request_id: object, name: str, arguments: dict[str, object]) -> None:
         os._exit(3)
     elif name == "garbage":
         _send({"jsonrpc": "2.0", "id": request_id, "result": {"content": "not a list"}})
+    elif name == "badjson":  # not JSON-RPC at all, in place of the answer
+        sys.stdout.write("{this is not json\n")
+        sys.stdout.flush()
     elif name == "count":
         with open(os.environ["HOSTILE_COUNT_FILE"], "a", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()}\n")

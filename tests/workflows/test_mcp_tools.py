@@ -11,6 +11,10 @@ error result, never a failed activity.
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,11 +37,12 @@ from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import roots_for
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
+HTTP_SERVER = Path(__file__).resolve().parents[1] / "mcp" / "http_server.py"
 
 GRANTS = [{"server": "time", "tools": ["get_current_time"]},
           {"server": "git", "tools": ["git_log", "git_commit"]},
           {"server": "hostile", "tools": ["facts", "huge", "inject", "leak", "hang", "crash",
-                                          "garbage", "count"]}]
+                                          "garbage", "badjson", "count"]}]
 
 
 @pytest.fixture
@@ -190,7 +195,8 @@ async def test_a_write_tool_never_runs_without_approval(
 
 
 HOSTILE = {"huge": "tool_output_too_large", "hang": "tool_timeout",
-           "crash": "tool_unavailable", "garbage": "tool_protocol_error"}
+           "crash": "tool_unavailable", "garbage": "tool_protocol_error",
+           "badjson": "tool_protocol_error"}
 
 
 @ASYNC
@@ -269,3 +275,46 @@ def test_the_operator_file_is_checked(tmp_path: Path, repo: Path) -> None:
         parse_mcp_servers({"servers": {"a__b": {"command": "x"}}})
     with pytest.raises(ValueError, match="http"):
         parse_mcp_servers({"servers": {"web": {"url": "file:///etc/passwd"}}})
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Any:
+    """The streamable-HTTP server (``tests/mcp/http_server.py``) on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(HTTP_SERVER), str(port)],
+                            env={**os.environ, "HTTP_MCP_TOKEN": "tok-123"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "no HTTP server"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@ASYNC
+async def test_a_streamable_http_server_gets_its_headers_from_the_workers_variables(
+        store_url: str, tmp_path: Path, http_server: str,
+        make_spec: Callable[..., JobSpec]) -> None:
+    table = parse_mcp_servers({"servers": {"web": {
+        "url": http_server, "headers_from_env": {"Authorization": "WEB_MCP_AUTH"}}}})
+    spec = make_spec(tools=[{"server": "web", "tools": ["facts"]}])
+    for token, want in (("Bearer tok-123", "success"), ("Bearer wrong", "tool_unavailable")):
+        rt = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                             mcp_servers=table, mcp_environ={"WEB_MCP_AUTH": token})
+        try:
+            job = await _job(rt, spec.model_copy(update={"job_id": f"{spec.job_id}-{want}"}))
+            result, body = await _call(rt, job, "t0001-1", "mcp__web__facts", {"topic": "x"})
+        finally:
+            await rt.close()
+        assert (result.rejection or result.status) == want, body
+        assert token not in json.dumps(body)  # the header's value is never stored
