@@ -165,7 +165,7 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
             result = _bookkeeping(inp.tool_name, inp.arguments)
         elif is_mcp(inp.tool_name):  # an operator-defined MCP server's tool (docs/mcp.md)
             result = await run_mcp_call(runtime, store, spec, inp.call_id, inp.tool_name,
-                                        inp.arguments)
+                                        inp.arguments, inp.approval)
         else:
             result = await run_source_tool(
                 inp.tool_name, inp.arguments, spec.sources, runtime.locations,

@@ -18,6 +18,7 @@ name fits the 64 characters providers allow for a tool name.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -162,6 +163,22 @@ def split_tool_name(name: str) -> tuple[str, str] | None:
     return server, tool
 
 
+def arguments_sha256(arguments: Mapping[str, Any]) -> str:
+    """The sha256 of a call's canonical arguments (sorted keys, no spaces, UTF-8): what an
+    approval of an ``effect: write`` call is bound to."""
+    text = json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def approval_body(call_id: str, server: str, tool: str,
+                  arguments: Mapping[str, Any]) -> dict[str, object]:
+    """What a reviewer signs to let one call of a write tool run: the call, the server,
+    the tool and the sha256 of its canonical arguments (the job id is in the statement)."""
+    return {"call_id": call_id, "server": server, "tool": tool,
+            "arguments_sha256": arguments_sha256(arguments)}
+
+
 def check_grants(grants: Sequence[ToolGrant], servers: McpServers | None) -> None:
     """Refuse (``McpGrantRefused``, one line) a grant of a server the operator did not
     define, or of a tool its definition does not offer (when it lists its tools)."""
@@ -222,6 +239,8 @@ __all__ = [
     "McpServers",
     "McpToolPolicy",
     "ToolGrant",
+    "approval_body",
+    "arguments_sha256",
     "check_grants",
     "load_mcp_servers",
     "parse_mcp_servers",

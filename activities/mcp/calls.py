@@ -26,12 +26,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from activities.mcp.approvals import check_approval
 from activities.mcp.client import McpToolError, call_tool
 from activities.mcp.listing import definition_hash, ensure_tool_list, granted_entry
 from activities.research_tools.rejected import ToolRejected
 from activities.runtime import dumps, pause_point, principal_of, scope_of
 from artifacts.errors import RevisionConflict
 from context.admission.security import detector_for, redact_secrets
+from contracts.activity_messages import ToolApproval
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import split_tool_name
 
@@ -88,7 +90,8 @@ def gated_content(server: str, tool: str, text: str, limit: int) -> dict[str, An
 
 
 async def run_mcp_call(runtime: Any, store: Any, spec: JobSpec, call_id: str,
-                       name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+                       name: str, arguments: Mapping[str, Any],
+                       approval: ToolApproval | None = None) -> dict[str, Any]:
     """The gated result of one call of ``name`` (``mcp__<server>__<tool>``), or
     ``ToolRejected`` with a typed kind the model sees."""
     split = split_tool_name(name)
@@ -104,10 +107,8 @@ async def run_mcp_call(runtime: Any, store: Any, spec: JobSpec, call_id: str,
         error = ((listing or {}).get("servers", {}).get(server_name) or {}).get("error")
         raise _rejected("tool_unavailable", f"{name} is not in the job's recorded tool list"
                         + (f" ({error})" if error else ""))
-    if entry["effect"] == "write":
-        raise _rejected("approval_required",
-                        f"{name} acts on the world (effect: write); it runs only with a "
-                        "reviewer's signed approval of this call")
+    if entry["effect"] == "write":  # signed approval of exactly this call, reserved for it
+        await check_approval(store, spec, call_id, server_name, tool, arguments, approval)
     servers = runtime.mcp_servers.servers if runtime.mcp_servers is not None else {}
     server = servers.get(server_name)
     if server is None:

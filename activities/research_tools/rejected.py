@@ -31,6 +31,7 @@ RejectionKind = Literal[
     "tool_list_changed",
     "tool_interrupted",
     "approval_required",
+    "approval_refused",
 ]
 
 

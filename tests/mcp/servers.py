@@ -33,6 +33,9 @@ def server_table(tmp_path: Path, repo: Path, **hostile: Any) -> dict[str, Any]:
     return {"servers": {
         "time": {"command": str(BIN / "mcp-server-time"), "args": ["--local-timezone", "UTC"]},
         "git": {"command": str(BIN / "mcp-server-git"), "args": ["--repository", str(repo)],
+                "env": {"GIT_AUTHOR_NAME": "mcp", "GIT_AUTHOR_EMAIL": "mcp@example.org",
+                        "GIT_COMMITTER_NAME": "mcp",
+                        "GIT_COMMITTER_EMAIL": "mcp@example.org"},
                 "tools": {"git_log": {}, "git_status": {}, "git_commit": {"effect": "write"}}},
         "hostile": {"command": sys.executable, "args": [str(HOSTILE)],
                     "env": {"HOSTILE_COUNT_FILE": str(tmp_path / "count.txt"),

@@ -28,13 +28,14 @@ from activities.mcp.grants import grants_refusal
 from activities.mcp.listing import ensure_tool_list, listing_id, tool_definitions
 from activities.runtime import ActivityRuntime, principal_of, scope_of
 from activities.tool_call import exchange_id, run_tool_call
-from contracts.activity_messages import JobRef, ToolCallInput
+from contracts.activity_messages import JobRef, ToolApproval, ToolCallInput
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec
-from contracts.mcp_servers import McpGrantRefused, parse_mcp_servers
+from contracts.mcp_servers import McpGrantRefused, arguments_sha256, parse_mcp_servers
+from contracts.signing import sign
 from tests.mcp.servers import fixture_repo, server_table, servers
 from tests.workflows.conftest import LOCAL
-from tests.workflows.jobkit import roots_for
+from tests.workflows.jobkit import reviewer_key, roots_for
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 HTTP_SERVER = Path(__file__).resolve().parents[1] / "mcp" / "http_server.py"
@@ -318,3 +319,58 @@ async def test_a_streamable_http_server_gets_its_headers_from_the_workers_variab
             await rt.close()
         assert (result.rejection or result.status) == want, body
         assert token not in json.dumps(body)  # the header's value is never stored
+
+
+def _approval(spec: JobSpec, call_id: str, arguments: dict[str, Any],
+              signer: str = "alice", **other: str) -> ToolApproval:
+    fields = {"call_id": call_id, "server": "git", "tool": "git_commit",
+              "arguments_sha256": arguments_sha256(arguments), **other}
+    unsigned = ToolApproval(**fields)
+    return unsigned.model_copy(update={"signature": sign(
+        reviewer_key(signer), "tool_approval", spec.job_id, unsigned.signed_body(),
+        signer=signer)})
+
+
+def _commits(repo: Path) -> int:
+    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.strip())
+
+
+@ASYNC
+async def test_a_write_call_runs_once_with_its_signed_approval_and_never_otherwise(
+        mcp_runtime: ActivityRuntime, make_spec: Callable[..., JobSpec], repo: Path) -> None:
+    spec = make_spec(tools=GRANTS)
+    job = await _job(mcp_runtime, spec)
+    arguments = {"repo_path": str(repo), "message": "approved commit"}
+    (repo / "change.txt").write_text("a change to commit\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(repo), "add", "change.txt"], check=True)
+
+    async def call(call_id: str, args: dict[str, Any], approval: ToolApproval | None) -> Any:
+        result = await run_tool_call(mcp_runtime, ToolCallInput(
+            job=job, call_id=call_id, tool_name="mcp__git__git_commit", turn=1,
+            arguments=args, approval=approval))
+        return result.rejection or result.status
+
+    approval = _approval(spec, "t0001-1", arguments)
+    # other arguments than the approved ones: refused, nothing committed
+    assert await call("t0001-1", {**arguments, "message": "other"}, approval) == \
+        "approval_refused"
+    assert _commits(repo) == 1
+    # a signer the job does not list, or an approval of another tool
+    assert await call("t0001-2", arguments, _approval(spec, "t0001-2", arguments,
+                                                      signer="mallory")) == "approval_refused"
+    assert await call("t0001-3", arguments, _approval(spec, "t0001-3", arguments,
+                                                      tool="git_log")) == "approval_refused"
+    good = _approval(spec, "t0001-4", arguments)
+    assert await call("t0001-4", arguments, good) == "success"
+    assert _commits(repo) == 2
+    # a retry of the same call returns its stored exchange: still one commit
+    assert await call("t0001-4", arguments, good) == "success"
+    assert _commits(repo) == 2
+    # the same approval presented for another call (its body names t0001-4): refused
+    assert await call("t0001-5", arguments, good) == "approval_refused"
+    # an approval signed for the other call id, replayed: reserved already for t0001-4
+    replayed = good.model_copy(update={"call_id": "t0001-6"})
+    assert await call("t0001-6", arguments, replayed) == "approval_refused"
+    assert _commits(repo) == 2
