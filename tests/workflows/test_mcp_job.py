@@ -13,17 +13,22 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
+from contracts.mcp_servers import arguments_sha256
+from contracts.signing import sign
+from contracts.workflow_messages import ToolApprovalInput
 from tests.mcp.servers import fixture_repo, server_table, servers
 from tests.waiting import wait_for
 from tests.workflows.conftest import LOCAL
@@ -32,6 +37,7 @@ from tests.workflows.jobkit import (
     loop_tool_history,
     published_files,
     review,
+    reviewer_key,
     roots_for,
     running_worker,
     start_job,
@@ -173,3 +179,94 @@ async def test_pressroom_run_refuses_an_undefined_server_at_submit(
     assert "server 'shell' is not defined" in refused.refusal
     assert "McpGrantRefused" in refused.refusal and "\n" not in refused.refusal
     assert allowed is not None and allowed.refusal is None
+
+
+def _commits(repo: Path) -> int:
+    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "HEAD"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.strip())
+
+
+async def _pending(handle: Any, timeout: float = 90.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        status = await handle.query(ResearchJobWorkflow.status)
+        if status.pending_tool_approvals:
+            return status
+        assert status.status not in ("blocked", "failed"), status
+        await asyncio.sleep(0.2)
+    raise AssertionError("no call ever waited for approval")
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_a_write_call_waits_for_its_signed_approval_as_a_durable_update(
+        client: Any, store_url: str, tmp_path: Path, task_queue: str,
+        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch,
+        approve: bool) -> None:
+    """The model asks for ``git_commit`` (``effect: write``); the loop waits for a
+    reviewer's approval of exactly that call, shown in ``status`` with its arguments. An
+    approval of other arguments, of another call, or unsigned by a listed reviewer is
+    refused by the Update; the signed one lets the call run once, and the same approval
+    again is refused. Without an approval within the review timeout the call never runs."""
+    from tests.workflows.replay_api import replayed_openai
+
+    repo = fixture_repo(tmp_path / "repo")
+    (repo / "change.txt").write_text("a change to commit\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(repo), "add", "change.txt"], check=True)
+    arguments = {"repo_path": str(repo), "message": "approved commit"}
+    runtime = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                              mcp_servers=servers(tmp_path, repo), mcp_environ={})
+    review_spec = {"reviewers": ["alice", "bob"], "timeout": "10m" if approve else "4s",
+                   "max_revisions": 2}
+    spec = make_spec(model={"provider": "openai", "name": "replayed-model"},
+                     tools=[{"server": "git", "tools": ["git_commit"]}], review=review_spec)
+    script = [[("mcp__git__git_commit", arguments)],
+              [("finish", {"summary": "done", "open_items": []})]]
+    with replayed_openai(monkeypatch, script):
+        async with running_worker(client, runtime, task_queue):
+            handle = await start_job(client, spec, task_queue)
+            first_run = (await handle.describe()).run_id
+            status = await _pending(handle)
+            pending = status.pending_tool_approvals[0]
+            assert (pending.tool_name, pending.arguments) == ("mcp__git__git_commit",
+                                                              arguments)
+            assert pending.arguments_sha256 == arguments_sha256(arguments)
+
+            def approval(signer: str = "alice", **other: Any) -> ToolApprovalInput:
+                fields = {"call_id": pending.call_id, "server": "git", "tool": "git_commit",
+                          "arguments_sha256": pending.arguments_sha256,
+                          "first_run_id": first_run, **other}
+                unsigned = ToolApprovalInput(**fields)
+                return unsigned.model_copy(update={"signature": sign(
+                    reviewer_key(signer), "tool_approval", spec.job_id,
+                    unsigned.signed_body(), signer=signer)})
+
+            if approve:
+                for bad in (approval(arguments_sha256=arguments_sha256({"x": 1})),
+                            approval(call_id="t0001-9"), approval(signer="mallory"),
+                            approval(first_run_id="another-run")):
+                    with pytest.raises(WorkflowUpdateFailedError):
+                        await handle.execute_update(ResearchJobWorkflow.approve_tool_call, bad)
+                assert _commits(repo) == 1
+                good = approval()
+                await handle.execute_update(ResearchJobWorkflow.approve_tool_call, good)
+                with pytest.raises(WorkflowUpdateFailedError):  # the same approval again
+                    await handle.execute_update(ResearchJobWorkflow.approve_tool_call, good)
+            status = await wait_status(handle, {"blocked", "awaiting_review", "failed"})
+            assert not status.pending_tool_approvals
+            tools = await loop_tool_history(runtime, spec)
+            history = await handle.fetch_history()
+            await handle.terminate("test over")
+    result = next(r for r in tools["results"] if r["tool_name"] == "mcp__git__git_commit")
+    if approve:
+        assert result["status"] == "success", result
+        assert _commits(repo) == 2  # run once
+    else:
+        assert json.loads(result["content"])["error"] == "approval_required", result
+        assert _commits(repo) == 1  # never run
+    replayed = await Replayer(
+        workflows=[ResearchJobWorkflow], data_converter=DATA_CONVERTER,
+        workflow_runner=WORKFLOW_RUNNER,
+        workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+    ).replay_workflow(history)
+    assert replayed.replay_failure is None
