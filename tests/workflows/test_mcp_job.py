@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -190,7 +191,11 @@ def _commits(repo: Path) -> int:
 async def _pending(handle: Any, timeout: float = 90.0) -> Any:
     deadline = asyncio.get_running_loop().time() + timeout
     while asyncio.get_running_loop().time() < deadline:
-        status = await handle.query(ResearchJobWorkflow.status)
+        try:  # a query no worker answers yet (one still starting) times out: ask again
+            status = await handle.query(ResearchJobWorkflow.status)
+        except RPCError:
+            await asyncio.sleep(0.2)
+            continue
         if status.pending_tool_approvals:
             return status
         assert status.status not in ("blocked", "failed"), status
@@ -270,3 +275,70 @@ async def test_a_write_call_waits_for_its_signed_approval_as_a_durable_update(
         workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
     ).replay_workflow(history)
     assert replayed.replay_failure is None
+
+
+@pytest.mark.slow
+async def test_an_approved_write_call_runs_once_when_its_worker_dies_mid_call(
+        temporal_env: WorkflowEnvironment, runtime: ActivityRuntime, store_url: str,
+        task_queue: str, tmp_path: Path, make_spec: Callable[..., JobSpec],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server ran the approved commit, then the worker was SIGKILLed before the call's
+    exchange was stored: the retry on a fresh worker finds the call reserved and runs
+    nothing (``tool_interrupted``) — one commit, one record."""
+    from tests.workflows.replay_api import replayed_openai
+
+    client = temporal_env.client
+    address = client.service_client.config.target_host
+    repo = fixture_repo(tmp_path / "repo")
+    (repo / "change.txt").write_text("a change to commit\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(repo), "add", "change.txt"], check=True)
+    table = tmp_path / "mcp.yaml"
+    table.write_text(yaml.safe_dump(server_table(tmp_path, repo)), encoding="utf-8")
+    arguments = {"repo_path": str(repo), "message": "approved commit"}
+    spec = make_spec(model={"provider": "openai", "name": "replayed-model"},
+                     tools=[{"server": "git", "tools": ["git_commit"]}])
+    markers, log = tmp_path / "markers", tmp_path / "worker.log"
+    env = {"PRESSROOM_MCP_SERVERS": str(table)}
+    script = [[("mcp__git__git_commit", arguments)],
+              [("finish", {"summary": "done", "open_items": []})]]
+    first = second = None
+    with replayed_openai(monkeypatch, script):
+        try:
+            first = start_worker_process({**env, "PRESSROOM_TEST_PAUSE_AT": "mcp_call_after",
+                                          "PRESSROOM_TEST_PAUSE_DIR": str(markers)},
+                                         address, task_queue, store_url, log)
+            handle = await start_job(client, spec, task_queue)
+            first_run = (await handle.describe()).run_id
+            pending = (await _pending(handle)).pending_tool_approvals[0]
+            unsigned = ToolApprovalInput(call_id=pending.call_id, server="git",
+                                         tool="git_commit",
+                                         arguments_sha256=pending.arguments_sha256,
+                                         first_run_id=first_run)
+            await handle.execute_update(ResearchJobWorkflow.approve_tool_call,
+                                        unsigned.model_copy(update={"signature": sign(
+                                            reviewer_key("alice"), "tool_approval",
+                                            spec.job_id, unsigned.signed_body(),
+                                            signer="alice")}))
+            await _wait_for(markers / "mcp_call_after.reached")
+            assert _commits(repo) == 2  # the server committed
+            first.send_signal(signal.SIGKILL)
+            assert first.wait(10) == -signal.SIGKILL
+            second = start_worker_process(env, address, task_queue, store_url, log)
+            await wait_status(handle, {"blocked", "awaiting_review"}, timeout=180)
+            await handle.terminate("test over")
+        finally:
+            for proc in (first, second):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
+            print(log.read_text(encoding="utf-8", errors="replace")[-4000:]
+                  if log.exists() else "")
+    assert _commits(repo) == 2  # run once
+    tools = await loop_tool_history(runtime, spec)
+    calls = [c for c in tools["calls"] if c["tool_name"] == "mcp__git__git_commit"]
+    assert len(calls) == 1
+    store = await runtime.store()
+    assert len(await store.history("tool_record", f"{spec.job_id}:tool:{calls[0]['call_id']}",
+                                   principal=principal_of(spec))) == 1
+    result = next(r for r in tools["results"] if r["call_id"] == calls[0]["call_id"])
+    assert json.loads(result["content"])["error"] == "tool_interrupted"
