@@ -238,7 +238,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   attestation: Keyring | None = None,
                   registered_reviewers_only: bool = False,
                   prices: PriceTable | None = None,
-                  mcp_servers: McpServers | None = None) -> ActivityRuntime:
+                  mcp_servers: McpServers | None = None,
+                  mcp_environ: Mapping[str, str] | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -254,7 +255,7 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
                            attestation=attestation,
                            registered_reviewers_only=registered_reviewers_only, prices=prices,
-                           mcp_servers=mcp_servers)
+                           mcp_servers=mcp_servers, mcp_environ=mcp_environ)
 
 
 def mcp_server_table(settings: Settings) -> McpServers | None:
@@ -264,6 +265,14 @@ def mcp_server_table(settings: Settings) -> McpServers | None:
         return load_mcp_servers(settings.mcp_servers)
     except McpConfigError as exc:
         raise JobError(f"{MCP_SERVERS}: {exc}") from None
+
+
+def mcp_header_values(servers: McpServers | None) -> dict[str, str]:
+    """The variables the operator's HTTP servers take headers from, read here at the edge
+    (settings.py: nothing below the entry points reads the environment); only those."""
+    names = {var for server in (servers.servers.values() if servers else ())
+             for var in server.headers_from_env.values()}
+    return {name: os.environ[name] for name in sorted(names) if os.environ.get(name)}
 
 
 def price_table(settings: Settings) -> PriceTable:
@@ -329,7 +338,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 roots=PathRoots.of(settings),
                                 helper_processes=helpers, attestation=attestation,
                                 registered_reviewers_only=settings.registered_reviewers_only,
-                                prices=prices, mcp_servers=mcp_servers)
+                                prices=prices, mcp_servers=mcp_servers,
+                                mcp_environ=mcp_header_values(mcp_servers))
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

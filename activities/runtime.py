@@ -93,11 +93,10 @@ class ActivityRuntime:
         self.store_url = store_url
         self.registered_reviewers_only = registered_reviewers_only
         self.prices = prices or default_prices()
-        #: the operator's MCP servers (``contracts.mcp_servers``) and the environment their
-        #: ``headers_from_env`` are read from (the worker's own; docs/mcp.md)
+        #: the operator's MCP servers (``contracts.mcp_servers``) and the variables their
+        #: ``headers_from_env`` name, as the worker read them at start (docs/mcp.md)
         self.mcp_servers = mcp_servers
-        self.mcp_environ: Mapping[str, str] = (os.environ if mcp_environ is None
-                                               else dict(mcp_environ))
+        self.mcp_environ: Mapping[str, str] = dict(mcp_environ or {})
         self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)
