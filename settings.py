@@ -126,6 +126,7 @@ PRICES = "PRESSROOM_PRICES"
 MODEL_ENDPOINTS = "PRESSROOM_MODEL_ENDPOINTS"
 WEB_ALLOWED_DOMAINS = "PRESSROOM_WEB_ALLOWED_DOMAINS"
 WEB_ALLOWED_NETWORKS = "PRESSROOM_WEB_ALLOWED_NETWORKS"
+MCP_SERVERS = "PRESSROOM_MCP_SERVERS"
 
 #: Old name -> current name; the old one is still read (with a warning) for one release.
 DEPRECATED_NAMES: dict[str, str] = {STORE_URL: DATABASE_URL}
@@ -279,6 +280,10 @@ VARIABLES: tuple[Variable, ...] = (
              "although they are loopback, private, link-local, CGNAT or otherwise special "
              "(e.g. `127.0.0.0/8` for a page served on this machine); metadata addresses "
              "are refused unless a network listed here holds them"),
+    Variable(MCP_SERVERS, "mcp_servers", "none: no job may use an MCP tool",
+             "a YAML or JSON file defining the MCP servers jobs may be granted (docs/mcp.md): "
+             "a stdio command with its arguments and environment, or a streamable-HTTP URL "
+             "with headers from named variables; read by the worker"),
 )
 
 
@@ -542,6 +547,9 @@ class Settings(BaseModel):
     #: special networks a fetch may reach (``worker.web_policy`` checks and combines them).
     web_allowed_domains: tuple[str, ...] = ()
     web_allowed_networks: tuple[str, ...] = ()
+    #: The operator's MCP server file (``contracts.mcp_servers.load_mcp_servers``); ``None``:
+    #: no server is defined, and a job granted an MCP tool is refused.
+    mcp_servers: Path | None = None
 
 
     @classmethod
@@ -577,6 +585,8 @@ class Settings(BaseModel):
                              if (raw := _text(environ, MODEL_ENDPOINTS)) else None),
             web_allowed_domains=_web_list(environ, WEB_ALLOWED_DOMAINS),
             web_allowed_networks=_web_list(environ, WEB_ALLOWED_NETWORKS),
+            mcp_servers=(Path(raw).expanduser() if (raw := _text(environ, MCP_SERVERS))
+                         else None),
             temporal_env={name: value for name, value in environ.items()
                           if name.startswith(TEMPORAL_PREFIX) and value},
             # only an address or namespace actually set counts as set: the connection

@@ -66,6 +66,7 @@ from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
 from contracts.errors import JobError
+from contracts.mcp_servers import McpConfigError, McpServers, load_mcp_servers
 from contracts.model_endpoints import ModelEndpointError, ModelEndpoints, load_endpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceError, PriceTable, load_prices
@@ -77,6 +78,7 @@ from settings import (
     HEALTH_PORT,
     HELPER_PROCESSES,
     LOG_FORMATS,
+    MCP_SERVERS,
     METRICS_PORT,
     MODEL_ENDPOINTS,
     PRICES,
@@ -243,7 +245,9 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   registered_reviewers_only: bool = False,
                   prices: PriceTable | None = None,
                   endpoints: ModelEndpoints | None = None,
-                  web_policy: WebFetchPolicy | None = None) -> ActivityRuntime:
+                  web_policy: WebFetchPolicy | None = None,
+                  mcp_servers: McpServers | None = None,
+                  mcp_environ: Mapping[str, str] | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -261,7 +265,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     return ActivityRuntime(store_url, locations=locations, roots=roots, helpers=helpers,
                            attestation=attestation,
                            registered_reviewers_only=registered_reviewers_only, prices=prices,
-                           endpoints=endpoints, web_policy=web_policy)
+                           endpoints=endpoints, web_policy=web_policy,
+                           mcp_servers=mcp_servers, mcp_environ=mcp_environ)
 
 
 def endpoint_list(settings: Settings) -> ModelEndpoints:
@@ -271,6 +276,23 @@ def endpoint_list(settings: Settings) -> ModelEndpoints:
         return load_endpoints(settings.model_endpoints)
     except ModelEndpointError as exc:
         raise JobError(f"{MODEL_ENDPOINTS}: {exc}") from None
+
+
+def mcp_server_table(settings: Settings) -> McpServers | None:
+    """The operator's MCP servers (``settings.mcp_servers``); a file that cannot be used is
+    a ``JobError`` naming the variable and the field."""
+    try:
+        return load_mcp_servers(settings.mcp_servers)
+    except McpConfigError as exc:
+        raise JobError(f"{MCP_SERVERS}: {exc}") from None
+
+
+def mcp_header_values(servers: McpServers | None) -> dict[str, str]:
+    """The variables the operator's HTTP servers take headers from, read here at the edge
+    (settings.py: nothing below the entry points reads the environment); only those."""
+    names = {var for server in (servers.servers.values() if servers else ())
+             for var in server.headers_from_env.values()}
+    return {name: os.environ[name] for name in sorted(names) if os.environ.get(name)}
 
 
 def price_table(settings: Settings) -> PriceTable:
@@ -342,6 +364,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
     attestation = attestation_keyring(settings)  # a bad key file stops the worker at once
     prices = price_table(settings)  # so does a bad price file
     endpoints = endpoint_list(settings)  # and a bad endpoint file
+    mcp_servers = mcp_server_table(settings)  # and a bad MCP server file
     observe(settings)  # logs, metrics endpoint, tracing: before the client connects
     health = HealthState()
     server = await start_health(settings.health_address, health)
@@ -354,7 +377,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 helper_processes=helpers, attestation=attestation,
                                 registered_reviewers_only=settings.registered_reviewers_only,
                                 prices=prices, endpoints=endpoints,
-                                web_policy=web_policy(settings))
+                                web_policy=web_policy(settings), mcp_servers=mcp_servers,
+                                mcp_environ=mcp_header_values(mcp_servers))
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

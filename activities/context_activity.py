@@ -22,6 +22,7 @@ from pydantic import ValidationError
 import context
 from activities.candidates import CandidateSet, attestation_summary, load_candidates
 from activities.job_policy import job_policy
+from activities.mcp.listing import tool_definitions as mcp_tool_definitions
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, manifest_counts, now_ns
@@ -31,6 +32,7 @@ from context.items import ScopeRef
 from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy
 from context.request import ModelSpec, PrincipalContext, TopicSpec
+from context.tool_history import ToolDefinition
 from contracts.activity_messages import AssembleContextInput, ContextRef
 from contracts.job_spec import JobSpec
 
@@ -69,7 +71,8 @@ async def previous_manifest(store: ArtifactStore, spec: JobSpec, step_id: str
 
 
 def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet,
-             policy: ContextPolicy, previous: ContextAssemblyManifest | None = None) -> Any:
+             policy: ContextPolicy, previous: ContextAssemblyManifest | None = None,
+             tools: tuple[ToolDefinition, ...] = TOOL_DEFINITIONS) -> Any:
     scope = ScopeRef(tenant=spec.scope.tenant, project=spec.scope.project, task=spec.scope.task)
     topics = [TopicSpec(name=t.name, terms=tuple(t.terms), blocking=t.blocking)
               for t in spec.topics] if inp.stage in EVIDENCE_STAGES else []
@@ -92,7 +95,7 @@ def _request(spec: JobSpec, inp: AssembleContextInput, candidates: CandidateSet,
         candidates=tuple(candidates.items),
         acquisitions=tuple(candidates.acquisitions),
         tool_history=candidates.tool_history,
-        tool_definitions=TOOL_DEFINITIONS if inp.stage == "research" else (),
+        tool_definitions=tools if inp.stage == "research" else (),
         evidence_budget=inp.state.evidence_budget,
         previous_manifest=previous,
     )
@@ -107,7 +110,9 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
     policy = job_policy(spec.policy, runtime.roots_for(spec))
     candidates = await load_candidates(store, spec, inp, policy, roots=runtime.roots_for(spec))
     previous = await previous_manifest(store, spec, inp.step_id)
-    request = _request(spec, inp, candidates, policy, previous)
+    # the job's MCP tools, from the list stored once per job (activities.mcp.listing)
+    offered = (*TOOL_DEFINITIONS, *await mcp_tool_definitions(store, spec))
+    request = _request(spec, inp, candidates, policy, previous, offered)
     # The engine is pure CPU work (token counting, hashing); a thread keeps the worker's
     # event loop free to heartbeat and run other activities meanwhile.
     outcome = await asyncio.to_thread(context.assemble, request)

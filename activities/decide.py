@@ -39,6 +39,7 @@ import json
 from typing import Any
 
 from activities.draft import load_serialized, require_ready
+from activities.mcp.approvals import mark_write_calls
 from activities.providers import provider_for
 from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
@@ -197,6 +198,8 @@ async def decide(runtime: ActivityRuntime, inp: DecideInput) -> DecideResult:
          job_id=spec.job_id, step_id=ctx.step_id, manifest_id=ctx.manifest_id)
     decision = _consistent(decision)
     planned = plan_calls(decision, inp.turn, spec.research.max_calls_per_turn)
+    # a call of an ``effect: write`` MCP tool waits for a signed approval (docs/mcp.md)
+    planned = await mark_write_calls(store, spec, planned)
     body = {
         "turn": inp.turn, "manifest_id": ctx.manifest_id, "input_hash": serialized["hash"],
         "provider": decision.provider, "model": decision.model,

@@ -21,6 +21,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+from activities.mcp.citations import evidence_fields as mcp_evidence
+from activities.mcp.citations import is_mcp
 from activities.research_tools.arguments import NoteArguments
 from activities.research_tools.source_tools import search_hits
 from activities.runtime import (
@@ -96,7 +98,7 @@ def note_item_id(topic: str, note_call_id: str, index: int) -> str:
 def _cited_lines(exchange: dict[str, Any], path: str, start: int, end: int) -> list[str]:
     """The text of lines ``start..end`` of ``path`` as the stored result showed them."""
     content = json.loads(exchange["result"]["content"])
-    if exchange["call"]["tool_name"] == "read":
+    if exchange["call"]["tool_name"] == "read" or is_mcp(exchange["call"]["tool_name"]):
         first = content["start_line"]
         return list(content["lines"][start - first:end - first + 1])
     shown = {number: text for hit_path, _revision, number, text in search_hits(content)
@@ -109,19 +111,25 @@ def _note_records(spec: JobSpec, note_call_id: str, note: dict[str, Any],
     records = []
     topic = note["topic"]
     for index, citation in enumerate(note["citations"], start=1):
-        source = spec.source_named(citation["source"])
+        mcp = is_mcp(citation["source"])  # an MCP result, not a declared source
+        source = None if mcp else spec.source_named(citation["source"])
+        name = citation["source"] if source is None else source.name
         path, start, end = citation["path"], citation["start_line"], citation["end_line"]
         revision = citation["revision"]
         text = "\n".join(_cited_lines(cited[citation["call_id"]], path, start, end))
         common: dict[str, Any] = {
             "item_id": note_item_id(topic, note_call_id, index), "call_id": note_call_id,
-            "tool_name": "note", "source_name": source.name, "path": path,
+            "tool_name": "note", "source_name": name, "path": path,
             "line_start": start, "line_end": end, "content": text,
             "content_hash": result_hash(text), "revision": revision, "observed_at": as_of,
-            "security_class": source.security_class, "topics": [topic],
-            "canonical_key": f"note:{topic}:{source.name}:{path}#L{start}-L{end}",
+            "topics": [topic],
+            "canonical_key": f"note:{topic}:{name}:{path}#L{start}-L{end}",
             "cited_call_id": citation["call_id"],
         }
+        if source is None:
+            records.append(EvidenceRecord(**common, **mcp_evidence(name, start, end)))
+            continue
+        common["security_class"] = source.security_class
         if source.kind == "git":
             record = EvidenceRecord(**common, source_type=SourceType.REPOSITORY_SOURCE,
                                     repo=source.name, commit=revision,

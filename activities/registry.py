@@ -25,6 +25,8 @@ from activities import (
     tool_call,
     web_refresh,
 )
+from activities.mcp import listing as mcp_listing
+from activities.mcp.grants import grants_refusal as mcp_grants_refusal
 from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
 from activities.telemetry import logged
@@ -107,6 +109,8 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     @activity.defn(name="assemble_context")
     async def assemble_context(inp: AssembleContextInput) -> ContextRef:
         async with heartbeating(), logged(inp) as ids:
+            if inp.stage == "research":  # the live servers are listed here, once per job
+                await mcp_listing.ensure_tool_list(runtime, await runtime.spec_of(inp.job))
             ref = (await runtime.helpers.run("assemble_context", inp, ContextRef)
                    if runtime.helpers is not None
                    else await context_activity.assemble_context(runtime, inp))
@@ -171,6 +175,9 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
         # the check store_job_spec runs, with this worker's roots (contracts.path_check)
         async with heartbeating():
+            refused = mcp_grants_refusal(inp.spec, runtime.mcp_servers)  # docs/mcp.md
+            if refused is not None:
+                return refused
             found = verdict(inp.spec, runtime.roots, runtime.locations)
             if found.refusal is None and not endpoint_allowed(inp.spec, runtime):
                 # the submitter hears that, not this worker's list (SECURITY.md)

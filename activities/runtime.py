@@ -49,6 +49,7 @@ from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
 from contracts.errors import CarriedStateMismatch
 from contracts.job_spec import JobSpec
+from contracts.mcp_servers import McpServers
 from contracts.model_endpoints import ModelEndpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
@@ -93,7 +94,9 @@ class ActivityRuntime:
                  registered_reviewers_only: bool = False,
                  prices: PriceTable | None = None,
                  endpoints: ModelEndpoints | None = None,
-                 web_policy: WebFetchPolicy | None = None) -> None:
+                 web_policy: WebFetchPolicy | None = None,
+                 mcp_servers: McpServers | None = None,
+                 mcp_environ: Mapping[str, str] | None = None) -> None:
         self.store_url = store_url
         self.endpoints = endpoints or ModelEndpoints()
         #: the operator's rules for live web pages (``contracts.web_policy``); the default
@@ -103,6 +106,10 @@ class ActivityRuntime:
         self.web_locks: dict[str, asyncio.Lock] = {}
         self.registered_reviewers_only = registered_reviewers_only
         self.prices = prices or default_prices()
+        #: the operator's MCP servers (``contracts.mcp_servers``) and the variables their
+        #: ``headers_from_env`` name, as the worker read them at start (docs/mcp.md)
+        self.mcp_servers = mcp_servers
+        self.mcp_environ: Mapping[str, str] = dict(mcp_environ or {})
         self.attestation = attestation
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)

@@ -20,6 +20,7 @@ from activities.runtime import (
 from contracts.activity_messages import ArtifactRef, PlanInput, RecordReviewInput, StoreJobSpecInput
 from contracts.errors import CarriedStateMismatch, JobIdReused
 from contracts.job_spec import JobSpec
+from contracts.mcp_servers import check_grants
 from contracts.model_endpoints import endpoint_of
 from contracts.path_safety import check_job_paths
 from contracts.web_policy import check_job_urls
@@ -61,6 +62,7 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
         # before anything is read, not at the first model call
         endpoint_of(spec.model, runtime.endpoints, {})
     check_job_urls(spec.sources, runtime.web_policy)  # live web pages: the allow-list
+    check_grants(spec.tools, runtime.mcp_servers)  # only operator-defined MCP servers
     if runtime.registered_reviewers_only:
         check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
     store = await runtime.store()

@@ -24,6 +24,8 @@ import json
 from typing import Any, cast, get_args
 
 from activities.job_policy import job_policy
+from activities.mcp.calls import run_mcp_call
+from activities.mcp.citations import is_mcp
 from activities.research_tools import ToolRejected, run_source_tool
 from activities.research_tools.arguments import (
     FinishArguments,
@@ -162,6 +164,9 @@ async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, pr
             result = await _note(store, spec, principal, inp.arguments)
         elif inp.tool_name in ("update_plan", "finish"):
             result = _bookkeeping(inp.tool_name, inp.arguments)
+        elif is_mcp(inp.tool_name):  # an operator-defined MCP server's tool (docs/mcp.md)
+            result = await run_mcp_call(runtime, store, spec, inp.call_id, inp.tool_name,
+                                        inp.arguments, inp.approval)
         else:
             result = await run_source_tool(
                 inp.tool_name, inp.arguments, spec.sources, runtime.locations,

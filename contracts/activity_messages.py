@@ -201,6 +201,27 @@ class PublishResult(_Msg):
     published_at: str
 
 
+class ToolApproval(_Msg):
+    """A reviewer's approval of one pending write call (the workflow's ``approve_tool_call``
+    Update, then the call's ``run_tool``), signed over ``signed_body()``: the job (in the
+    statement), the call id, the server, the tool and the sha256 of the call's canonical
+    arguments, and the job's first run (docs/mcp.md)."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    server: str = Field(min_length=1, max_length=64)
+    tool: str = Field(min_length=1, max_length=64)
+    arguments_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    first_run_id: str | None = None
+    signature: Signature | None = None
+
+    def signed_body(self) -> dict[str, object]:
+        body: dict[str, object] = {"call_id": self.call_id, "server": self.server,
+                                   "tool": self.tool, "arguments_sha256": self.arguments_sha256}
+        if self.first_run_id is not None:
+            body["first_run_id"] = self.first_run_id
+        return body
+
+
 class ToolCallInput(_Msg):
     """One tool call the model asked for, to run over the job's declared sources.
 
@@ -217,6 +238,9 @@ class ToolCallInput(_Msg):
     #: set when the runtime refuses the call before running it (``kind: detail``): a reply
     #: whose arguments were not a JSON object, or a call past the turn's limit
     refusal: str | None = Field(default=None, max_length=1000)
+    #: a reviewer's signature approving this very call of an ``effect: write`` MCP tool
+    #: (``contracts.mcp_servers.approval_body``), checked again where it runs
+    approval: ToolApproval | None = None
 
     @field_validator("arguments")
     @classmethod
@@ -272,6 +296,9 @@ class PlannedCall(_Msg):
     tool_name: str = Field(max_length=200)
     arguments: dict[str, Any] = Field(default_factory=dict)
     refusal: str | None = Field(default=None, max_length=1000)
+    #: an MCP tool the operator marks ``effect: write``: the loop waits for a reviewer's
+    #: signed approval of exactly this call before it runs (docs/mcp.md)
+    needs_approval: bool = False
 
 
 class DecideInput(_Msg):

@@ -44,6 +44,7 @@ from context.policy import is_policy_name
 from context.vocabulary import SecurityClass
 from contracts.errors import JobSpecError
 from contracts.identifiers import StoreName
+from contracts.mcp_servers import ToolGrant
 from contracts.signing import SignatureError, normalize_name, parse_public_key
 from contracts.source_specs import SourceSpec
 
@@ -322,6 +323,8 @@ class JobSpec(_Spec):
     model: ModelSpecInput = ModelSpecInput()
     runtime: RuntimeSpec = RuntimeSpec()
     research: ResearchSpec = ResearchSpec()
+    #: the operator-defined MCP servers and tools the job may call (``contracts.mcp_servers``)
+    tools: list[ToolGrant] = Field(default_factory=list, max_length=20)
 
     @field_validator("block_timeout", mode="before")
     @classmethod

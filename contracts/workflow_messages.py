@@ -7,11 +7,11 @@ continue-as-new carries, so it must stay reference-sized (no artifact content).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contracts.activity_messages import ArtifactRef, PublishResult, StepState
+from contracts.activity_messages import ArtifactRef, PublishResult, StepState, ToolApproval
 from contracts.job_spec import JobSpec
 from contracts.signing import Signature, comments_hash
 from contracts.source_specs import SourceSpec
@@ -90,6 +90,23 @@ SEEN_NONCES_KEPT = 200
 MAX_RESOLVE_AGE = timedelta(hours=1)
 
 
+class PendingToolApproval(_Msg):
+    """A call of an ``effect: write`` MCP tool waiting for a reviewer's signed approval:
+    what the reviewer sees (the arguments) and what the approval must bind."""
+
+    call_id: str
+    tool_name: str
+    server: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments_sha256: str
+    turn: int = 0
+
+
+#: the ``approve_tool_call`` Update's input (``contracts.activity_messages.ToolApproval``)
+ToolApprovalInput = ToolApproval
+
+
 class JobState(_Msg):
     """Everything the workflow remembers; carried across continue-as-new."""
 
@@ -118,6 +135,9 @@ class JobState(_Msg):
     #: name it: ``<step id>:<reason code>#<n>``, ``n`` counting every block of the job
     block_id: str | None = None
     blocks: int = 0
+    #: write calls waiting for a reviewer's approval, and approvals accepted, by call id
+    pending_tool_approvals: list[PendingToolApproval] = Field(default_factory=list)
+    tool_approvals: dict[str, ToolApproval] = Field(default_factory=dict)
 
 
 class ResearchJobInput(_Msg):
@@ -230,6 +250,8 @@ class JobStatus(_Msg):
     #: the block a signed resolve must name (``ResolveInput.block``), while blocked or
     #: waiting for an operator
     block: str | None = None
+    #: write calls of MCP tools waiting for a reviewer's signed approval (docs/mcp.md)
+    pending_tool_approvals: list[PendingToolApproval] = Field(default_factory=list)
 
 
 class JobResult(_Msg):

@@ -559,6 +559,12 @@ async def show_status(console: Console, settings: Settings, job_id: str,
             pending = live.pending_draft
             console.print(f"  pending draft r{pending.revision} {pending.content_hash}\n"
                           f"  {pending.summary}")
+        for waiting in live.pending_tool_approvals:  # an effect: write call (docs/mcp.md)
+            arguments = json.dumps(waiting.arguments, sort_keys=True, ensure_ascii=True)
+            console.print(f"  waiting for a reviewer's signed approval: {waiting.tool_name} "
+                          f"call {waiting.call_id} arguments {arguments[:1000]} "
+                          f"(sha256 {waiting.arguments_sha256})", markup=False,
+                          highlight=False)
         if live.research is not None and live.research.turn:
             show_research(console, live)
         console.print(f"  manifests: {', '.join(live.manifest_ids) or '-'}")

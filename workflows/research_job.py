@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         DraftResult,
         JobRef,
         PlanInput,
+        PlannedCall,
         PublishInput,
         PublishResult,
         RecordReviewInput,
@@ -67,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
         WebPageRevisionResult,
     )
     from contracts.job_spec import JobSpec
+    from contracts.mcp_servers import arguments_sha256
     from contracts.ownership import owns
     from contracts.pricing import format_usd as _usd
     from contracts.pricing import micro_usd as _micro_usd
@@ -79,10 +81,12 @@ with workflow.unsafe.imports_passed_through():
         JobState,
         JobStatus,
         PendingDraft,
+        PendingToolApproval,
         ResearchJobInput,
         ResolveInput,
         ReviewInput,
         ReviewResult,
+        ToolApprovalInput,
         ToolCallSummary,
     )
     from workflows.temporal_config import (
@@ -145,6 +149,15 @@ WEB_PAGE_REFRESH_PATCH = "web-page-refresh"
 _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 #: a ``needs_operator`` reason is cut to this many characters
 _MAX_REASON_CHARS = 500
+
+
+def _unapproved(call: PlannedCall,
+                approvals: dict[str, ToolApprovalInput | None]) -> str | None:
+    """The refusal of a write call no reviewer approved in time (docs/mcp.md)."""
+    if call.call_id in approvals and approvals[call.call_id] is None:
+        return (f"approval_required: no listed reviewer approved {call.tool_name} call "
+                f"{call.call_id} within the review timeout; it was not run")
+    return None
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
@@ -301,10 +314,15 @@ class ResearchJobWorkflow:
             return await self._research_blocked(f"model_call_failed ({cause[:300]})")
         research.tokens_used += decided.input_tokens + decided.output_tokens
         research.cost_micro_usd += decided.cost_micro_usd or 0  # the worker priced it
+        # a write tool's call waits for its signed approval (none in a job without one)
+        approvals = {call.call_id: await self._tool_approval(call, turn)
+                     for call in decided.calls if call.needs_approval and call.refusal is None}
         results: list[ToolCallResult] = list(await asyncio.gather(*(
             self._act("run_tool", ToolCallInput(
                 job=self._job(), call_id=call.call_id, tool_name=call.tool_name,
-                arguments=call.arguments, turn=turn, refusal=call.refusal,
+                arguments=call.arguments, turn=turn,
+                refusal=call.refusal or _unapproved(call, approvals),
+                approval=approvals.get(call.call_id),
             ), ToolCallResult) for call in decided.calls)))
         recorded = await self._act("record_turn", RecordTurnInput(
             job=self._job(), turn=turn, state=self._refs, results=results,
@@ -727,6 +745,51 @@ class ResearchJobWorkflow:
         else:
             self._resolutions.append(inp)
 
+    async def _tool_approval(self, call: PlannedCall, turn: int) -> ToolApprovalInput | None:
+        """Wait, at most the review timeout, for a listed reviewer's signed approval of
+        exactly this call (``approve_tool_call``); ``None`` when none came (docs/mcp.md)."""
+        server, _, tool = call.tool_name.removeprefix("mcp__").partition("__")
+        pending = PendingToolApproval(
+            call_id=call.call_id, tool_name=call.tool_name, server=server, tool=tool,
+            arguments=call.arguments, arguments_sha256=arguments_sha256(call.arguments),
+            turn=turn)
+        self._state.pending_tool_approvals.append(pending)
+        workflow.set_current_details(f"waiting for a reviewer's approval of {call.tool_name} "
+                                     f"(call {call.call_id})")
+        try:
+            await workflow.wait_condition(
+                lambda: call.call_id in self._state.tool_approvals,
+                timeout=self._spec.review.timeout)
+        except TimeoutError:
+            pass
+        self._state.pending_tool_approvals = [
+            p for p in self._state.pending_tool_approvals if p.call_id != call.call_id]
+        return self._state.tool_approvals.pop(call.call_id, None)
+
+    @workflow.update
+    def approve_tool_call(self, inp: ToolApprovalInput) -> str:
+        """A listed reviewer approves one pending write call, bound to its arguments."""
+        assert inp.signature is not None
+        self._remember(inp.signature)
+        self._state.tool_approvals[inp.call_id] = inp
+        return f"approved {inp.call_id}"
+
+    @approve_tool_call.validator
+    def _validate_tool_approval(self, inp: ToolApprovalInput) -> None:
+        pending = next((p for p in self._state.pending_tool_approvals
+                        if p.call_id == inp.call_id), None)
+        if pending is None or inp.call_id in self._state.tool_approvals:
+            raise ValueError(f"tool_approval refused: no call {inp.call_id[:40]!r} of job "
+                             f"{self._spec.job_id} is waiting for approval")
+        if (inp.server, inp.tool, inp.arguments_sha256) != (
+                pending.server, pending.tool, pending.arguments_sha256):
+            raise ValueError("tool_approval refused: it names another server, tool or "
+                             f"arguments than call {inp.call_id} (arguments sha256 "
+                             f"{pending.arguments_sha256})")
+        self._check_signature(inp.signature, "tool_approval", inp.signed_body(),
+                              operators=False)
+        self._check_first_run("tool_approval", inp.first_run_id)
+
     @workflow.update
     def cancel(self, inp: CancelInput) -> None:
         """Stop the job (signed by a reviewer or an operator); nothing is published after."""
@@ -781,6 +844,7 @@ class ResearchJobWorkflow:
             research=state.research.model_copy(deep=True),
             refused_commands=state.refused_commands,
             block=(state.block_id if state.status in ("blocked", "needs_operator") else None),
+            pending_tool_approvals=[p.model_copy() for p in state.pending_tool_approvals],
         )
 
     # -------------------------------------------------------------- helpers

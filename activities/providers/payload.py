@@ -29,6 +29,8 @@ class RequestView:
     #: the tool calls the request replays, by call id: (tool name, arguments) — a tool
     #: result's data block names only its call (``context.limits.blocks``)
     calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: the tools the request offers, by name: (description, parameters schema)
+    tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def _texts_of(content: Any) -> list[str]:
@@ -77,6 +79,14 @@ def read_request(payload: dict[str, Any], adapter: str) -> RequestView:
     if not isinstance(messages, list) or not messages:
         raise ProviderInputError("request has no messages")
     view = RequestView()
+    for tool in payload.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        spec: dict[str, Any] = function if isinstance(function, dict) else tool
+        schema = spec.get("parameters", spec.get("input_schema"))
+        if isinstance(spec.get("name"), str) and isinstance(schema, dict):
+            view.tools[spec["name"]] = (str(spec.get("description", "")), schema)
     # a string, or text blocks when the stable prefix carries a cache breakpoint
     view.control += _texts_of(payload.get("system"))
     for i, message in enumerate(messages):

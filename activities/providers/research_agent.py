@@ -104,6 +104,10 @@ _AT_MOST = re.compile(r"at most (\d+) per turn")
 _PLAN_LIMIT = re.compile(r"^Calls per turn: at most (\d+)$", re.MULTILINE)
 _FOLD_SEARCHED = re.compile(r"^Searched in (?P<source>\S+): (?P<queries>.+)$")
 _FOLD_NOTE = re.compile(r'^- (?P<topic>.+?): (?P<call>t\d{4}-\d+) (?P<claim>"(?:[^"\\]|\\.)*") \(')
+#: an MCP tool's name, the plan's line for one called, and a ``name=value`` in the question
+MCP_PREFIX = "mcp__"
+_MCP_CALLED = re.compile(r"^- \[mcp\] (\S+) called$", re.MULTILINE)
+_ASSIGNED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)=(\S+)")
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,8 @@ class Picture:
     plan: str = ""
     #: (source, query casefolded) searched, as the research log and its fold state them
     searched: set[tuple[str, str]] = field(default_factory=set)
+    #: the MCP tools the request offers (docs/mcp.md): name -> (description, schema)
+    tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def _sources(trusted: list[str]) -> list[str]:
@@ -154,7 +160,9 @@ def _sources(trusted: list[str]) -> list[str]:
 def picture(view: RequestView) -> Picture:
     brief = read_brief(view.trusted)
     seen = Picture(question=brief.question or "", topics=brief.topics,
-                   sources=_sources(view.trusted), comments=review_comments(view, brief))
+                   sources=_sources(view.trusted), comments=review_comments(view, brief),
+                   tools={name: tool for name, tool in view.tools.items()
+                          if name.startswith(MCP_PREFIX)})
     for block in view.blocks:
         if block.role == "tool_result" and block.item_id.startswith("tool-result:"):
             call_id = block.item_id.removeprefix("tool-result:")
@@ -281,6 +289,8 @@ class Agent:
         self.reading: list[tuple[str, str, int, int]] = []
         #: the last ``_reads`` found only hits another topic's read this turn covers
         self.waiting = False
+        #: the MCP tools this turn calls
+        self.calling: list[str] = []
 
     def requests(self, topic: str) -> list[Request]:
         return [r for r in review_requests(self.seen.comments, self.seen.topics)
@@ -345,6 +355,7 @@ class Agent:
                 line = _request_line(request)
                 if line in self.seen.plan or marks.get(topic) == f"request:{line}":
                     lines.append(line)
+        lines += [f"- [mcp] {name} called" for name in sorted(self.mcp_called())]
         text = "\n".join(lines) + "\n"
         if len(text) <= PLAN_MAX_CHARS:
             return text
@@ -356,6 +367,41 @@ class Agent:
         kept.append(f"{noted} topics noted, "
                     f"{sum(line.startswith('- [ ] ') for line in lines)} still open")
         return "\n".join(kept) + "\n"
+
+    def mcp_called(self) -> set[str]:
+        """The MCP tools called already: the plan's record, this turn's calls, a visible
+        result (the plan is how the agent remembers once results age out)."""
+        return ({*_MCP_CALLED.findall(self.seen.plan), *self.calling,
+                 *(r.tool_name for r in self.seen.results if r.tool_name in self.seen.tools)})
+
+    def mcp_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each offered MCP tool the operator marks ``effect: read`` (its description says
+        so), not called yet, whose required arguments the question fills — a ``name=value``
+        in it for each (an integer or boolean parsed as its schema types it) — called once
+        with exactly those arguments. Deterministic, from the sealed request only."""
+        given = dict(_ASSIGNED.findall(self.seen.question))
+        calls: list[tuple[str, dict[str, Any]]] = []
+        for name, (description, schema) in sorted(self.seen.tools.items()):
+            if "effect: read;" not in description or name in self.mcp_called():
+                continue
+            properties = schema.get("properties") or {}
+            arguments: dict[str, Any] = {}
+            for required in schema.get("required") or []:
+                raw = given.get(str(required))
+                kind = (properties.get(required) or {}).get("type", "string")
+                if raw is None:
+                    break
+                if kind == "integer" and raw.lstrip("-").isdigit():
+                    arguments[required] = int(raw)
+                elif kind == "boolean" and raw in ("true", "false"):
+                    arguments[required] = raw == "true"
+                elif kind == "string":
+                    arguments[required] = raw.rstrip(".,;)")
+                else:
+                    break
+            else:
+                calls.append((name, arguments))
+        return calls
 
     def call_limit(self) -> int:
         """The most calls one turn asks for: the runtime's default, or the lower limit a
@@ -384,7 +430,8 @@ class Agent:
         refused = any(r.turn == last_turn and r.tool_name == "note" and r.status == "error"
                       and r.content.get("error") != "too_many_calls"
                       for r in self.seen.results)
-        calls: list[tuple[str, dict[str, Any]]] = []
+        calls: list[tuple[str, dict[str, Any]]] = self.mcp_calls()[:max(0, limit - 1)]
+        self.calling = [name for name, _ in calls]
         marks: dict[str, str] = {}
         searching = False
         self.reading = []
@@ -413,7 +460,8 @@ class Agent:
             calls += step[:room]
         # a limit just learnt goes into the plan at once (the refusal will age out)
         learnt = limit < MAX_CALLS_PER_TURN and not _PLAN_LIMIT.search(self.seen.plan)
-        if marks or learnt:  # the plan takes the last place: what it displaces comes next
+        if marks or learnt or self.calling:  # the plan takes the last place: what it
+            # displaces comes next
             calls = [*calls[:limit - 1], ("update_plan", {"text": self.plan(marks)})]
         return self._maybe_finish(calls, limit)
 
@@ -429,7 +477,8 @@ class Agent:
                     if not self._answered(source, term)]
         # a read another topic asked for may show this topic's terms; it is noted before
         # this topic's own searches only when it already holds a definition as asked
-        notes = self._notes(topic, lowered, quoted, strong_only=bool(searches))
+        notes = self._mcp_notes(topic, lowered, quoted)
+        notes = notes or self._notes(topic, lowered, quoted, strong_only=bool(searches))
         if notes:
             return notes
         if searches:
@@ -552,6 +601,27 @@ class Agent:
             if len(notes) == MAX_NOTES_PER_TURN:
                 break
         return notes
+
+    def _mcp_notes(self, topic: str, lowered: list[str],
+                   quoted: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        """One note from the newest visible MCP result with a quotable line holding one of
+        the topic's terms not yet noted: that line, cited by the call, the tool's name as
+        source, the result's hash as revision and its line number."""
+        for result in reversed(self.seen.results):
+            content = result.content
+            if (result.status != "success" or not result.tool_name.startswith(MCP_PREFIX)
+                    or not isinstance(content.get("lines"), list)):
+                continue
+            for number, line in enumerate(content["lines"], start=int(content["start_line"])):
+                pieces = fragments(str(line))
+                if (not pieces or _noted(pieces[0], quoted)
+                        or not any(t in str(line).casefold() for t in lowered)):
+                    continue
+                return [("note", {"topic": topic, "claim": pieces[0], "citations": [{
+                    "call_id": result.call_id, "source": content["source"],
+                    "revision": content["revision"], "path": content["path"],
+                    "start_line": number, "end_line": number}]})]
+        return []
 
     def _quotable(self, lines: list[str], lowered: list[str], noted: set[str],
                   words: frozenset[str] = frozenset(),

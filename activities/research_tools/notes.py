@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from activities.mcp.citations import is_mcp
+from activities.mcp.citations import shown_lines as mcp_shown_lines
 from activities.research_tools.arguments import Citation, NoteArguments
 from activities.research_tools.rejected import ToolRejected
 from activities.research_tools.source_tools import search_hits
@@ -24,6 +26,8 @@ from activities.research_tools.source_tools import search_hits
 def _shown_lines(exchange: Mapping[str, Any], citation: Citation) -> set[int]:
     """The lines of ``citation.path`` the stored result showed, at ``citation.revision``."""
     call, result = exchange["call"], exchange["result"]
+    if is_mcp(call["tool_name"]):  # an MCP result (docs/mcp.md)
+        return mcp_shown_lines(exchange, citation.source, citation.revision, citation.path)
     if result["status"] != "success" or call["tool_name"] not in ("read", "search"):
         return set()
     if call["arguments"].get("source") != citation.source:

@@ -21,6 +21,17 @@ RejectionKind = Literal[
     "source_unavailable",
     "citation_mismatch",
     "too_many_calls",
+    # an MCP tool's call (activities/mcp, docs/mcp.md)
+    "tool_not_granted",
+    "tool_unavailable",
+    "tool_timeout",
+    "tool_protocol_error",
+    "tool_reported_error",
+    "tool_output_too_large",
+    "tool_list_changed",
+    "tool_interrupted",
+    "approval_required",
+    "approval_refused",
 ]
 
 
