@@ -231,3 +231,15 @@ def test_a_log_the_budget_cannot_hold_blocks_instead_of_being_dropped() -> None:
     assert isinstance(out, ContextAssemblyBlocked)
     assert out.manifest.blocked_reason == "required_evidence_missing"
     assert "research-" in (out.manifest.blocked_detail or "")
+
+
+def test_the_second_cache_breakpoint_sits_on_the_newest_log_block() -> None:
+    """Anthropic: ``cache_control`` on the stable prefix and on the newest log block, so
+    the next turn (one log block more) reads everything up to it from the cache."""
+    out = assemble(request(tool_history=history(23), policy=FOLDED,
+                           adapter="anthropic_messages"))
+    assert isinstance(out, Ready)
+    marked = [str(block.get("text", ""))[:60] for m in out.serialized.payload["messages"]
+              if isinstance(m["content"], list) for block in m["content"]
+              if "cache_control" in block]
+    assert len(marked) == 1 and 'id="research-log:t0022"' in marked[0], marked
