@@ -102,6 +102,7 @@ _TURN = re.compile(r"^t(?P<turn>\d{4})-\d+$")
 _BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
 _AT_MOST = re.compile(r"at most (\d+) per turn")
 _PLAN_LIMIT = re.compile(r"^Calls per turn: at most (\d+)$", re.MULTILINE)
+_HITS = re.compile(r"\((\d+) hits\)$")
 _FOLD_SEARCHED = re.compile(r"^Searched in (?P<source>\S+): (?P<queries>.+)$")
 _FOLD_NOTE = re.compile(r'^- (?P<topic>.+?): (?P<call>t\d{4}-\d+) (?P<claim>"(?:[^"\\]|\\.)*") \(')
 #: an MCP tool's name, the plan's line for one called, and a ``name=value`` in the question
@@ -139,6 +140,8 @@ class Picture:
     plan: str = ""
     #: (source, query casefolded) searched, as the research log and its fold state them
     searched: set[tuple[str, str]] = field(default_factory=set)
+    #: the same, with the hit count of every logged or folded occurrence
+    logged_hits: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     #: the MCP tools the request offers (docs/mcp.md): name -> (description, schema)
     tools: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
@@ -221,15 +224,22 @@ def _log_line(seen: Picture, line: str) -> None:
         arguments, end = json.JSONDecoder().raw_decode(rest)
     except ValueError:
         return
-    status = rest[end:].rpartition(" -> ")[2].strip()
-    if not isinstance(arguments, dict) or status != "success":
+    outcome = rest[end:].rpartition(" -> ")[2].strip()
+    if not isinstance(arguments, dict) or outcome.split(" ")[0] != "success":
         return
     if tool == "search":
-        seen.searched.add((str(arguments.get("source")), str(arguments.get("query")).casefold()))
+        _searched(seen, str(arguments.get("source")), str(arguments.get("query")), outcome)
     elif tool == "note" and _TURN.match(call_id):
         topic = str(arguments.get("topic"))
         seen.notes.setdefault(topic, set()).add(call_id)
         seen.noted_text.setdefault(topic, set()).add(_unclipped(str(arguments.get("claim", ""))))
+
+
+def _searched(seen: Picture, source: str, query: str, outcome: str) -> None:
+    key = (source, query.casefold())
+    seen.searched.add(key)
+    if m := _HITS.search(outcome):
+        seen.logged_hits.setdefault(key, []).append(int(m.group(1)))
 
 
 def _unclipped(text: str) -> str:
@@ -243,11 +253,12 @@ def _fold_block(seen: Picture, text: str) -> None:
     accepted notes by topic with their claims."""
     for line in text.split("\n"):
         if m := _FOLD_SEARCHED.match(line):
-            for query in m.group("queries").split(" | "):
+            for entry in m.group("queries").split(" | "):
                 try:
-                    seen.searched.add((m.group("source"), str(json.loads(query)).casefold()))
+                    query, end = json.JSONDecoder().raw_decode(entry)
                 except ValueError:
                     continue
+                _searched(seen, m.group("source"), str(query), entry[end:])
         elif m := _FOLD_NOTE.match(line):
             topic = m.group("topic")
             seen.notes.setdefault(topic, set()).add(m.group("call"))
@@ -488,7 +499,21 @@ class Agent:
             # a hit another topic's read this turn covers: this topic notes from that read
             # next turn, it is not exhausted
             return reads
-        return None
+        # searches whose hits left the request before they were read (a topic's searches
+        # spread over several turns; only the last turn stays verbatim): asked once more
+        return self._lost(terms) or None
+
+    def _lost(self, terms: list[str]) -> list[tuple[str, dict[str, Any]]]:
+        """The topic's searches the log says found something, not shown any more and not
+        asked for again yet (a second logged occurrence ends it)."""
+        shown = {(str(r.content.get("source")), str(r.content.get("query", "")).casefold())
+                 for r in self.seen.results if r.tool_name == "search"}
+        lost = [("search", {"source": source, "query": term})
+                for term in terms for source in self.seen.sources
+                if (counts := self.seen.logged_hits.get((source, term.casefold())))
+                and len(counts) == 1 and counts[0] > 0
+                and (source, term.casefold()) not in shown]
+        return lost[:MAX_SEARCHES_PER_TURN]
 
     def _answered(self, source: str, term: str) -> bool:
         """Whether a visible search of ``source`` already shows every line holding

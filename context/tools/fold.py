@@ -150,14 +150,30 @@ def _clip(value: Any, limit: int = MAX_ARG_CHARS) -> Any:
     return value
 
 
+def hit_count(pair: ToolPair) -> int | None:
+    """A successful result's own ``hit_count`` (a search's), when it states one: whether
+    the results a log line stands for held anything worth asking for again."""
+    if pair.synthesized or pair.status is not ToolStatus.SUCCESS:
+        return None
+    try:
+        body = json.loads(pair.result.content)
+    except ValueError:
+        return None
+    count = body.get("hit_count") if isinstance(body, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
 def log_line(pair: ToolPair) -> str:
-    """``<call id> <tool> <arguments> -> <status>``; a note's citations in full."""
+    """``<call id> <tool> <arguments> -> <status> [(N hits)]``; a note's citations in
+    full."""
     args = {k: v for k, v in pair.call.arguments.items() if k != "citations"}
     shown = json.dumps(_clip(args), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     cites = "; ".join(citation_text(c) for c in _citations(pair))
     status = "unknown (no result)" if pair.synthesized else pair.status.value
+    hits = hit_count(pair)
     return (f"{pair.call_id} {pair.tool_name} {shown}"
-            + (f" cites {cites}" if cites else "") + f" -> {status}")
+            + (f" cites {cites}" if cites else "") + f" -> {status}"
+            + (f" ({hits} hits)" if hits is not None else ""))
 
 
 def _ranges(ids: Sequence[str]) -> list[str]:
@@ -190,16 +206,17 @@ def fold_text(folded: Sequence[ToolPair]) -> str:
         args = p.call.arguments
         if p.tool_name == "search" and p.status is ToolStatus.SUCCESS and not p.synthesized:
             queries = searched.setdefault(str(args.get("source")), [])
-            if (query := _clip(str(args.get("query")))) not in queries:
-                queries.append(query)
+            entry = json.dumps(_clip(str(args.get("query"))), ensure_ascii=False) + (
+                f" ({hits} hits)" if (hits := hit_count(p)) is not None else "")
+            if entry not in queries:
+                queries.append(entry)
         elif p.tool_name == "read" and p.status is ToolStatus.SUCCESS and not p.synthesized:
             ranges = read.setdefault(f"{args.get('source')}:{args.get('path')}", [])
             if (span := f"L{args.get('start_line')}-L{args.get('end_line')}") not in ranges:
                 ranges.append(span)
     # what was searched and read, so a folded search is not made again (the results
     # themselves stay in the store under their call ids)
-    lines += [f"Searched in {source}: " + " | ".join(json.dumps(q, ensure_ascii=False)
-                                                     for q in queries)
+    lines += [f"Searched in {source}: " + " | ".join(queries)
               for source, queries in searched.items()]
     # the ranges read, per file (the file named once)
     lines += [f"Read {where}: {', '.join(ranges)}" for where, ranges in read.items()]

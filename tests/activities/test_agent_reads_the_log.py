@@ -73,3 +73,30 @@ def test_searches_reads_and_notes_of_logged_and_folded_turns_are_known() -> None
     assert noted == {f"t{turn:04d}-3" for turn in range(1, 24)}
     assert "def term3(): the claim, said once" in seen.noted_text["topic0"]
     assert "def term22(): the claim, said once" in seen.noted_text["topic1"]
+
+
+def test_a_search_whose_hits_left_the_request_unread_is_asked_once_more() -> None:
+    """A topic's searches spread over two turns: the first turn's hits are only a log line
+    (``-> success (3 hits)``) by the time the topic could read them. The agent searches
+    that query once more rather than call the topic exhausted — and only once: a second
+    logged occurrence, or none with hits, exhausts it."""
+    from activities.providers.research_agent import _log_line
+
+    def seen(*lines: str) -> Agent:
+        picture_ = picture(read_request(assemble(request(
+            tool_history=history(1), policy=FOLDED)).serialized.payload, "openai_chat"))
+        picture_.topics, picture_.sources, picture_.results = [("retry", ["Retry-After"])], \
+            ["httpkit"], []
+        for line in lines:
+            _log_line(picture_, line)
+        return Agent(picture_)
+
+    once = seen('t0005-1 search {"query":"Retry-After","source":"httpkit"} -> success (3 hits)')
+    assert once._step("retry", ["Retry-After"]) == [
+        ("search", {"source": "httpkit", "query": "Retry-After"})]
+    twice = seen(
+        't0005-1 search {"query":"Retry-After","source":"httpkit"} -> success (3 hits)',
+        't0007-1 search {"query":"Retry-After","source":"httpkit"} -> success (3 hits)')
+    assert twice._step("retry", ["Retry-After"]) is None
+    empty = seen('t0005-1 search {"query":"Retry-After","source":"httpkit"} -> success (0 hits)')
+    assert empty._step("retry", ["Retry-After"]) is None
