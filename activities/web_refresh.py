@@ -12,7 +12,7 @@ worker's rules (``contracts.web_policy``); a refusal is a typed ``WebFetchRefuse
 
 from __future__ import annotations
 
-from activities.runtime import ActivityRuntime
+from activities.runtime import ActivityRuntime, pause_point
 from activities.sources.web_revisions import WebPages
 from contracts.activity_messages import RefreshWebPageInput, WebPageRevisionResult
 from contracts.errors import SourceSpecError
@@ -35,7 +35,11 @@ async def refresh_web_page(runtime: ActivityRuntime,
         raise SourceSpecError(f"source {inp.source_name!r} is not a live web page of job "
                               f"{spec.job_id}; only a live page is fetched again")
     pages = await web_pages(runtime, spec)
+    # the fault matrix's kill points around the write (tests/faults): the refresh is keyed
+    # by its write id, so a rerun after either stores one revision
+    await pause_point("refresh_web_page_before_write")
     revision = await pages.refresh(source, inp.write_id)
+    await pause_point("refresh_web_page_after_write")
     return WebPageRevisionResult(source_name=source.name, revision=revision.revision,
                                  store_revision=revision.store_revision,
                                  final_url=revision.final_url, fetched_at=revision.fetched_at)

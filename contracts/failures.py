@@ -78,6 +78,8 @@ from contracts.errors import (
     WebLimitExceeded,
     WebUrlRefused,
 )
+from contracts.mcp_servers import McpGrantRefused
+from contracts.model_endpoints import ModelEndpointRefused
 from contracts.names import NameRefused
 from contracts.signing import SignatureError
 
@@ -133,6 +135,10 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     WebUrlRefused,
     WebAddressRefused,
     WebLimitExceeded,
+    # a job's MCP grant naming what the operator did not define (docs/mcp.md)
+    McpGrantRefused,
+    # a model.base_url off the operator's endpoint list (docs/configuration.md)
+    ModelEndpointRefused,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).

@@ -29,7 +29,7 @@ from context.vocabulary import Role, SourceType, Trust
 _LINES = re.compile(r"^\s*(\d+)\s*[-:]\s*(\d+)\s*$")
 
 
-def _ref_from_args(args: dict[str, Any]) -> SourceRef:
+def ref_from_args(args: dict[str, Any]) -> SourceRef:
     def text(key: str) -> str | None:
         v = args.get(key)
         return str(v) if isinstance(v, str | int) and not isinstance(v, bool) and v != "" else None
@@ -60,7 +60,7 @@ def pair_item(pair: ToolPair, scope: ScopeRef) -> ContextItem:
         scope=scope,
         trust=Trust.UNTRUSTED_EXTERNAL_DATA,
         intended_role=Role.UNTRUSTED_DATA,
-        source_ref=_ref_from_args(pair.call.arguments),
+        source_ref=ref_from_args(pair.call.arguments),
         claim=f"{pair.tool_name} call {pair.call_id} returned {pair.status.value}",
         metadata={"turn": pair.turn},
     )

@@ -49,6 +49,7 @@ from typing import Any
 from context.items import ContextItem, LineageNode, ScopeRef, SourceRef, sha256_text
 from context.tokens import TokenCounter
 from context.tool_history import ToolPair, result_item_id
+from context.tools.compaction import ref_from_args
 from context.tools.pairing import recent_call_ids
 from context.tools.transforms import Assertion, PreservationFailed, TransformRecord
 from context.vocabulary import Completeness, Role, SourceType, ToolStatus, Trust
@@ -171,9 +172,18 @@ def log_line(pair: ToolPair) -> str:
     cites = "; ".join(citation_text(c) for c in _citations(pair))
     status = "unknown (no result)" if pair.synthesized else pair.status.value
     hits = hit_count(pair)
+    ref = arguments_ref(pair)
     return (f"{pair.call_id} {pair.tool_name} {shown}"
-            + (f" cites {cites}" if cites else "") + f" -> {status}"
-            + (f" ({hits} hits)" if hits is not None else ""))
+            + (f" cites {cites}" if cites else "") + (f" ref {ref}" if ref else "")
+            + f" -> {status}" + (f" ({hits} hits)" if hits is not None else ""))
+
+
+def arguments_ref(pair: ToolPair) -> str | None:
+    """The source reference a call's arguments name with a line range
+    (``repo@commit:path#La-Lb``, as the history summary states it), kept with the call:
+    the policy's ``preserve: source_refs``."""
+    ref = ref_from_args(dict(pair.call.arguments)).citation()
+    return ref if "#L" in ref else None
 
 
 def _ranges(ids: Sequence[str]) -> list[str]:
@@ -218,6 +228,9 @@ def fold_text(folded: Sequence[ToolPair]) -> str:
     # themselves stay in the store under their call ids)
     lines += [f"Searched in {source}: " + " | ".join(queries)
               for source, queries in searched.items()]
+    refs = [ref for p in folded if (ref := arguments_ref(p))]
+    if refs:
+        lines.append("Refs: " + ", ".join(dict.fromkeys(refs)))
     # the ranges read, per file (the file named once)
     lines += [f"Read {where}: {', '.join(ranges)}" for where, ranges in read.items()]
     # each source's commit once per block (40 hex digits a note otherwise); a citation of

@@ -74,6 +74,10 @@ RETRIED: dict[str, str] = {
     "NothingToRetrieve": "caught by acquire(): recorded as outcome not_retrieved",
     "ProviderError": "the providers' base class; never raised itself",
     "ProviderCallError": "each instance says whether it is retryable (HTTP 429/5xx are)",
+    "WebFetchRefused": "the live-page errors' base class; each instance says whether it is "
+                       "retryable (the rule refusals, its subclasses, are listed)",
+    "WebFetchFailed": "each instance says whether it is retryable (a network failure is, a "
+                      "404 is not)",
 }
 
 
