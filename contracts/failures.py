@@ -75,6 +75,7 @@ from contracts.errors import (
     SourceSpecError,
     UnpinnedSource,
 )
+from contracts.model_endpoints import ModelEndpointRefused
 from contracts.names import NameRefused
 from contracts.signing import SignatureError
 
@@ -126,6 +127,8 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     CarriedStateMismatch,
     ReviewerNotRegistered,
     NameRefused,
+    # a model.base_url the worker's endpoint list does not hold (contracts.model_endpoints)
+    ModelEndpointRefused,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).
