@@ -82,7 +82,10 @@ def render(view: jobs.JobView, max_turns: int | None, *, calls: int = 5) -> list
 
 
 def finished(view: jobs.JobView) -> bool:
-    """Whether the watch ends at ``view``: a human must act, or the job ended."""
+    """Whether the watch ends at ``view``: a human must act, or the job ended. A job no
+    worker answers for is waited through (as ``run --wait`` does), not taken for an end."""
+    if view.no_worker is not None:
+        return False
     return view.live is None or view.live.status in STOP_STATES
 
 
