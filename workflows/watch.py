@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -102,10 +103,12 @@ async def _history_ticks(client: Client, job_id: str, tick: asyncio.Event) -> No
 
 async def watch(console: Console, client: Client, job_id: str, *,
                 worker_grace: float, live_view: bool | None = None,
-                refresh: float = REFRESH_SECONDS) -> jobs.JobView:
-    """Show ``job_id`` until it needs a human or ends; return its last view.
-    ``live_view``: a rich Live panel (default: when ``console`` is a terminal), else one
-    plain line per change."""
+                refresh: float = REFRESH_SECONDS,
+                timeout: float | None = None) -> jobs.JobView:
+    """Show ``job_id`` until it needs a human or ends, or ``timeout`` seconds have passed
+    (``None``: no limit); return its last view. ``live_view``: a rich Live panel (default:
+    when ``console`` is a terminal), else one plain line per change."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
         spec = await jobs.job_spec_of(client, job_id)
         max_turns: int | None = spec.research.max_turns
@@ -134,10 +137,12 @@ async def watch(console: Console, client: Client, job_id: str, *,
                             console.print(line, highlight=False, markup=False,
                                           soft_wrap=True)
                     shown = lines
-                if finished(view):
+                left = None if deadline is None else deadline - time.monotonic()
+                if finished(view) or (left is not None and left <= 0):
                     return view
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(tick.wait(), refresh)
+                    await asyncio.wait_for(tick.wait(), refresh if left is None
+                                           else min(refresh, left))
     finally:
         poller.cancel()
         with contextlib.suppress(BaseException):

@@ -5,6 +5,7 @@ job is started before any worker polls, so the watch is up before the first turn
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -15,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from activities.runtime import ActivityRuntime
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobStatus, ResearchProgress, ToolCallSummary
 from tests.waiting import wait_for
-from tests.workflows.jobkit import running_worker, start_job
+from tests.workflows.conftest import LOCAL
+from tests.workflows.jobkit import job_dict, roots_for, running_worker, start_job
 from tests.workflows.test_cli import CLI, REPO_ROOT
 from workflows import client as jobs
 from workflows.commands import EXIT_AWAITING_REVIEW
@@ -127,7 +130,7 @@ def _view(status: str, reason: str | None = None) -> jobs.JobView:
                                 last_calls=[ToolCallSummary(turn=7, call_id="c1",
                                                             tool_name="read_file",
                                                             status="ok", result_chars=812)])
-    live = JobStatus(job_id="j", status=status, stage="research",  # type: ignore[arg-type]
+    live = JobStatus(job_id="j", status=status, stage="research",
                      blocked_reason=reason, pending_draft=None, manifest_ids=[],
                      revision_round=0, destination="d", reviewers=[], tenant="t",
                      project="p", research=research)
@@ -146,3 +149,45 @@ def test_render_shows_turn_budgets_calls_and_the_resolve_actions() -> None:
     assert "pressroom resolve j --abandon" in operator and "--token-budget" not in operator
     running = "\n".join(render(_view("running"), None))
     assert "research turn 7\n" in running + "\n" and "resolve" not in running
+
+
+@pytest.mark.temporal
+@pytest.mark.asyncio(loop_scope="session")
+async def test_run_wait_on_a_terminal_shows_the_live_view(
+        client: Any, task_queue: str, tmp_path: Path, docs: Path) -> None:
+    address = client.service_client.config.target_host
+    home = tmp_path / "home"
+    home.mkdir()
+    data = job_dict(tmp_path, docs)
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(yaml.safe_dump(data), encoding="utf-8")
+    runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}",
+                              locations=LOCAL, roots=roots_for(tmp_path))
+    leader, follower = pty.openpty()
+    out: list[bytes] = []
+    async with running_worker(client, runtime, task_queue):
+        proc = subprocess.Popen([*CLI, "run", str(job_file), "--wait", "--task-queue",
+                                 task_queue], env=_env(home, address), cwd=REPO_ROOT,
+                                stdin=follower, stdout=follower, stderr=follower)
+        os.close(follower)
+        os.set_blocking(leader, False)
+        try:
+            async def ended() -> bool:
+                try:
+                    out.append(os.read(leader, 65536))
+                except (BlockingIOError, OSError):
+                    pass
+                return proc.poll() is not None
+            await wait_for(ended, 180, "run --wait to end", interval=0.1)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            with contextlib.suppress(OSError):
+                while chunk := os.read(leader, 65536):
+                    out.append(chunk)
+            os.close(leader)
+    text = b"".join(out).decode(errors="replace")
+    assert proc.returncode == EXIT_AWAITING_REVIEW, text
+    assert "\x1b[" in text and TURN.search(text), text
+    assert "draft ready" in text
