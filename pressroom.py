@@ -461,6 +461,27 @@ def status(ctx: typer.Context, job: str,
     raise typer.Exit(report.exit_code)
 
 
+@app.command()
+def watch(ctx: typer.Context, job: str,
+          address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Follow a job live until it needs a human or ends: stage, research turn k of the
+    limit, tokens and cost against the budgets, the last tool calls, a blocked reason with
+    the `resolve` actions it allows (a live view on a terminal, plain lines otherwise).
+    Exit code: as `status`."""
+    from workflows import commands
+    from workflows.watch import watch as watch_job
+
+    settings = _settings(ctx)
+
+    async def body() -> Any:
+        client = await commands.connect(settings, address)
+        return await watch_job(console, client, job,
+                               worker_grace=settings.worker_grace_seconds)
+
+    view = _job_cmd(body(), settings)
+    raise typer.Exit(commands.exit_code(view))
+
+
 _STATUSES = ("running", "blocked", "awaiting_review", "published", "rejected", "expired",
              "failed", "cancelled", "needs_operator")
 

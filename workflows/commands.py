@@ -385,10 +385,17 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     if not wait:
         return RunReport(job_id=spec.job_id)
     steps: list[StageStep] = []
-    view = await follow(console, client, spec.job_id,
-                        worker_grace=settings.worker_grace_seconds,
-                        run_id=handle.first_execution_run_id or handle.result_run_id,
-                        from_start=True, steps_out=steps, timeout=timeout)
+    if console.is_terminal:  # the live view (workflows/watch.py); plain stage lines otherwise
+        from workflows.watch import watch
+
+        view = await watch(console, client, spec.job_id,
+                           worker_grace=settings.worker_grace_seconds, live_view=True,
+                           timeout=timeout)
+    else:
+        view = await follow(console, client, spec.job_id,
+                            worker_grace=settings.worker_grace_seconds,
+                            run_id=handle.first_execution_run_id or handle.result_run_id,
+                            from_start=True, steps_out=steps, timeout=timeout)
     if view.no_worker is not None:
         console.print(f"no worker polled task queue {view.no_worker!r} within --timeout "
                       f"{timeout:g}s; the job waits for one: start `pressroom worker` (or "
