@@ -22,8 +22,9 @@ OUTSIDE = re.compile(r"\bseed 00\d\b|\bDESIGN\.md\b", re.IGNORECASE)
 #: a citation of the issue tracker: "issue 12", "issues 4 and 14", "(issue …)", "the issue's"
 ISSUE = re.compile(r"\bissues? #?\d+|\(issue\b|\bthe issue's\b", re.IGNORECASE)
 #: a repo-relative path as docs and comments cite it (``context/tools/fold.py``,
-#: ``tests/test_docs_links.py::test_slug_follows_github``). One right after a quote is example data in prose (a tool's
-#: output quoted in a docstring); ``reports/`` is written by the tests, not tracked.
+#: ``tests/test_docs_links.py::test_slug_follows_github``). One right after a quote is
+#: example data in prose (a tool's output quoted in a docstring); ``reports/`` is written
+#: by the tests, not tracked.
 _TOP = ("activities|artifacts|bench|context|contracts|deploy|docs|evals|examples|tests|"
         "webconsole|workflows")
 CITED_PATH = re.compile(
