@@ -528,7 +528,7 @@ class Settings(BaseModel):
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     #: Where the worker's health endpoint listens, ``(host, port)`` (``None``: none).
     health_address: tuple[str, int] | None = None
-    #: The worker traces with OpenTelemetry (``worker.tracing_interceptor``).
+    #: The worker traces with OpenTelemetry (``worker.tracing_interceptors``).
     tracing: bool = False
     #: How the worker logs: ``text`` or ``json`` (``activities.telemetry``).
     log_format: str = "text"

@@ -20,7 +20,7 @@ import io
 
 from artifacts.sqltx import SqliteTx, Tx
 
-__all__ = ["CHUNK", "read_blob", "read_blob_row", "write_blob"]
+__all__ = ["CHUNK", "read_blob_row", "write_blob"]
 
 CHUNK = 4 * 1024 * 1024
 
@@ -40,14 +40,6 @@ def write_blob(tx: Tx, digest: str, body: bytes) -> None:
         _sqlite_write_large(tx, digest, body)
     elif tx.one("SELECT 1 FROM blobs WHERE hash = :h", {"h": digest}) is None:
         _pg_write_large(tx, digest, body)
-
-
-def read_blob(tx: Tx, digest: str) -> bytes | None:
-    """The stored bytes of ``digest`` (whatever they are now), or ``None`` if absent."""
-    found = tx.one(f"SELECT {BLOB_COLUMNS} FROM blobs b WHERE b.hash = :h", {"h": digest})
-    if found is None:
-        return None
-    return read_blob_row(tx, digest, found[0], found[1])
 
 
 def read_blob_row(tx: Tx, digest: str, size: int | None, data: bytes | None) -> bytes | None:

@@ -3,7 +3,7 @@ part timed alone, against tiktoken alone on the candidates' content.
 
 Usage: ``python bench/assemble_floor.py [--sizes 100,1000,10000]`` — prints JSON.
 
-Why this exists: the issue's cold target (at most 1.3 times the time tiktoken alone needs to count
+Why this exists: the cold target (at most 1.3 times the time tiktoken alone needs to count
 the candidates' content once) assumes the tokenizer is the floor. Since the budget stopped
 tokenizing what a lower bound proves cannot fit, it is not: a cold assembly also
 re-hashes every candidate (integrity gate), scans every candidate for secret shapes and
@@ -12,7 +12,7 @@ request twice (the sealed provider payload and the assembly input) and encodes a
 the manifest. Each part below is that work done by compiled code alone — no pipeline, no
 Python bookkeeping — on the same workload as ``bench/assemble.py`` (the texts actually
 sent come from one real assembly): the sum is a lower bound no CPython implementation of
-the issue's pipeline can go under. Best of 7 per part (the floor, not a typical run).
+the pipeline can go under. Best of 7 per part (the floor, not a typical run).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def eval_digests() -> dict[str, Any]:
 
     result = run_context_eval()
     out: dict[str, Any] = {"gate": _json_sha(result.gate.model_dump(mode="json"))}
-    for mode, mode_result in result.modes.items():  # both topic modes (issue 14)
+    for mode, mode_result in result.modes.items():  # both topic modes
         prefix = "" if mode == "labels" else f"{mode}/"
         for strategy, runs in sorted(mode_result.runs.items()):
             for run in runs:

@@ -745,10 +745,6 @@ async def list_all(console: Console, settings: Settings, address: str | None = N
     return found
 
 
-async def pending_draft_text(live: JobStatus, settings: Settings) -> str:
-    return (await pending_draft_body(live, settings)).decode("utf-8")
-
-
 async def pending_draft_body(live: JobStatus, settings: Settings) -> bytes:
     assert live.pending_draft is not None
     # the status names the draft: it must be the job's own (contracts/ownership.py)

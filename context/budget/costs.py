@@ -52,11 +52,6 @@ def _framed(counter: TokenCounter, role: str, content_tokens: int) -> int:
     return message_framing() + counter.count_text(role) + content_tokens
 
 
-def data_block_cost(counter: TokenCounter, block_text: str) -> BlockCost:
-    """Exact cost of a data block (``data_block(item, flags)``) sent as a user message."""
-    return block_cost(counter, counter.count_text(block_text))
-
-
 def block_cost(counter: TokenCounter, block_tokens: int) -> BlockCost:
     """The cost of a data block already counted (``block_tokens``) as a user message."""
     return BlockCost(block_tokens, _framed(counter, "user", block_tokens), 0)

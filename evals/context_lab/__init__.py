@@ -1,4 +1,4 @@
-"""The context lab: ``pressroom eval context`` (issue 4, docs/context-engine.md#the-context-eval).
+"""The context lab: ``pressroom eval context`` (docs/context-engine.md#the-context-eval).
 
 Fixed cases and sources (JSON Lines) are run through four strategies — three baselines
 (``dump-all``, ``gated-dump``: the engine's hard gates then a dump, ``top-k``: a naive

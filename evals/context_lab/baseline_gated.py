@@ -1,5 +1,5 @@
 """The ``gated-dump`` baseline: the engine's hard gates, then a dump
-(docs/context-engine.md#baselines, issue 14).
+(docs/context-engine.md#baselines).
 
 What an agent gets from safe admission alone, without ranking. Every candidate, in the
 order the case lists it, meets the engine's own seven hard gates — ``GateRunner`` from

@@ -1,5 +1,4 @@
-"""The ``top-k`` baseline: a naive lexical retriever (docs/context-engine.md#baselines,
-issue 14).
+"""The ``top-k`` baseline: a naive lexical retriever (docs/context-engine.md#baselines).
 
 What an agent gets from "retrieve the k best matches and paste them". The query is the
 case's question plus its required-topic names (``-`` and ``_`` read as spaces); a term is

@@ -1,4 +1,4 @@
-"""The lab's dataset: sources and cases as JSON Lines, loaded strictly (issue 4).
+"""The lab's dataset: sources and cases as JSON Lines, loaded strictly.
 
 Other tools write these files, so every problem is reported as a ``DatasetError`` naming
 the file, the 1-based line and the field (``candidate_source_ids[2]``), never as a crash
@@ -11,14 +11,14 @@ Dates (``updated_at``, ``valid_until``, ``observed_at``, ``as_of``) are ISO date
 read (default: the case's ``as_of``), which is what freshness ages (``mapping``).
 ``tool_history`` is a list of events in arrival order (``{"type": "call"|"result",
 "call_id", "tool_name", ...}``) or the engine's ``{"calls": [...], "results": [...]}``.
-Three lab extensions beyond the issue's field list, all optional and all graded:
+Three lab extensions beyond the base field list, all optional and all graded:
 ``forbidden_text`` (strings that must not appear anywhere in the model-visible input, e.g.
 a secret that should have been redacted), ``retained_text`` (strings that must still be
 visible, e.g. call ids and line ranges a compaction has to keep) and
 ``expected_anomalies`` (``[{"type", "call_id"}]``, tool-history repairs that must be
 recorded).
 
-Two fields say how a case's required topics are recognised in content (issue 14, the
+Two fields say how a case's required topics are recognised in content (the
 ``--topics`` modes, ``evals.context_lab.topics``): ``topic_terms`` (``{topic: [term,
 ...]}``, words besides the topic's name that show a source covers it — the engine's
 ``TopicSpec.terms``) and ``needs_label`` (``{topic: why}``, a topic no content can name,

@@ -1,5 +1,4 @@
-"""Per-strategy metrics and the release gate (docs/context-engine.md#release-gate, issues 4
-and 14).
+"""Per-strategy metrics and the release gate (docs/context-engine.md#release-gate).
 
 The gate compares the candidate (``pressroom``) against one baseline: the *strongest* of
 them (:func:`strongest`: most cases passed; ties go to the most grader checks passed over

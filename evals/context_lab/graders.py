@@ -1,5 +1,5 @@
 """Graders: deterministic checks of one packet against its case
-(docs/context-engine.md#graders, issue 4).
+(docs/context-engine.md#graders).
 
 Each grader reads the structured packet (never prose) plus the lab's ground truth (the
 sources' topics and trust) and returns pass/fail with a detail naming what broke. They do

@@ -108,7 +108,7 @@ class Packet(_Model):
         return "\n".join(m.text for m in self.messages)
 
     def report_line(self) -> dict[str, Any]:
-        """The ``context-packets.jsonl`` record (field names fixed by issue 4)."""
+        """The ``context-packets.jsonl`` record (field names fixed: evals/context/README.md)."""
         m = self.manifest
         return {
             "case_id": self.case_id,

@@ -1,4 +1,4 @@
-"""The four report files of a context eval (issue 4), written deterministically.
+"""The four report files of a context eval, written deterministically.
 
 ``context-comparison.json``  per-strategy metrics (every baseline side by side with the
                              candidate), the candidate against each baseline (case

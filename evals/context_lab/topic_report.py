@@ -1,4 +1,4 @@
-"""The topic modes in the reports (issue 14): both modes side by side, the cases that pass
+"""The topic modes in the reports: both modes side by side, the cases that pass
 only on labels, and the topics that need a label (``topics``).
 
 ``reports`` keeps showing the first mode's metrics and per-case table as before (the

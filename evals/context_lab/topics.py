@@ -1,4 +1,4 @@
-"""Topic modes: does coverage come from the sources' labels or from their content (issue 14).
+"""Topic modes: does coverage come from the sources' labels or from their content.
 
 A lab source declares the topics it covers (``topics``). Handed to the engine as the item's
 declared topics, a label *is* coverage (``context.ranking.relevance.covered_topics``): the

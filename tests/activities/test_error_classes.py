@@ -1,7 +1,7 @@
 """Which activity errors are permanent, wherever they were raised (contracts/failures.py).
 
 Pure: no worker. The real worker's interceptor chain, helper processes and every activity's
-bound are in tests/workflows/test_bounded_retries.py and test_needs_operator.py.
+bound are in tests/workflows/test_needs_operator.py and tests/workflows/test_non_retryable.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Freshness ages observations, never pinned revisions; unvetted text is never evidence
-(issue 14, docs/context-engine.md#hard-gates and #effective-trust-and-role-limits).
+(docs/context-engine.md#hard-gates and #effective-trust-and-role-limits).
 
 * A revision the task pins (``required_revisions`` by canonical key, or ``repo:<name>``
   for an item at that commit) is admissible whatever its age: refreshing an immutable

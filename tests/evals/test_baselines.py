@@ -1,4 +1,4 @@
-"""The stronger baselines (issue 14): ``gated-dump`` and ``top-k`` on hand-built cases, and
+"""The stronger baselines: ``gated-dump`` and ``top-k`` on hand-built cases, and
 the release gate judging the candidate against the strongest baseline."""
 
 from __future__ import annotations

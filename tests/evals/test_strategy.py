@@ -107,7 +107,7 @@ def _dated(source_id: str, revision: str, updated_at: str, **kw: object) -> dict
 
 
 def test_a_pinned_older_revision_is_admitted_whatever_its_age():
-    """Issue 14: the only admissible revision must not be refused for its age."""
+    """The only admissible revision must not be refused for its age."""
     raw = [_dated("retry-r7", "7", "2026-01-05", observed_at="2026-09-01"),
            _dated("retry-r8", "8", "2026-11-10")]
     sources = {r["id"]: LabSource.model_validate(r) for r in raw}

@@ -1,4 +1,4 @@
-"""Topic modes (issue 14): ``labels`` vs ``content``, ``topic_terms``, ``needs_label``,
+"""Topic modes: ``labels`` vs ``content``, ``topic_terms``, ``needs_label``,
 ``--topics`` and the release gate over both modes.
 
 Everything runs through the real engine and the real CLI. The base source's text says

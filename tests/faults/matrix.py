@@ -55,7 +55,7 @@ FAULTS_ENV = "PRESSROOM_FAULTS"
 FULL = os.environ.get(FAULTS_ENV, "").strip().lower() == "full"
 #: whether the workflow has the state a fault an operator must fix should end in
 NEEDS_OPERATOR = "needs_operator" in get_args(Status)
-NEEDS_OPERATOR_XFAIL = "needs_operator: issue 15 item 1"
+NEEDS_OPERATOR_XFAIL = "needs_operator: a step that fails for good (docs/architecture.md)"
 #: how long a fault an operator must fix may go without a visible reason: the bounded
 #: retries of the activity that meets it (the draft's five attempts: about 15 s of
 #: backoff), with room; without the needs_operator state a retry goes on for ever, so the

@@ -1,4 +1,4 @@
-"""Fault-injection matrix (issue 15 item 3): break a real job on purpose, finish it, and
+"""Fault-injection matrix: break a real job on purpose, finish it, and
 check nothing was lost, doubled or left hanging without a reason.
 
 Cells (``tests/faults/matrix.py`` lists them and what each count means):

@@ -1,4 +1,4 @@
-"""Hypothesis profiles of the fuzzing tests (issue 15, item 5).
+"""Hypothesis profiles of the fuzzing tests.
 
 ``ci`` (the default) is bounded so the whole folder runs in well under a minute on two
 cores; ``long`` runs many more examples per test, for a nightly job or a hunt by hand::

@@ -1,4 +1,4 @@
-"""The hostile-input corpus (issue 15, item 4): each entry names what it attacks and what must
+"""The hostile-input corpus: each entry names what it attacks and what must
 happen, and ``run(tmp_path)`` feeds it to the real component it targets and asserts that
 outcome. ``tests/hostile/test_corpus.py`` runs every entry.
 

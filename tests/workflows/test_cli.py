@@ -152,7 +152,7 @@ async def test_cli_run_review_status_explain(
 
 async def test_pressroom_run_checks_at_the_door_what_a_worker_would_retry_on(
         temporal_env: Any, tmp_path: Path, docs: Path, task_queue: str) -> None:
-    """Issue 15: names the store refuses, blank topic terms and a policy that cannot load
+    """Names the store refuses, blank topic terms and a policy that cannot load
     are one line at ``pressroom run`` — naming the field, never quoting the value — and
     no job starts (before: a reviewer ``ops/alice`` made ``record_review`` retry forever on
     the worker; a blank term failed research on every attempt). Paths outside the roots:

@@ -219,7 +219,7 @@ def test_a_repository_url_with_credentials_is_refused_without_echoing_them(
     assert "sources.0.git.repo" in str(err.value)
 
 
-# --- names the store will be handed, checked by the store's own rule at submit (issue 15) ---
+# --- names the store will be handed, checked by the store's own rule at submit ---
 
 #: before: each of these passed the spec and then failed on the worker on every retry
 #: (``record_review`` for a reviewer named ``ops/alice``, the research for a blank term)
