@@ -5,7 +5,8 @@ The hostile corpus (``tests/hostile/corpus.py``) has a folder of 100,000 empty `
 files. The listing used to stat every one before the size check refused the folder (34 s
 in that test); it now stops at file ``MAX_FILES + 1``. This script times
 ``activities.sources.acquire`` on folders of each size (the folder is made before the
-clock starts) and reports the outcome, so the same script run from an older checkout gives the comparison (bench/RESULTS.md).
+clock starts) and reports the outcome, so the same script run from an older checkout
+gives the comparison (bench/RESULTS.md).
 
 Run: ``.venv/bin/python bench/listing.py [--sizes 100,1000,100000] [--repeat 3]``.
 """
