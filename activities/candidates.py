@@ -137,9 +137,7 @@ def render_job_spec(spec: JobSpec) -> str:
     lines += [f"- {t.name}" if list(t.terms) == [t.name] else f"- {t.name}: {', '.join(t.terms)}"
               for t in spec.topics]
     lines.append("Required sources:")
-    for s in spec.sources:
-        pin = f" at commit {s.commit}" if s.kind == "git" else ""
-        lines.append(f"- {s.name} ({s.kind}{pin})")
+    lines += [f"- {s.name} ({s.summary()})" for s in spec.sources]
     if spec.forbidden_actions:
         lines.append("Forbidden actions:")
         lines += [f"- {a}" for a in spec.forbidden_actions]

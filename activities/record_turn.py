@@ -21,10 +21,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from activities.mcp.citations import evidence_fields as mcp_evidence
-from activities.mcp.citations import is_mcp
-from activities.research_tools.arguments import NoteArguments
-from activities.research_tools.source_tools import search_hits
+from activities.research_tools.exchanges import exchange_id, stored_exchange
+from activities.research_tools.note import NoteArguments, cited_lines
+from activities.research_tools.registry import tool_named
 from activities.runtime import (
     ActivityRuntime,
     dumps,
@@ -35,18 +34,10 @@ from activities.runtime import (
     ref_of,
 )
 from activities.sources.evidence import EvidenceRecord
+from activities.sources.kind import CitedRange
 from activities.sources.toolrecord import result_hash
-from activities.tool_call import exchange_id, stored_exchange
-from context.vocabulary import SourceType, Trust
 from contracts.activity_messages import ArtifactRef, RecordTurnInput, RecordTurnResult
 from contracts.job_spec import JobSpec
-
-_DOCUMENT_TYPES = {
-    Trust.EXTERNAL_EVIDENCE: SourceType.OFFICIAL_DOCUMENT,
-    Trust.PROJECT_EDITABLE: SourceType.EDITABLE_PROJECT_FILE,
-    Trust.UNTRUSTED_EXTERNAL_DATA: SourceType.WEB_PAGE,
-}
-
 
 #: research turns per tool-history chunk
 TOOL_CHUNK_TURNS = 10
@@ -95,55 +86,29 @@ def note_item_id(topic: str, note_call_id: str, index: int) -> str:
     return f"note:{topic[:200 - len(suffix) - 5]}{suffix}"
 
 
-def _cited_lines(exchange: dict[str, Any], path: str, start: int, end: int) -> list[str]:
-    """The text of lines ``start..end`` of ``path`` as the stored result showed them."""
-    content = json.loads(exchange["result"]["content"])
-    if exchange["call"]["tool_name"] == "read" or is_mcp(exchange["call"]["tool_name"]):
-        first = content["start_line"]
-        return list(content["lines"][start - first:end - first + 1])
-    shown = {number: text for hit_path, _revision, number, text in search_hits(content)
-             if hit_path == path}
-    return [shown[number] for number in range(start, end + 1)]
-
-
 def _note_records(spec: JobSpec, note_call_id: str, note: dict[str, Any],
                   cited: dict[str, dict[str, Any]], as_of: datetime) -> list[EvidenceRecord]:
+    """One evidence record per citation of an accepted note: the cited lines as the stored
+    result showed them, with the fields the tool that produced that result gives its
+    evidence (a declared source's kind, an MCP result …; ``ResearchTool.evidence``)."""
     records = []
     topic = note["topic"]
     for index, citation in enumerate(note["citations"], start=1):
-        mcp = is_mcp(citation["source"])  # an MCP result, not a declared source
-        source = None if mcp else spec.source_named(citation["source"])
-        name = citation["source"] if source is None else source.name
-        path, start, end = citation["path"], citation["start_line"], citation["end_line"]
-        revision = citation["revision"]
-        text = "\n".join(_cited_lines(cited[citation["call_id"]], path, start, end))
-        common: dict[str, Any] = {
-            "item_id": note_item_id(topic, note_call_id, index), "call_id": note_call_id,
-            "tool_name": "note", "source_name": name, "path": path,
-            "line_start": start, "line_end": end, "content": text,
-            "content_hash": result_hash(text), "revision": revision, "observed_at": as_of,
-            "topics": [topic],
-            "canonical_key": f"note:{topic}:{name}:{path}#L{start}-L{end}",
-            "cited_call_id": citation["call_id"],
-        }
-        if source is None:
-            records.append(EvidenceRecord(**common, **mcp_evidence(name, start, end)))
-            continue
-        common["security_class"] = source.security_class
-        if source.kind == "git":
-            record = EvidenceRecord(**common, source_type=SourceType.REPOSITORY_SOURCE,
-                                    repo=source.name, commit=revision,
-                                    locator=f"{path}#L{start}-L{end}",
-                                    trust=Trust.REPOSITORY_EVIDENCE, authority=3)
-        elif source.kind == "document":
-            record = EvidenceRecord(**common, source_type=_DOCUMENT_TYPES[source.trust],
-                                    locator=f"{source.name}:{path}#L{start}-L{end}",
-                                    trust=source.trust, authority=1)
-        else:
-            record = EvidenceRecord(**common, source_type=SourceType.WEB_PAGE, url=source.url,
-                                    locator=f"L{start}-L{end}",
-                                    trust=Trust.UNTRUSTED_EXTERNAL_DATA, authority=0)
-        records.append(record)
+        name, path = citation["source"], citation["path"]
+        start, end, revision = citation["start_line"], citation["end_line"], citation["revision"]
+        exchange = cited[citation["call_id"]]
+        shown = cited_lines(exchange, name, revision, path, tool_named)
+        text = "\n".join(shown[number] for number in range(start, end + 1))
+        tool = tool_named(exchange["call"]["tool_name"])
+        fields = tool.evidence(spec, name, CitedRange(path=path, start=start, end=end,
+                                                      revision=revision))
+        records.append(EvidenceRecord(
+            item_id=note_item_id(topic, note_call_id, index), call_id=note_call_id,
+            tool_name="note", source_name=name, path=path, line_start=start, line_end=end,
+            content=text, content_hash=result_hash(text), revision=revision,
+            observed_at=as_of, topics=[topic],
+            canonical_key=f"note:{topic}:{name}:{path}#L{start}-L{end}",
+            cited_call_id=citation["call_id"], **fields))
     return records
 
 

@@ -35,14 +35,13 @@ import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import artifacts
 from activities.fail_hook import fail_point
-from activities.offload import HelperPool
 from activities.store_access import WorkerStore
 from artifacts.attestation import Keyring
 from artifacts.errors import RevisionConflict
@@ -54,6 +53,9 @@ from contracts.model_endpoints import ModelEndpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
 from contracts.web_policy import WebFetchPolicy
+
+if TYPE_CHECKING:  # the pool is built by the worker and handed in; only its type is named
+    from activities.offload import HelperPool
 
 #: Job specs kept per worker; a long-running worker sees an unbounded number of jobs.
 SPEC_CACHE_SIZE = 1024

@@ -105,15 +105,7 @@ def render_plan(spec: JobSpec) -> str:
         flag = " (blocking: required before drafting)" if t.blocking else ""
         lines.append(f"- {t.name}{flag}: search terms {', '.join(t.terms)}")
     lines += ["", "## Required sources"]
-    for s in spec.sources:
-        if s.kind == "git":
-            paths = f", paths {', '.join(s.paths)}" if s.paths else ""
-            lines.append(f"- {s.name}: git {s.repo} at commit {s.commit}{paths}")
-        elif s.kind == "web_page":
-            saved = "saved" if s.path is not None else "live"
-            lines.append(f"- {s.name}: {saved} web page {s.url} (untrusted data)")
-        else:
-            lines.append(f"- {s.name}: document {s.path}")
+    lines += [f"- {s.name}: {s.describe()}" for s in spec.sources]
     lines += ["", "## Forbidden actions"]
     lines += [f"- {a}" for a in spec.forbidden_actions] or ["- (none listed)"]
     lines += ["", "## Steps", "1. Acquire every required source at its pinned revision.",

@@ -27,7 +27,7 @@ from temporalio import activity
 
 from activities.providers import PROVIDERS
 from activities.research_tools import TOOL_DEFINITIONS
-from activities.research_tools.rejected import RejectionKind
+from activities.tool_errors import RejectionKind
 from context.vocabulary import BlockedReason, ExclusionReason, Partition
 
 #: label values outside a bounded set

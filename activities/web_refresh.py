@@ -31,7 +31,7 @@ async def refresh_web_page(runtime: ActivityRuntime,
                            inp: RefreshWebPageInput) -> WebPageRevisionResult:
     spec = await runtime.spec_of(inp.job)
     source = next((s for s in spec.sources if s.name == inp.source_name), None)
-    if not isinstance(source, WebPageSourceSpec) or source.path is not None:
+    if not isinstance(source, WebPageSourceSpec) or not source.live:
         raise SourceSpecError(f"source {inp.source_name!r} is not a live web page of job "
                               f"{spec.job_id}; only a live page is fetched again")
     pages = await web_pages(runtime, spec)

@@ -391,7 +391,7 @@ async def whole_file(result: dict[str, Any], spec: JobSpec, settings: Settings,
     """A read's result as a whole-file read: the file it read, or for a longer file a window
     of 200 to 400 lines (fixed per call id) around the lines it asked for — read through the
     read tool's own source access, so the lines are the file's at the pinned commit."""
-    from activities.research_tools.budget import CallBudget
+    from activities.call_budget import CallBudget
     from activities.research_tools.source_files import declared, open_source
 
     body = json.loads(result["content"])

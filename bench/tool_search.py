@@ -1,7 +1,7 @@
 """What a research tool call costs now that its search runs off the event loop; prints JSON.
 
 A ``search`` (and ``read``) reads, decodes and matches in a worker thread within one budget
-per call (activities/research_tools/budget.py), where it used to run on the worker's event
+per call (activities/call_budget.py), where it used to run on the worker's event
 loop. This script times ``run_source_tool`` calls over the example's real fixture sources
 — a literal search of the git repository, a regex search of the document folder, a
 ``read`` — ``--calls`` times each after one warm-up, and reports the median per call and

@@ -14,6 +14,8 @@ them without importing each other:
 - ``UnpinnedSource`` — a ``SourceSpecError``: a git source reached a worker without a full
   commit id (only a ``ref``, which ``pressroom run`` resolves at submit; or a value built
   around the spec's validation). The worker never acquires it.
+- ``UnknownSourceKind`` — a ``SourceSpecError``: a source's ``kind`` has no registered
+  reader (``activities.sources.registry``); it is never read as another kind.
 - ``PublishRefused`` — the stored review does not authorize the publication.
 - ``JobIdReused`` — a workflow with an earlier job's id tried to add to that job's spec or
   replace its article (the first run id differs); ``CarriedStateMismatch`` — a continued
@@ -83,6 +85,11 @@ class SourceSpecError(SourceError, ValueError):
 
 class UnpinnedSource(SourceSpecError):
     """A git source has no full commit id to read; no acquisition (or fetch) runs for it."""
+
+
+class UnknownSourceKind(SourceSpecError):
+    """A source's ``kind`` has no registered reader (``activities.sources.registry``): a bad
+    job spec, never read as another kind."""
 
 
 class PublishRefused(ApplicationError):

@@ -73,6 +73,7 @@ from contracts.errors import (
     RepositoryRefused,
     ReviewerNotRegistered,
     SourceSpecError,
+    UnknownSourceKind,
     UnpinnedSource,
     WebAddressRefused,
     WebLimitExceeded,
@@ -139,6 +140,8 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     McpGrantRefused,
     # a model.base_url off the operator's endpoint list (docs/configuration.md)
     ModelEndpointRefused,
+    # a source kind with no registered reader (docs/architecture.md#source-kinds-and-research-tools)
+    UnknownSourceKind,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).

@@ -79,10 +79,7 @@ from contracts.errors import PathOutsideRoots, PathOutsideTenantRoots, PathRefus
 from contracts.git_safety import Readable, confine_repository
 from contracts.job_spec import JobSpec
 from contracts.source_specs import (
-    DocumentSourceSpec,
-    GitSourceSpec,
     SourceSpec,
-    WebPageSourceSpec,
     expand_location,
 )
 from settings import Settings, fixtures_from_env, home_from_env
@@ -534,21 +531,17 @@ def _check_existing(located: Located, allowed: Sequence[str], what: str, shown: 
 def source_path(source: SourceSpec, locations: Mapping[str, str]
                 ) -> tuple[str, str, Kind, Sequence[str]]:
     """The path a source names (expanded): (what, path, kind, the types it may be)."""
-    what = f"source {source.name!r}"
-    if isinstance(source, GitSourceSpec):
-        return what + " repository", expand_location(source.repo, locations), "source", \
-            ("folder",)
-    if isinstance(source, DocumentSourceSpec):
-        return what + " path", expand_location(source.path, locations), "source", \
-            ("file", "folder")
-    assert source.path is not None, "a live web page names no path (see job_paths)"
-    return what + " page", expand_location(source.path, locations), "source", ("file",)
+    named = source.local_path()  # each kind says which path it names, if any
+    assert named is not None, "a source that names no path is skipped (see job_paths)"
+    label, location, types = named
+    return f"source {source.name!r} {label}", expand_location(location, locations), "source", \
+        types
 
 
 def names_a_path(source: SourceSpec) -> bool:
     """Whether ``source`` names a local path: every kind but a live web page (``url:``
     only), whose URL the operator's web rules check instead (``contracts.web_policy``)."""
-    return not (isinstance(source, WebPageSourceSpec) and source.live)
+    return source.local_path() is not None
 
 
 def check_source(source: SourceSpec, roots: PathRoots, locations: Mapping[str, str]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -81,10 +81,38 @@ DOCUMENT_TRUSTS: frozenset[Trust] = frozenset(
 
 
 class _Spec(BaseModel):
+    """What every source kind's spec has: a name, a security class, and the few facts the
+    client side needs about a kind without importing its reader — the field that holds its
+    location, the local path to check against the roots, how the plan describes it. The
+    reader of each kind (how it is listed, read and cited) is its module under
+    ``activities/sources/`` (docs/architecture.md#source-kinds-and-research-tools)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: StoreName = Field(pattern=_NAME, description="short stable id; used in citations")
     security_class: SecurityClass = SecurityClass.INTERNAL
+
+    #: the field that holds where the source is (a path, a repository, a URL)
+    location_field: ClassVar[str] = "path"
+
+    @property
+    def live(self) -> bool:
+        """Whether the worker fetches this source over the network (a live web page)."""
+        return False
+
+    def local_path(self) -> tuple[str, str, tuple[str, ...]] | None:
+        """The local path this source names, to check against the operator's source roots
+        (``contracts.path_safety``): (what it is, the location as written, the file types
+        it may be); ``None`` for a source that names no local path."""
+        return None
+
+    def summary(self) -> str:
+        """The kind and pin, as the task contract shows it (``git at commit …``)."""
+        return spec_kind(type(self))
+
+    def describe(self) -> str:
+        """One line of the research plan: what the source is and where."""
+        return f"{spec_kind(type(self))} {getattr(self, self.location_field)}"
 
 
 class GitSourceSpec(_Spec):
@@ -110,6 +138,18 @@ class GitSourceSpec(_Spec):
         default_factory=list,
         description="files or directories (path prefixes, not globs); empty = whole tree",
     )
+
+    location_field: ClassVar[str] = "repo"
+
+    def local_path(self) -> tuple[str, str, tuple[str, ...]] | None:
+        return "repository", self.repo, ("folder",)
+
+    def summary(self) -> str:
+        return f"git at commit {self.commit}"
+
+    def describe(self) -> str:
+        paths = f", paths {', '.join(self.paths)}" if self.paths else ""
+        return f"git {self.repo} at commit {self.commit}{paths}"
 
     @field_validator("commit")
     @classmethod
@@ -165,6 +205,12 @@ class DocumentSourceSpec(_Spec):
     path: str = Field(min_length=1)
     trust: Trust = Trust.EXTERNAL_EVIDENCE
 
+    def local_path(self) -> tuple[str, str, tuple[str, ...]] | None:
+        return "path", self.path, ("file", "folder")
+
+    def describe(self) -> str:
+        return f"document {self.path}"
+
     @field_validator("trust")
     @classmethod
     def _trust_not_self_promoted(cls, value: Trust) -> Trust:
@@ -204,10 +250,30 @@ class WebPageSourceSpec(_Spec):
         """Whether this is a live page the worker fetches (no saved file)."""
         return self.path is None
 
+    def local_path(self) -> tuple[str, str, tuple[str, ...]] | None:
+        return None if self.path is None else ("page", self.path, ("file",))
+
+    def describe(self) -> str:
+        saved = "live" if self.path is None else "saved"
+        return f"{saved} web page {self.url} (untrusted data)"
+
+
+#: every source kind's spec model, one per kind — the job spec's ``sources:`` accept exactly
+#: these; each has its reader registered in ``activities.sources.registry``, and a test keeps
+#: the two lists equal (docs/architecture.md#source-kinds-and-research-tools)
+SOURCE_SPEC_MODELS: tuple[type[_Spec], ...] = (GitSourceSpec, DocumentSourceSpec,
+                                               WebPageSourceSpec)
 
 SourceSpec = Annotated[
     GitSourceSpec | DocumentSourceSpec | WebPageSourceSpec, Field(discriminator="kind")
 ]
+
+
+def spec_kind(model: type[_Spec]) -> str:
+    """The ``kind:`` a spec model stands for (its discriminator's one value)."""
+    default = model.model_fields["kind"].default
+    assert isinstance(default, str)
+    return default
 
 
 class TopicTerms(BaseModel):

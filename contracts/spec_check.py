@@ -147,8 +147,8 @@ def check_spec(spec: JobSpec, ctx: CheckContext) -> list[SpecProblem]:
 
 def _path_fields(spec: JobSpec) -> list[str]:
     """The field of each path ``job_paths`` yields, in its order."""
-    fields = [f"sources.{i}.{'repo' if s.kind == 'git' else 'path'}"
-              for i, s in enumerate(spec.sources)]
+    fields = [f"sources.{i}.{s.location_field}"
+              for i, s in enumerate(spec.sources) if s.local_path() is not None]
     if spec.workspace:
         fields.append("workspace")
     if not is_policy_name(spec.policy):

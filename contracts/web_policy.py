@@ -138,7 +138,7 @@ def check_job_urls(sources: Sequence[Any], policy: WebFetchPolicy) -> None:
     live web page among ``sources`` (``kind: web_page`` without ``path:``) names a URL the
     policy does not allow — at submit, before anything is fetched."""
     check_urls([(f"source {s.name!r}", s.url) for s in sources
-                if getattr(s, "kind", None) == "web_page" and s.path is None], policy)
+                if getattr(s, "live", False)], policy)
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_REDIRECTS", "DEFAULT_TIMEOUT_S", "SCHEMES",

@@ -43,7 +43,6 @@ from contracts.path_safety import (
 )
 from contracts.pricing import format_usd
 from contracts.signing import normalize_name, public_key_text
-from contracts.source_specs import GitSourceSpec
 from contracts.spec_check import SpecProblem, check_spec_file, context_for
 from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
@@ -290,8 +289,9 @@ def checked_source(resolution: ResolveInput, settings: Settings) -> ResolveInput
     source = resolution.source
     if source is None:
         return resolution
-    field = "repo" if isinstance(source, GitSourceSpec) else "path"
-    value: str | None = getattr(source, field)  # None: a live web page (a URL, no path)
+    named = source.local_path()  # None: a live web page (a URL, no path)
+    field = source.location_field
+    value = named[1] if named is not None else None
     if value is not None and not is_remote(value) and "${" not in value \
             and "://" not in value:
         absolute = Path(value).expanduser()

@@ -553,7 +553,7 @@ class ResearchJobWorkflow:
         first. Only a job with a live page reaches the patch, so older histories replay
         unchanged."""
         for src in sources:
-            if src.kind != "web_page" or src.path is not None:
+            if not src.live:
                 continue
             if not workflow.patched(WEB_PAGE_REFRESH_PATCH):
                 return

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from activities.mcp.listing import granted_entry, stored_tool_list
-from activities.research_tools.rejected import ToolRejected
 from activities.runtime import dumps, principal_of, scope_of
+from activities.tool_errors import ToolRejected
 from artifacts.errors import RevisionConflict
 from contracts.activity_messages import PlannedCall, ToolApproval
 from contracts.job_spec import JobSpec

@@ -29,8 +29,8 @@ from typing import Any
 from activities.mcp.approvals import check_approval
 from activities.mcp.client import McpToolError, call_tool
 from activities.mcp.listing import definition_hash, ensure_tool_list, granted_entry
-from activities.research_tools.rejected import ToolRejected
 from activities.runtime import dumps, pause_point, principal_of, scope_of
+from activities.tool_errors import ToolRejected
 from artifacts.errors import RevisionConflict
 from context.admission.security import detector_for, redact_secrets
 from contracts.activity_messages import ToolApproval

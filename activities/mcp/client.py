@@ -7,7 +7,7 @@ streamable-HTTP session), does one thing under one deadline and closes it — th
 killed on the way out, so a hung server costs one deadline, never a stuck worker.
 
 Everything a server can do wrong becomes ``McpToolError`` with a one-word kind
-(``activities.research_tools.rejected``): past the deadline (``tool_timeout``), a server
+(``activities.tool_errors``): past the deadline (``tool_timeout``), a server
 that cannot be started or dies mid-call (``tool_unavailable``), a reply that is not valid
 JSON-RPC or not a valid MCP result (``tool_protocol_error``), the tool's own error result
 (``tool_reported_error``). The detail is one line, cut short and redacted by the caller;

@@ -773,7 +773,7 @@ def _read_exchange(tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
        "id, a line past what the read returned, another revision, another path",
        "ToolRejected('citation_mismatch') naming the citation; no note is accepted")
 def _note_fabricated(tmp: Path) -> None:
-    from activities.research_tools import ToolRejected, verify_note
+    from activities.research_tools import ToolRejected, tool_named, verify_note
 
     content, exchange = _read_exchange(tmp)
     rev = content["revision"]
@@ -782,7 +782,8 @@ def _note_fabricated(tmp: Path) -> None:
                          ({}, "was not in that call's result"),
                          ({"path": "secret.md", "revision": rev}, "secret.md")):
         with pytest.raises(ToolRejected) as err:
-            verify_note(_note("retries", "jitter", **cite), ["retries"], {"c1": exchange})
+            verify_note(_note("retries", "jitter", **cite), ["retries"], {"c1": exchange},
+                        tool_named)
         assert err.value.kind == "citation_mismatch" and needle in err.value.detail
 
 
@@ -792,17 +793,17 @@ def _note_fabricated(tmp: Path) -> None:
        "injected claim with genuine citations is kept verbatim as the claim, data and nothing "
        "else (the note changes no topic, citation or status)")
 def _note_injected(tmp: Path) -> None:
-    from activities.research_tools import ToolRejected, verify_note
+    from activities.research_tools import ToolRejected, tool_named, verify_note
 
     content, exchange = _read_exchange(tmp)
     rev = content["revision"]
     with pytest.raises(ToolRejected) as err:
         verify_note(_note(PAYLOADS["english"], "x", revision=rev), ["retries"],
-                    {"c1": exchange})
+                    {"c1": exchange}, tool_named)
     assert err.value.kind == "malformed_arguments" and "not a topic" in err.value.detail
     for lang in ("english", "chinese", "forged-delimiter"):
         note = verify_note(_note("retries", PAYLOADS[lang], revision=rev), ["retries"],
-                           {"c1": exchange})
+                           {"c1": exchange}, tool_named)
         # the result is a short acknowledgement (verify_note: a result does not echo its
         # arguments, which the next request already holds); the claim is stored from the call's own
         # arguments, verbatim, and changes no topic, citation count or status

@@ -23,7 +23,7 @@ from activities.research_tools import (
     run_source_tool,
     search_hits,
 )
-from activities.tool_call import read_limits
+from activities.research_tools.source_tools import read_limits
 from contracts.source_specs import (
     DocumentSourceSpec,
     GitSourceSpec,
@@ -221,7 +221,8 @@ def test_definitions_leave_out_the_bounds_the_server_validates() -> None:
     """The definitions are resent every research turn; a bound the server enforces anyway
     (a string's length, a list's size, a line number's minimum) is not repeated in them,
     and a call over one is still refused, naming the bound."""
-    from activities.research_tools.arguments import SERVER_VALIDATED, parse_arguments
+    from activities.research_tools import parse_arguments
+    from activities.research_tools.arguments import SERVER_VALIDATED
 
     def keys(node: object) -> set[str]:
         if isinstance(node, dict):
