@@ -36,7 +36,7 @@ Test and benchmark hooks are not settings and are read where they are used:
 and fault tests), ``PRESSROOM_FAULTS`` (``tests/faults``), ``PRESSROOM_TEST_POSTGRES_URL``
 and ``PRESSROOM_CI`` (``tests/``),
 ``PRESSROOM_BENCH_POSTGRES_URL`` (``bench/store.py``), ``PRESSROOM_UPDATE_GOLDEN``
-(``tests/context``) and ``PRESSROOM_FUZZ`` (``tests/fuzz``); README.md lists them.
+(``tests/context``) and ``PRESSROOM_FUZZ`` (``tests/fuzz``); tests/README.md lists them.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ class Variable:
     meaning: str
 
 
-#: Every variable ``Settings.from_env`` reads (the README's configuration table lists them).
+#: Every variable ``Settings.from_env`` reads (docs/configuration.md#environment-variables
+#: lists them).
 VARIABLES: tuple[Variable, ...] = (
     Variable(HOME, "home", "`~/.pressroom`",
              "Pressroom's directory: the SQLite artifact store, the Temporal dev server's "
@@ -259,8 +260,8 @@ VARIABLES: tuple[Variable, ...] = (
              "manifest ids when known; `--log-format` overrides it"),
     Variable(PRICES, "prices", "the shipped table `contracts/prices.yaml` (dated; check it)",
              "a YAML price file (USD per million tokens of input, cached input, cache write "
-             "and output, by provider and model; README.md#cost-in-money) whose entries "
-             "replace the shipped ones: the worker prices each model call with it, "
+             "and output, by provider and model; docs/configuration.md#cost-in-money) "
+             "whose entries replace the shipped ones: the worker prices each model call with it, "
              "`pressroom run` refuses a job with a cost budget whose model it has no price "
              "for"),
     Variable(MODEL_ENDPOINTS, "model_endpoints", "unset: no job may set `model.base_url`",

@@ -26,7 +26,7 @@ it reports what a prefix cache would have served: the tokens of the byte-identic
 this request shares with the job's previous turn's request.
 
 Each call is priced here, by the worker's price table (``contracts.pricing``;
-README.md#cost-in-money), and its cost in whole micro-dollars is stored in the reply's
+docs/configuration.md#cost-in-money), and its cost in whole micro-dollars is stored in the reply's
 ``usage`` and returned: the workflow only adds these integers against the job's cost
 budget, and a retry returns the cost stored with the reply. A job with a cost budget whose
 model this worker has no price for is refused before the model is called (a paid call that

@@ -8,7 +8,7 @@ many attempts each kind of error gets (``workflows.temporal_config.ACTIVITY_LIMI
 ``contracts.failures``) and that the job then needs an operator. The variable is read at
 every attempt: a test that removes it and sends a signed ``retry`` sees the step succeed.
 It does nothing when the variable is unset; the worker's settings never read it
-(README, "Test hooks").
+(tests/README.md, "Test and benchmark hooks").
 
 Kinds (``FAILURES``): the permanent ones are raised as the code that meets them would
 raise them — ``ValidationError`` is a real pydantic error around the store's

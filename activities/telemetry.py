@@ -193,7 +193,8 @@ def _model_call(meter: Any, obs: Mapping[str, Any]) -> None:
 
 
 def _model_cost(meter: Any, obs: Mapping[str, Any]) -> None:
-    """A priced model call's cost (README.md#cost-in-money); an unpriced one adds nothing."""
+    """A priced model call's cost (docs/configuration.md#cost-in-money); an unpriced one
+    adds nothing."""
     cost = obs.get("cost_micro_usd")
     if cost is not None:
         _add(meter, "pressroom_model_cost_micro_usd", int(cost),

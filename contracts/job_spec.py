@@ -290,9 +290,9 @@ class ResearchSpec(_Spec):
     #: (``budget_exhausted``) until ``resolve`` raises it or accepts what was gathered
     token_budget: int = Field(default=2_000_000, ge=1)
     #: USD across every research turn's model calls, priced by the worker's price table
-    #: (contracts/pricing.py; README.md#cost-in-money); exhausting it blocks the job like the
-    #: token budget. ``None``: no money limit. A model without a known price is refused at
-    #: submit when it is set
+    #: (contracts/pricing.py; docs/configuration.md#cost-in-money); exhausting it blocks the
+    #: job like the token budget. ``None``: no money limit. A model without a known price is
+    #: refused at submit when it is set
     cost_budget_usd: Decimal | None = Field(default=None, gt=0, le=1_000_000,
                                             decimal_places=6)
     #: continue-as-new after this many turns, so history per run stays flat

@@ -1,4 +1,5 @@
-"""Model prices and what a model call costs, in whole micro-dollars (README.md#cost-in-money).
+"""Model prices and what a model call costs, in whole micro-dollars
+(docs/configuration.md#cost-in-money).
 
 A ``PriceTable`` maps a provider and model to a ``ModelPrice``: USD per million tokens of
 uncached input, cached input (read from the provider's prompt cache), cache writes and

@@ -268,5 +268,6 @@ def _price(spec: JobSpec, settings: Settings) -> list[SpecProblem]:
                             message=f"is set but model {model} has no price in "
                                     f"{table.describe}: add models.{spec.model.provider}."
                                     f"{spec.model.name} to the price file {PRICES} names "
-                                    "(README.md#cost-in-money), or drop the cost budget")]
+                                    "(docs/configuration.md#cost-in-money), or drop the "
+                                    "cost budget")]
     return []

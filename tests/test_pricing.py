@@ -1,8 +1,8 @@
-"""The price table (``contracts/pricing.py``, README.md#cost-in-money): the shipped defaults
-load and say where each figure came from; the operator's file replaces entries model by
-model; a file that cannot be used is one ``PriceError`` line naming the file and the key;
-costs are exact whole micro-dollars, rounded up; ``resolve --cost-budget`` takes USD
-exactly."""
+"""The price table (``contracts/pricing.py``, docs/configuration.md#cost-in-money): the
+shipped defaults load and say where each figure came from; the operator's file replaces
+entries model by model; a file that cannot be used is one ``PriceError`` line naming the
+file and the key; costs are exact whole micro-dollars, rounded up; ``resolve
+--cost-budget`` takes USD exactly."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """``Settings.from_env``: defaults, every variable, the deprecated ``PRESSROOM_STORE_URL``,
-bad values (one line naming the variable), and the README's table listing them all."""
+bad values (one line naming the variable), and docs/configuration.md's table listing them all
+(the test hooks: tests/README.md's)."""
 
 from __future__ import annotations
 
@@ -250,21 +251,33 @@ def test_the_cli_notes_the_deprecated_name_on_stderr(tmp_path: Path) -> None:
     assert proc.stdout.strip()  # the version still printed
 
 
-def test_readme_table_lists_every_setting() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+def _table_rows(path: Path, heading: str) -> tuple[str, dict[str, str]]:
+    """The section of ``path`` under ``heading`` and its table rows by variable name."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
     rows = {m.group(1): m.group(0)
             for m in re.finditer(r"^\| `((?:PRESSROOM|TEMPORAL)_[A-Z_]+)` \|.*$", section,
                                  re.MULTILINE)}
+    return section, rows
+
+
+def test_configuration_table_lists_every_setting() -> None:
+    section, rows = _table_rows(Path("docs/configuration.md"), "## Environment variables")
     for v in VARIABLES:
         assert v.name in rows, v.name
         assert rows[v.name] == f"| `{v.name}` | {v.default} | {v.meaning} |"
+    assert set(rows) == {v.name for v in VARIABLES}  # the product's settings, and only those
+    assert STORE_URL in section
+
+
+def test_tests_readme_lists_every_test_hook() -> None:
+    section, rows = _table_rows(Path("tests/README.md"), "## Test and benchmark hooks")
     hooks = {"PRESSROOM_TEST_PAUSE_AT", "PRESSROOM_TEST_PAUSE_DIR", "PRESSROOM_TEST_FAIL_AT",
              "PRESSROOM_TEST_POSTGRES_URL", "PRESSROOM_BENCH_POSTGRES_URL", "PRESSROOM_CI",
-             "PRESSROOM_UPDATE_GOLDEN", "PRESSROOM_FUZZ", "PRESSROOM_FAULTS"}
+             "PRESSROOM_UPDATE_GOLDEN", "PRESSROOM_FUZZ", "PRESSROOM_FAULTS",
+             "PRESSROOM_SCALE"}
     assert hooks <= set(rows)
     assert "`PRESSROOM_CHROMIUM`, `PRESSROOM_CHROMEDRIVER`" in section
-    assert STORE_URL in section
 
 
 def test_the_settings_module_imports_nothing_from_pressroom() -> None:

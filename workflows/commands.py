@@ -205,7 +205,7 @@ class TraceTurn(BaseModel):
 
 class TraceReport(BaseModel):
     """``pressroom trace --json``: every research turn and its tool calls, and what the
-    priced turns cost together (whole micro-dollars; README.md#cost-in-money)."""
+    priced turns cost together (whole micro-dollars; docs/configuration.md#cost-in-money)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -6,7 +6,7 @@ the review console (``webconsole.server``) and ``pressroom doctor`` all call
 dev server, a self-hosted cluster with mutual TLS, or Temporal Cloud with an API key.
 
 The precedence between the flags, ``PRESSROOM_TEMPORAL_*``, Temporal's own ``TEMPORAL_*``
-variables and the TOML profile is written down once, in README.md ("Connecting to
+variables and the TOML profile is written down once, in deploy/README.md ("Connecting to
 Temporal"); ``resolve`` implements it (tests/workflows/test_connection.py holds it to it).
 In short: a flag, then ``PRESSROOM_TEMPORAL_ADDRESS`` / ``_NAMESPACE``, then
 ``TEMPORAL_*``, then the profile, then the defaults; the worker's ``--tls-*`` flags replace

@@ -140,8 +140,8 @@ CARRIED_CHECK_PATCH = "carried-state-check"
 #: (SECURITY.md §1); histories recorded before it replay their signals as they were
 SIGNED_BINDING_PATCH = "signed-command-binding"
 #: the patch id under which the research loop also stops at the job's cost budget
-#: (``research.cost_budget_usd``; README.md#cost-in-money); only a job that sets one asks,
-#: so histories recorded before replay unchanged
+#: (``research.cost_budget_usd``; docs/configuration.md#cost-in-money); only a job that
+#: sets one asks, so histories recorded before replay unchanged
 COST_BUDGET_PATCH = "cost-budget"
 #: ``resolve --refresh-source`` on a live web page stores a new revision of it first
 WEB_PAGE_REFRESH_PATCH = "web-page-refresh"

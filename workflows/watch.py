@@ -1,4 +1,4 @@
-"""``pressroom watch JOB``: a live view of one job (README.md, "Using it").
+"""``pressroom watch JOB``: a live view of one job (README.md, "Commands").
 
 A pure ``render`` turns one status snapshot (``workflows.client.JobView`` plus the spec's
 turn limit) into lines, so what the view shows is testable without a terminal; ``watch``
@@ -30,7 +30,7 @@ STOP_STATES = {"awaiting_review", "blocked", "needs_operator"}
 
 
 def resolve_actions(job_id: str, status: str, reason: str | None) -> list[str]:
-    """The ``resolve`` commands a blocked or needs-operator job accepts (README.md, "Using it")."""
+    """The ``resolve`` commands a blocked or needs-operator job accepts (README.md, "Commands")."""
     if status == "needs_operator":
         return [f"pressroom resolve {job_id}  (retry the step)",
                 f"pressroom resolve {job_id} --abandon"]

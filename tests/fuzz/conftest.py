@@ -16,7 +16,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-#: the environment variable choosing the profile (README, "Test and benchmark hooks")
+#: the environment variable choosing the profile (tests/README.md, "Test and benchmark hooks")
 PROFILE_VARIABLE = "PRESSROOM_FUZZ"
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
           HealthCheck.large_base_example]

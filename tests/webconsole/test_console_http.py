@@ -56,7 +56,8 @@ async def test_review_flow_refusals_and_escaping(
         client: Client, runtime: ActivityRuntime, task_queue: str, store_url: str,
         tmp_path: Path, docs: Path, make_spec: Callable[..., JobSpec]) -> None:
     _hostile_docs(docs)
-    # the offline agent priced (README.md#cost-in-money), so the page shows what turns cost
+    # the offline agent priced (docs/configuration.md#cost-in-money), so the page shows
+    # what turns cost
     (tmp_path / "prices.yaml").write_text(
         'as_of: "2026-01-01"\nmodels: {extractive: {extractive-v1: {input: 10, '
         'cached_input: 1, cache_write: 12.5, output: 30}}}\n', encoding="utf-8")

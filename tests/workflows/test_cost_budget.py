@@ -1,6 +1,7 @@
-"""Cost in money end to end (README.md#cost-in-money): the real ``pressroom`` process against
-the session's dev server and a real worker with the offline research agent, whose token
-counts a test price table prices (no paid model API is called, so nothing is faked).
+"""Cost in money end to end (docs/configuration.md#cost-in-money): the real ``pressroom``
+process against the session's dev server and a real worker with the offline research
+agent, whose token counts a test price table prices (no paid model API is called, so
+nothing is faked).
 
 * ``pressroom run`` refuses a job with a cost budget whose model has no price, in one line
   naming the model and ``PRESSROOM_PRICES``, before anything starts.

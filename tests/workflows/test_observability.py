@@ -279,7 +279,7 @@ async def test_a_blocked_assembly_and_its_exclusions_are_counted_with_bounded_la
 
 
 async def test_a_priced_model_call_counts_its_cost_with_bounded_labels() -> None:
-    """A model call's cost (README.md#cost-in-money) is added to
+    """A model call's cost (docs/configuration.md#cost-in-money) is added to
     ``pressroom_model_cost_micro_usd`` under its provider and operation only — never its
     model or job — on a real SDK meter; an unpriced call adds nothing."""
     buffer = MetricBuffer(1000)

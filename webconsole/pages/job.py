@@ -24,7 +24,7 @@ _FIXES = {
     "unsafe_tool_repair": [""],
     "serialization_invalid": [""],
     # ``budget_exhausted`` is the research loop's token budget or, when the reason says so,
-    # its cost budget (README.md#cost-in-money): the first matching key wins
+    # its cost budget (docs/configuration.md#cost-in-money): the first matching key wins
     "cost budget used": ["--cost-budget USD"],
     "budget_exhausted": ["--token-budget TOKENS"],
     "stale": ["--accept CANONICAL_KEY=REVISION", "--refresh SOURCE"],
@@ -47,7 +47,7 @@ def resolve_actions(status: str, reason: str | None) -> list[str]:
 
 
 def _cost(research: ResearchProgress | None) -> str | None:
-    """The research turns' cost against the cost budget (README.md#cost-in-money)."""
+    """The research turns' cost against the cost budget (docs/configuration.md#cost-in-money)."""
     if research is None or not research.turn:
         return None
     budget = research.cost_budget_micro_usd
