@@ -24,8 +24,8 @@ import time
 
 #: the most wall time one call spends matching its pattern, over all lines and files
 MAX_REGEX_SECONDS = 2.0
-#: the most bytes of file content one call reads: a quarter of an acquisition's cap
-#: (``activities.sources.gitrepo.MAX_TOTAL_BYTES``), since a turn's calls run at once
+#: the most bytes of file content one call reads (a turn's calls run at once, so a few
+#: calls together stay far below the worker's memory)
 MAX_CALL_BYTES = 16_000_000
 
 

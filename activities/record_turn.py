@@ -35,7 +35,7 @@ from activities.runtime import (
 )
 from activities.sources.evidence import EvidenceRecord
 from activities.sources.kind import CitedRange
-from activities.sources.toolrecord import result_hash
+from context.items import sha256_text
 from contracts.activity_messages import ArtifactRef, RecordTurnInput, RecordTurnResult
 from contracts.job_spec import JobSpec
 
@@ -105,7 +105,7 @@ def _note_records(spec: JobSpec, note_call_id: str, note: dict[str, Any],
         records.append(EvidenceRecord(
             item_id=note_item_id(topic, note_call_id, index), call_id=note_call_id,
             tool_name="note", source_name=name, path=path, line_start=start, line_end=end,
-            content=text, content_hash=result_hash(text), revision=revision,
+            content=text, content_hash=sha256_text(text), revision=revision,
             observed_at=as_of, topics=[topic],
             canonical_key=f"note:{topic}:{name}:{path}#L{start}-L{end}",
             cited_call_id=citation["call_id"], **fields))

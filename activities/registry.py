@@ -20,7 +20,6 @@ from activities import (
     draft,
     publish,
     record_turn,
-    research,
     store_activities,
     tool_call,
     web_refresh,
@@ -49,8 +48,6 @@ from contracts.activity_messages import (
     RecordTurnInput,
     RecordTurnResult,
     RefreshWebPageInput,
-    ResearchInput,
-    ResearchResult,
     StoreJobSpecInput,
     ToolCallInput,
     ToolCallResult,
@@ -65,7 +62,7 @@ from contracts.web_policy import check_job_urls
 #: the job workflow's activities (each has its bound in ``temporal_config.ACTIVITY_LIMITS``);
 #: every worker also runs ``check_job_paths_here`` for ``workflows.path_check``, which is no
 #: step of a job
-ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "research", "draft",
+ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "draft",
                   "record_review", "write_checkpoint", "publish", "run_tool", "decide",
                   "record_turn", "refresh_web_page")
 
@@ -121,11 +118,6 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
     async def write_plan(inp: PlanInput) -> ArtifactRef:
         async with heartbeating(), logged(inp):
             return await store_activities.write_plan(runtime, inp)
-
-    @activity.defn(name="research")
-    async def research_sources(inp: ResearchInput) -> ResearchResult:
-        async with heartbeating(), logged(inp):
-            return await research.research(runtime, inp)
 
     @activity.defn(name="draft")
     async def draft_article(inp: DraftInput) -> DraftResult:
@@ -189,6 +181,6 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
                     return PathCheckResult(refusal=exc.message)
             return found
 
-    return [store_job_spec, assemble_context, write_plan, research_sources, draft_article,
+    return [store_job_spec, assemble_context, write_plan, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,
             record_research_turn, refresh_web_page, check_job_paths_here]

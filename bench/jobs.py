@@ -7,9 +7,9 @@ Measures, with the offline extractive provider over the bundled example job
   timestamps: a stage runs from its ``assemble_context`` being scheduled to its checkpoint
   completing; ``review_wait`` is the time until the auto-approval arrived);
 * N concurrent jobs (default 50): wall time and jobs/s, each approved as soon as it waits;
-* the same workflow shape with every activity (context assembly, store, research, draft,
-  publish) replaced by a no-op that returns a fixed reference — bare Temporal — in the same
-  process and server, and the ratio of the two walls (target <= 1.5x);
+* the same workflow with every activity (context assembly, store, the research turn's
+  model and tools, draft, publish) replaced by a no-op that returns a fixed reference —
+  bare Temporal — in the same process and server, and the ratio of the two walls (target <= 1.5x);
 * history bytes per job;
 * CPU seconds of each concurrent run, split between this process (client and worker), the
   dev server and the worker's context-assembly helper processes (Linux ``/proc``).
@@ -47,17 +47,22 @@ from contracts.activity_messages import (
     CheckpointInput,
     CheckpointResult,
     ContextRef,
+    DecideInput,
+    DecideResult,
     DraftInput,
     DraftResult,
     PlanInput,
+    PlannedCall,
     PublishInput,
     PublishResult,
     RecordReviewInput,
-    ResearchInput,
-    ResearchResult,
+    RecordTurnInput,
+    RecordTurnResult,
     StoreJobSpecInput,
+    ToolCallInput,
+    ToolCallResult,
 )
-from contracts.job_spec import JobSpec, ResearchSpec, ReviewerSpec, load_job_spec
+from contracts.job_spec import JobSpec, ReviewerSpec, load_job_spec
 from contracts.path_safety import PathRoots
 from contracts.signing import generate_private_key, public_key_text
 from settings import Settings
@@ -76,8 +81,12 @@ _REF = ArtifactRef(kind="article_draft", artifact_id="noop", revision=1,
                    content_hash="sha256:" + "0" * 64)
 
 
-def noop_activities() -> list[Any]:
-    """Same names and types as Pressroom's activities; each returns a fixed reference."""
+def noop_activities(topics: list[str], turns: list[int]) -> list[Any]:
+    """Same names and types as Pressroom's activities; each returns a fixed reference. The
+    research turn's model asks for one ``search`` a turn until the last of ``turns[0]``
+    turns (set from the real example job's turns), then for one note per topic and
+    ``finish``; every call succeeds. So the no-op job has the real job's shape: the same
+    stages and as many research turns."""
 
     @activity.defn(name="store_job_spec")
     async def store_job_spec(inp: StoreJobSpecInput) -> ArtifactRef:
@@ -92,10 +101,26 @@ def noop_activities() -> list[Any]:
     async def write_plan(inp: PlanInput) -> ArtifactRef:
         return _REF
 
-    @activity.defn(name="research")
-    async def research(inp: ResearchInput) -> ResearchResult:
-        return ResearchResult(source_records=_REF, evidence_pack=_REF, tool_records=_REF,
-                              retrieved=len(inp.sources), not_retrieved=0, retrieval_failed=0)
+    @activity.defn(name="decide")
+    async def decide(inp: DecideInput) -> DecideResult:
+        if inp.turn < turns[0]:
+            return DecideResult(decision=_REF, calls=[PlannedCall(
+                call_id=f"t{inp.turn:04d}-1", tool_name="search")])
+        calls = [PlannedCall(call_id=f"t{inp.turn:04d}-{n}", tool_name="note",
+                             arguments={"topic": topic})
+                 for n, topic in enumerate(topics, start=1)]
+        calls.append(PlannedCall(call_id=f"t{inp.turn:04d}-0", tool_name="finish"))
+        return DecideResult(decision=_REF, calls=calls)
+
+    @activity.defn(name="run_tool")
+    async def run_tool(inp: ToolCallInput) -> ToolCallResult:
+        return ToolCallResult(call_id=inp.call_id, status="success", exchange=_REF,
+                              result_hash=_REF.content_hash, result_chars=0,
+                              note_topic=inp.arguments.get("topic"))
+
+    @activity.defn(name="record_turn")
+    async def record_turn(inp: RecordTurnInput) -> RecordTurnResult:
+        return RecordTurnResult(tool_records=_REF)
 
     @activity.defn(name="draft")
     async def draft(inp: DraftInput) -> DraftResult:
@@ -115,8 +140,8 @@ def noop_activities() -> list[Any]:
                              location="noop", content_hash=_REF.content_hash,
                              review_decision_id="noop", published_at="1970-01-01T00:00:00Z")
 
-    return [store_job_spec, assemble_context, write_plan, research, draft, record_review,
-            write_checkpoint, publish]
+    return [store_job_spec, assemble_context, write_plan, decide, run_tool, record_turn, draft,
+            record_review, write_checkpoint, publish]
 
 
 async def wait_for_review(handle: Any) -> None:
@@ -161,10 +186,11 @@ async def run_one(client: Client, spec: JobSpec, queue: str,
     wall = time.perf_counter() - t0
     if result.status != "published":
         raise RuntimeError(f"{spec.job_id}: {result.status}")
+    turns = status.research.turn if status.research is not None else 0
     if not with_history:
-        return {"wall_s": wall}
+        return {"wall_s": wall, "research_turns": turns}
     history = await handle.fetch_history()
-    return {"wall_s": wall, "history": history,
+    return {"wall_s": wall, "research_turns": turns, "history": history,
             "history_bytes": len(history.to_json().encode("utf-8"))}
 
 
@@ -286,11 +312,11 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
         from rich.console import Console
 
         _build_fixtures(Console(file=open(os.devnull, "w")), Settings.from_env(os.environ))
-        # One-shot acquisition (research.mode: acquire): these figures compare the runtime
-        # with bare Temporal on the same workflow shape as before the research loop; the
-        # loop itself is measured by bench/research_loop.py.
-        base = with_bench_reviewer(load_job_spec(EXAMPLE_JOB).model_copy(
-            update={"research": ResearchSpec(mode="acquire")}))
+        # the example job's research loop; the no-op worker runs the same workflow with
+        # one turn of notes (its figures are bare Temporal's), and the loop's own cost per
+        # turn is measured by bench/research_loop.py
+        base = with_bench_reviewer(load_job_spec(EXAMPLE_JOB))
+        turns = [1]  # the no-op job's research turns: the real job's, once it has run
         env = await start_quiet_dev_server()
         settings = with_examples(Settings.from_env(os.environ))  # the example's workspace
         runtime = build_runtime(store_url or f"sqlite+aiosqlite:///{home / 'store.db'}",
@@ -301,11 +327,14 @@ async def main(n_jobs: int, max_activities: int = 100, store_url: str | None = N
             async with build_worker(env.client, runtime, task_queue=real_q,
                                     max_concurrent_activities=max_activities), Worker(
                     env.client, task_queue=noop_q, workflows=[ResearchJobWorkflow],
-                    activities=noop_activities(), workflow_runner=WORKFLOW_RUNNER,
+                    activities=noop_activities([t.name for t in base.topics], turns),
+                    workflow_runner=WORKFLOW_RUNNER,
                     workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
                     max_concurrent_activities=100):
-                # one warm-up job per worker: each loads its workflow sandbox on first use
-                await run_one(env.client, make_specs(base, 1, home, "warm")[0], real_q)
+                # one warm-up job per worker: each loads its workflow sandbox on first use;
+                # the real one also says how many research turns the no-op job takes
+                warm = await run_one(env.client, make_specs(base, 1, home, "warm")[0], real_q)
+                turns[0] = warm["research_turns"]
                 await run_one(env.client, make_specs(base, 1, home, "noopwarm")[0], noop_q)
                 one = await run_one(env.client, make_specs(base, 1, home, "one")[0], real_q)
                 noop_one = await run_one(env.client, make_specs(base, 1, home, "noop1")[0],

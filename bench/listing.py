@@ -1,12 +1,13 @@
-"""How long a document source takes to be acquired — or refused by its size — when its
+"""How long a document source takes to be listed — or refused by its size — when its
 folder holds N files; prints JSON.
 
 The hostile corpus (``tests/hostile/corpus.py``) has a folder of 100,000 empty ``.md``
 files. The listing used to stat every one before the size check refused the folder (34 s
 in that test); it now stops at file ``MAX_FILES + 1``. This script times
-``activities.sources.acquire`` on folders of each size (the folder is made before the
-clock starts) and reports the outcome, so the same script run from an older checkout
-gives the comparison (bench/RESULTS.md).
+a research tool's ``list`` call on folders of each size (the folder is made before the clock
+starts; ``activities.research_tools.run_source_tool``, which opens the folder through its
+source kind) and reports the outcome. Figures before the research tools were the only
+reader timed the one-shot acquisition (bench/RESULTS.md).
 
 Run: ``.venv/bin/python bench/listing.py [--sizes 100,1000,100000] [--repeat 3]``.
 """
@@ -27,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from activities.sources import acquire
+from activities.research_tools import ToolRejected, run_source_tool
 from contracts.source_specs import DocumentSourceSpec
-from tests.sources.conftest import AS_OF, TOPICS, locations, roots
+from tests.sources.conftest import locations, roots
 
 
 def _folder(parent: Path, files: int) -> Path:
@@ -43,9 +44,13 @@ def _folder(parent: Path, files: int) -> Path:
 def _time(tmp: Path, folder: Path) -> tuple[float, str, str]:
     spec = DocumentSourceSpec(name="d", path=str(folder))
     started = time.perf_counter()
-    result = asyncio.run(acquire(spec, TOPICS, call_id="bench", as_of=AS_OF,
-                                 locations=locations(), roots=roots(tmp)))
-    return time.perf_counter() - started, str(result.outcome.value), (result.reason or "")[:80]
+    try:
+        listed = asyncio.run(run_source_tool("list", {"source": "d"}, [spec], locations(),
+                                             roots=roots(tmp)))
+        outcome, reason = "listed", f"{len(listed['entries'])} entries"
+    except ToolRejected as refused:
+        outcome, reason = refused.kind, refused.detail
+    return time.perf_counter() - started, outcome, reason[:80]
 
 
 def main(sizes: list[int], repeat: int) -> dict[str, Any]:
@@ -62,7 +67,7 @@ def main(sizes: list[int], repeat: int) -> dict[str, Any]:
     return {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "load_average": [round(x, 2) for x in os.getloadavg()]},
             # the code measured: this script's checkout, not whatever the venv installed
-            "acquire_from": sys.modules[acquire.__module__].__file__, "results": results}
+            "code": sys.modules[run_source_tool.__module__].__file__, "results": results}
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -270,6 +271,12 @@ class RuntimeSpec(_Spec):
 #: topic term longer than this cannot be searched for (``contracts.spec_check``)
 MAX_SEARCH_QUERY_CHARS = 200
 
+#: the validation context key under which a spec is checked for submission
+#: (``parse_job_spec``, ``recheck_job_spec``): what only a new job is refused — a retired
+#: research mode — is refused there, while a workflow's own input, read back from its
+#: history, is not
+SUBMITTING = "submitting"
+
 #: the most turns a job may ask for (a job past it is a runaway, not research)
 MAX_RESEARCH_TURNS = 1000
 
@@ -277,15 +284,25 @@ MAX_RESEARCH_TURNS = 1000
 class ResearchSpec(_Spec):
     """How the research stage runs (docs/architecture.md#the-research-loop).
 
-    ``agent`` (the default): a loop of model turns — assemble, decide, run the tool calls
-    the model asked for, record — until the model calls ``finish`` (checked against the
-    notes), the turn limit, or the token budget. ``acquire``: one batch acquisition of
-    every source and no research turns (the runtime before the loop; kept for jobs whose
-    model cannot call tools).
+    A loop of model turns — assemble, decide, run the tool calls the model asked for,
+    record — until the model calls ``finish`` (checked against the notes), the turn limit,
+    or the token budget. ``mode`` is ``agent``, the only mode a job may be submitted with:
+    ``acquire`` (one batch acquisition of every source, the runtime before the loop) was
+    retired, and is still read only so that the histories of jobs started with it replay
+    (``SUBMITTING``; README.md, "Upgrading").
     """
 
     mode: Literal["agent", "acquire"] = "agent"
     max_turns: int = Field(default=40, ge=1, le=MAX_RESEARCH_TURNS)
+    @field_validator("mode")
+    @classmethod
+    def _acquire_is_retired(cls, value: str, info: ValidationInfo) -> str:
+        if value == "acquire" and (info.context or {}).get(SUBMITTING):
+            raise ValueError(
+                "research.mode 'acquire' was retired: research runs as the loop of tool "
+                "calls (list, search, read, note); remove `mode:` from the spec")
+        return value
+
     #: input + output tokens across every research turn; exhausting it blocks the job
     #: (``budget_exhausted``) until ``resolve`` raises it or accepts what was gathered
     token_budget: int = Field(default=2_000_000, ge=1)
@@ -435,7 +452,7 @@ def parse_job_spec(
     if base_dir is not None:
         data = _absolutize(data, base_dir)
     try:
-        return JobSpec.model_validate(data)
+        return JobSpec.model_validate(data, context={SUBMITTING: True})
     except ValidationError as exc:
         raise _format_error(exc, origin, data=[raw, data], positions=positions) from None
 
@@ -449,7 +466,7 @@ def recheck_job_spec(spec: JobSpec) -> JobSpec:
     ``JobSpecError`` at submit, never a retry loop on a worker.
     """
     try:
-        return JobSpec.model_validate(spec.model_dump())
+        return JobSpec.model_validate(spec.model_dump(), context={SUBMITTING: True})
     except ValidationError as exc:
         raise _format_error(exc, f"of job {spec.job_id!r}") from None
 

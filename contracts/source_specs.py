@@ -98,7 +98,12 @@ class _Spec(BaseModel):
     @property
     def live(self) -> bool:
         """Whether the worker fetches this source over the network (a live web page)."""
-        return False
+        return self.fetched_url() is not None
+
+    def fetched_url(self) -> str | None:
+        """The URL the worker fetches this source from, to check against the operator's
+        web rules (``contracts.web_policy``); ``None`` for a source read from disk."""
+        return None
 
     def local_path(self) -> tuple[str, str, tuple[str, ...]] | None:
         """The local path this source names, to check against the operator's source roots
@@ -245,10 +250,8 @@ class WebPageSourceSpec(_Spec):
                 raise ValueError(exc.message) from None
         return self
 
-    @property
-    def live(self) -> bool:
-        """Whether this is a live page the worker fetches (no saved file)."""
-        return self.path is None
+    def fetched_url(self) -> str | None:
+        return self.url if self.path is None else None
 
     def local_path(self) -> tuple[str, str, tuple[str, ...]] | None:
         return None if self.path is None else ("page", self.path, ("file",))

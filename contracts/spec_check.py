@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from context.errors import ContextError
 from context.policy import is_policy_name
-from contracts.errors import JobError, JobSpecError, SourceError
+from contracts.errors import JobError, JobSpecError, SourceError, WebUrlRefused
 from contracts.job_spec import MAX_SEARCH_QUERY_CHARS as MAX_QUERY_CHARS
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.model_endpoints import (
@@ -49,12 +49,13 @@ from contracts.model_endpoints import (
 )
 from contracts.path_safety import PathRoots, check_job_path, job_paths, read_policy
 from contracts.pricing import PriceError, load_prices
+from contracts.web_policy import WebFetchPolicy, check_url
 from settings import MODEL_ENDPOINTS, PRICES, Settings
 
 __all__ = ["CheckContext", "ProblemKind", "ReviewerCheck", "SpecProblem", "check_spec",
            "check_spec_file", "context_for"]
 
-ProblemKind = Literal["file", "schema", "path", "reviewer", "provider", "endpoint", "key",
+ProblemKind = Literal["file", "schema", "path", "url", "reviewer", "provider", "endpoint", "key",
                       "policy", "topic", "price", "settings"]
 _WORD = re.compile(r"\w")
 #: checks a spec's reviewers against the registry, raising a ``JobError`` naming them
@@ -137,11 +138,34 @@ def check_spec(spec: JobSpec, ctx: CheckContext) -> list[SpecProblem]:
     problems: list[SpecProblem] = []
     if ctx.roots is not None:
         problems += _paths(spec, ctx.roots, ctx.settings)
+        problems += _urls(spec, ctx.settings)
     problems += _reviewers(spec, ctx.reviewers)
     problems += _model(spec, ctx)
     problems += _policy(spec, ctx.settings)
     problems += _topics(spec)
     problems += _price(spec, ctx.settings)
+    return problems
+
+
+def _urls(spec: JobSpec, settings: Settings) -> list[SpecProblem]:
+    """Each live web page's URL against the operator's web allow-list
+    (``PRESSROOM_WEB_ALLOWED_DOMAINS``), as the worker checks it at submit: no network."""
+    try:
+        policy = WebFetchPolicy(allowed_domains=settings.web_allowed_domains,
+                                allowed_networks=settings.web_allowed_networks)
+    except ValidationError as exc:
+        problem = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        return [SpecProblem(field="sources", kind="url",
+                            message=f"the operator's web rules: {problem}")]
+    problems = []
+    for index, source in enumerate(spec.sources):
+        url = source.fetched_url()
+        if url is not None:
+            try:
+                check_url(url, policy)
+            except WebUrlRefused as exc:
+                problems.append(SpecProblem(field=f"sources.{index}.url", kind="url",
+                                            message=exc.message))
     return problems
 
 

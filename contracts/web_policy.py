@@ -137,8 +137,8 @@ def check_job_urls(sources: Sequence[Any], policy: WebFetchPolicy) -> None:
     """Refuse a job (``WebUrlRefused``, one line naming the source, host and rule) if a
     live web page among ``sources`` (``kind: web_page`` without ``path:``) names a URL the
     policy does not allow — at submit, before anything is fetched."""
-    check_urls([(f"source {s.name!r}", s.url) for s in sources
-                if getattr(s, "live", False)], policy)
+    check_urls([(f"source {s.name!r}", s.fetched_url()) for s in sources
+                if s.fetched_url() is not None], policy)
 
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_REDIRECTS", "DEFAULT_TIMEOUT_S", "SCHEMES",

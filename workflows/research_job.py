@@ -266,6 +266,9 @@ class ResearchJobWorkflow:
 
     # --------------------------------------------------------------- stages
     async def _research(self, sources: list[Any]) -> None:
+        """The retired one-shot acquisition (``research.mode: acquire``): kept so that the
+        histories of jobs started with it replay; no job can be submitted with it now, and
+        no worker registers the ``research`` activity (README.md, "Upgrading")."""
         ctx = await self._assemble("research")
         researched = await self._act("research", ResearchInput(
             job=self._job(), context=ctx, state=self._refs, sources=sources,

@@ -113,6 +113,10 @@ class ActivityLimit:
 
 
 NEEDS_OPERATOR = "needs_operator"
+#: activities the workflow still schedules when it replays a history recorded before they
+#: were retired, and that no worker registers: ``research``, the one-shot acquisition of
+#: ``research.mode: acquire`` (README.md, "Upgrading")
+RETIRED_ACTIVITIES = frozenset({"research"})
 #: one place for every activity's bound
 #: (docs/architecture.md#failed-steps-bounded-retries-and-needs_operator)
 ACTIVITY_LIMITS: dict[str, ActivityLimit] = {
@@ -128,8 +132,8 @@ ACTIVITY_LIMITS: dict[str, ActivityLimit] = {
         20, None, NEEDS_OPERATOR, "one store write, as store_job_spec"),
     "research": ActivityLimit(
         10, None, NEEDS_OPERATOR,
-        "acquisition records a failed source as an outcome, so what fails the activity is "
-        "the store or the worker; every attempt re-reads every source"),
+        "retired (RETIRED_ACTIVITIES): the one-shot acquisition of research.mode: acquire, "
+        "scheduled only when a history recorded with it replays"),
     "run_tool": ActivityLimit(
         10, None, NEEDS_OPERATOR,
         "a refused call is a result, not a failure; what fails is the store, a helper or "

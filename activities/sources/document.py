@@ -16,7 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from activities.call_budget import CallBudget
-from activities.sources.documents import MAX_FILE_BYTES, document_files
+from activities.sources.documents import (
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    TooManyDocuments,
+    document_files,
+)
 from activities.sources.errors import RetrievalFailed
 from activities.sources.kind import CitedRange, SourceAccess, decode_lines
 from activities.tool_errors import ToolRejected
@@ -40,6 +45,9 @@ class FolderFiles:
         self.name = spec.name
         try:
             _single, listing = document_files(location, roots)
+        except TooManyDocuments:
+            raise RetrievalFailed(f"document folder of source {spec.name!r} holds more than "
+                                  f"{MAX_FILES} documents; the limit is {MAX_FILES}") from None
         except RetrievalFailed:
             raise RetrievalFailed(f"document path of source {spec.name!r} does not "
                                   "exist") from None

@@ -1,4 +1,4 @@
-"""Evidence records and acquisition results, and their mapping onto context items.
+"""Evidence records, and their mapping onto context items.
 
 (Named ``evidence``: ``context.manifest_entries`` builds manifest entries and
 ``artifacts.sealed_records`` seals store records, which are other things entirely.)
@@ -9,22 +9,19 @@ relevant sections plus a content hash) with everything the context engine's hard
 need: repo/commit/path/line range for code, URL and locator for pages, the content hash of
 exactly the excerpt, the revision it belongs to, trust and topics.
 
-An ``AcquisitionResult`` is what one acquisition produced: its outcome (``retrieved`` /
-``not_retrieved`` / ``retrieval_failed``, never disguised as an exclusion), the records,
-the topics it found nothing for, and the recorded tool call and result.
+A record is made from a verified note's citation (``activities.record_turn``): exactly
+the lines the cited result showed, with the fields the citing tool gives its evidence.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.sources.toolrecord import ToolCall, ToolResult
-from context.items import ContextItem, LineageNode, ScopeRef, SourceAcquisition, SourceRef
+from context.items import ContextItem, LineageNode, ScopeRef, SourceRef
 from context.vocabulary import (
-    AcquisitionOutcome,
     Completeness,
     Role,
     SecurityClass,
@@ -101,38 +98,6 @@ class EvidenceRecord(BaseModel):
         )
 
 
-class AcquisitionResult(BaseModel):
-    """The outcome of one acquisition and the tool call/result that record it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    source_name: str
-    kind: Literal["git", "document", "web_page"]
-    outcome: AcquisitionOutcome
-    reason: str | None = None
-    revision: str | None = Field(
-        default=None, description="resolved commit sha, or content hash of the file/folder"
-    )
-    records: list[EvidenceRecord] = Field(default_factory=list)
-    missing_topics: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    argument_hash: str
-    tool_call: ToolCall
-    tool_result: ToolResult
-
-    def source_acquisition(self) -> SourceAcquisition:
-        """The engine's ``source_acquisition`` entry for this acquisition."""
-        return SourceAcquisition(
-            source_request_id=self.tool_call.call_id,
-            source_type=self.kind,
-            source_id=self.source_name,
-            revision=self.revision,
-            outcome=self.outcome,
-            result_digest=self.tool_result.result_hash,
-            reason=self.reason,
-        )
-
-
 def to_context_item(record: EvidenceRecord, scope: ScopeRef) -> ContextItem:
     """A candidate item for the context engine, keeping the record's provenance intact.
 
@@ -178,22 +143,3 @@ def to_context_item(record: EvidenceRecord, scope: ScopeRef) -> ContextItem:
     )
 
 
-class Gathered(BaseModel):
-    """What a kind-specific reader returns to ``acquire`` on success."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    revision: str
-    records: list[EvidenceRecord]
-    warnings: list[str] = Field(default_factory=list)
-
-
-def excerpt_item_id(prefix: str, path: str, start: int, end: int) -> str:
-    """``prefix:path#Lx-Ly``, or a path digest in its place when that would be too long."""
-    ident = f"{prefix}:{path}#L{start}-L{end}"
-    if len(ident) <= 200 and ident.isprintable():
-        return ident
-    import hashlib
-
-    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return f"{prefix[:120]}:path-{digest}#L{start}-L{end}"

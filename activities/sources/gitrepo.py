@@ -1,4 +1,5 @@
-"""Evidence from a git repository at one pinned commit — never its working tree.
+"""A git repository at one pinned commit — never its working tree — for the ``git`` source
+kind (``activities.sources.git``).
 
 Pinned means pinned: the spec's ``commit`` is a full object id (the spec refuses anything
 else at parse time, and ``pinned_commit`` refuses it again here, before any git process,
@@ -9,45 +10,34 @@ cannot move under it.
 
 Everything is read through the object database at that commit: ``git rev-parse
 <sha>^{commit}`` confirms the object is a commit with exactly that id, ``git ls-tree`` at
-it gives the file list and blob ids, ``git grep -n`` the hit lines and ``git cat-file`` the
-blob contents. Uncommitted edits, untracked files and a different checked-out branch
-therefore cannot leak into evidence. Each git call runs via
-``asyncio.create_subprocess_exec`` with a timeout, confined to the repository's own folder
-and with a safe config (``contracts.git_safety``: git never walks up to a parent
-repository; a ``.git`` file, ``commondir`` or alternates reaching out of the folder or the
-roots is ``RepositoryRefused`` before anything is read); a failure is a ``RetrievalFailed``
-naming what failed.
+it gives the file list and blob ids, and ``git cat-file`` the blob contents. Uncommitted
+edits, untracked files and a different checked-out branch therefore cannot leak into
+evidence. Each git call runs via ``asyncio.create_subprocess_exec`` with a timeout,
+confined to the repository's own folder and with a safe config (``contracts.git_safety``:
+git never walks up to a parent repository; a ``.git`` file, ``commondir`` or alternates
+reaching out of the folder or the roots is ``RepositoryRefused`` before anything is read);
+a failure is a ``RetrievalFailed`` naming what failed.
 
 A repository given as a URL is cloned bare once into ``$PRESSROOM_HOME/git-cache``, one
 clone per URL shared by every job and tenant on the worker; an unreachable URL is
-``retrieval_failed``. A job never writes a ref there: a commit the clone lacks is fetched
-by its id into no ref (``git fetch --no-tags --no-write-fetch-head origin <sha>``), never
-through a caller's refspec. A server that will not serve an unadvertised object by id
-(``uploadpack.allowReachableSHA1InWant`` off) gets one more fetch of its branches and tags
-into Pressroom's own ``refs/pressroom/`` namespace (fixed refspecs no spec can name); the
-commit must then be there. Unreferenced fetched objects may be pruned by a later ``gc``;
-the next acquisition notices and fetches again.
+``RetrievalFailed`` (the tool call's ``source_unavailable``). A job never writes a ref
+there: a commit the clone lacks is fetched by its id into no ref (``git fetch --no-tags
+--no-write-fetch-head origin <sha>``), never through a caller's refspec. A server that will
+not serve an unadvertised object by id (``uploadpack.allowReachableSHA1InWant`` off) gets
+one more fetch of its branches and tags into Pressroom's own ``refs/pressroom/`` namespace
+(fixed refspecs no spec can name); the commit must then be there. Unreferenced fetched
+objects may be pruned by a later ``gc``; the next read notices and fetches again.
 
-What a commit holds never changes: once ``rev-parse`` has confirmed the pinned commit is
-in the repository, the tree listing, the grep hits and the blob contents read at that
-commit are kept per worker process (bounded LRU, keyed by repository, commit sha and the
-exact arguments), so the next job over the same pins does not spawn those git processes
-again. The two checks that can change — the directory is a repository, the commit is in
-it — run on every acquisition.
+What a commit holds never changes: once ``rev-parse`` has confirmed the pinned commit is in
+the repository, the tree listing read at that commit is kept per worker process (bounded
+LRU, keyed by repository and commit sha), so the next job over the same pins does not spawn
+that git process again. The two checks that can change — the directory is a repository, the
+commit is in it — run on every open.
 
 The research tools read blobs through ``PinnedTree.read_within``: one streamed ``cat-file
---batch`` per call, within that call's byte budget (``research_tools.budget``), so a
+--batch`` per call, within that call's byte budget (``activities.call_budget``), so a
 repository of highly compressible blobs cannot expand into the worker's memory; the files
 past the budget are skipped and named.
-
-Record identity: ``item_id = <name>@<sha12>:<path>#L<a>-L<b>``; ``canonical_key =
-git:<name>:<path>#L<a>-L<b>`` (the same excerpt at another commit shares the key, so the
-engine's required-revision gate and supersession compare like with like); ``revision`` is
-the full commit sha.
-
-A committed file whose name is not valid UTF-8 (git stores names as bytes) is a warning
-naming it with ``\\xNN`` escapes and is not read: no record, hash or manifest could carry
-the name as it is.
 """
 
 from __future__ import annotations
@@ -58,46 +48,30 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from activities.sources.errors import RetrievalFailed
-from activities.sources.evidence import EvidenceRecord, Gathered, excerpt_item_id
-from activities.sources.excerpts import (
-    all_terms,
-    excerpt_text,
-    failure_lines,
-    windows,
-)
-from activities.sources.toolrecord import result_hash
-from context.vocabulary import SourceType, Trust
 from contracts.errors import UnpinnedSource
 from contracts.git_safety import GIT_DIRS_QUERY, check_git_dirs, git_invocation
 from contracts.path_safety import (
     PathRoots,
     locate_repository,
     readable_source,
-    undecodable_name,
 )
 from contracts.source_specs import (
     REMOTE_LOCATION,
     GitSourceSpec,
-    TopicTerms,
     expand_location,
     is_object_id,
 )
 from settings import home_from_env
 
-TOOL_NAME = "git_grep"
 DEFAULT_TIMEOUT_S = 30.0
-MAX_HIT_LINES = 5000
-MAX_RECORDS = 200
 MAX_BLOB_BYTES = 5_000_000
-MAX_TOTAL_BYTES = 64_000_000
 #: the fallback fetch's refspecs: the remote's branches and tags, mirrored only into
 #: Pressroom's own namespace (never refs/heads or refs/tags, never a name a spec gives)
 _MIRROR_REFSPECS = ("+refs/heads/*:refs/pressroom/heads/*", "+refs/tags/*:refs/pressroom/tags/*")
@@ -130,13 +104,6 @@ def _keep(key: tuple[Any, ...], value: Any, size: int) -> None:
         while _pinned_bytes > _PINNED_CACHE_BYTES:
             _k, (_v, old) = _pinned.popitem(last=False)
             _pinned_bytes -= old
-
-
-def is_log_path(path: str) -> bool:
-    """Test logs get failure extraction instead of topic grep
-    (docs/context-engine.md#source-limits)."""
-    p = path.lower()
-    return p.endswith(".log") or "/test-results/" in f"/{p}"
 
 
 async def run_git(
@@ -284,53 +251,6 @@ def in_scope(path: str, pathspecs: Sequence[str]) -> bool:
     if not pathspecs:
         return True
     return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in pathspecs)
-
-
-async def _grep(
-    repo: str, sha: str, terms: list[str], pathspecs: list[str], timeout: float
-) -> tuple[dict[str, list[int]], bool]:
-    """Hit line numbers per path at ``sha``; the flag says the hit cap was reached."""
-    args = ["grep", "-n", "-z", "-I", "-i", "-F", "--full-name", "--no-color"]
-    for t in terms:
-        args += ["-e", t]
-    args += [sha, "--", *[p.rstrip("/") for p in pathspecs]]
-    _, out = await run_git(repo, *args, timeout=timeout, ok_codes=(0, 1))
-    hits: dict[str, list[int]] = defaultdict(list)
-    capped = False
-    count = 0
-    for raw in out.split(b"\n"):
-        if not raw:
-            continue
-        fields = raw.split(b"\0", 2)
-        if len(fields) < 3 or not fields[0].startswith(sha.encode() + b":"):
-            continue
-        path = fields[0][len(sha) + 1 :].decode("utf-8", "surrogateescape")
-        count += 1
-        if count > MAX_HIT_LINES:
-            capped = True
-            break
-        hits[path].append(int(fields[1]))
-    return dict(hits), capped
-
-
-async def _read_blobs(repo: str, blob_ids: Sequence[str], timeout: float) -> dict[str, bytes]:
-    """Contents of ``blob_ids`` through one ``git cat-file --batch`` process."""
-    wanted = sorted(set(blob_ids))
-    if not wanted:
-        return {}
-    request = ("\n".join(wanted) + "\n").encode()
-    _, out = await run_git(repo, "cat-file", "--batch", timeout=timeout, stdin=request)
-    found: dict[str, bytes] = {}
-    pos = 0
-    for blob in wanted:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        if len(header) != 3 or header[0].decode() != blob or header[1] != b"blob":
-            raise RetrievalFailed(f"git cat-file could not read blob {blob}")
-        size = int(header[2])
-        found[blob] = out[end + 1 : end + 1 + size]
-        pos = end + 1 + size + 1  # content is followed by a newline
-    return found
 
 
 async def _stream_blobs(repo: str, blobs: Sequence[tuple[str, int]], timeout: float,
@@ -488,92 +408,3 @@ async def open_pinned(spec: GitSourceSpec, locations: Mapping[str, str],
     return PinnedTree(repo, sha, files, timeout)
 
 
-async def acquire_git(
-    spec: GitSourceSpec,
-    topics: Sequence[TopicTerms],
-    *,
-    call_id: str,
-    as_of: datetime,
-    locations: Mapping[str, str],
-    timeout: float = DEFAULT_TIMEOUT_S,
-    roots: PathRoots | None = None,
-) -> Gathered:
-    """Excerpts around topic hits (and test-log failures) at the pinned commit; a URL
-    repository is cloned once into ``$PRESSROOM_HOME/git-cache`` (from ``locations``)."""
-    tree = await open_pinned(spec, locations, timeout, roots=roots)
-    repo, sha, blobs = tree.repo, tree.sha, tree.files
-    for p in spec.paths:
-        if not any(in_scope(f, [p]) for f in blobs):
-            raise RetrievalFailed(f"path {p!r} does not exist at commit {sha}")
-    terms = all_terms(topics)
-    hits: dict[str, list[int]]
-    capped: bool
-    hits, capped = await _at_commit(
-        ("grep", repo, sha, tuple(terms), tuple(spec.paths)),
-        lambda r: 64 * sum(len(v) + 1 for v in r[0].values()) + 1,
-        lambda: _grep(repo, sha, terms, spec.paths, timeout)) if terms else ({}, False)
-    warnings = [f"more than {MAX_HIT_LINES} hit lines; the rest were not read"] if capped else []
-    logs = sorted(f for f in blobs if is_log_path(f) and in_scope(f, spec.paths))
-    targets: list[str] = []
-    total = 0
-    for path in sorted({*(p for p in hits if not is_log_path(p)), *logs}):
-        size = blobs[path][1]
-        shown = undecodable_name(path)
-        if shown is not None:
-            warnings.append(f"{shown}: name is not valid UTF-8; not read")
-        elif size > MAX_BLOB_BYTES:
-            warnings.append(f"{path}: {size} bytes exceeds {MAX_BLOB_BYTES}; not read")
-        elif total + size > MAX_TOTAL_BYTES:
-            warnings.append(f"{path}: read budget of {MAX_TOTAL_BYTES} bytes spent; not read")
-        else:
-            targets.append(path)
-            total += size
-    wanted = tuple(sorted({blobs[p][0] for p in targets}))
-    contents: dict[str, bytes] = await _at_commit(
-        ("blobs", repo, wanted), lambda c: sum(len(v) for v in c.values()) + 1,
-        lambda: _read_blobs(repo, wanted, timeout))
-    records: list[EvidenceRecord] = []
-    for path in targets:
-        blob = blobs[path][0]
-        data = contents[blob]
-        try:
-            lines = data.decode("utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            warnings.append(f"{path}: not valid UTF-8 (byte {exc.start}); skipped")
-            continue
-        is_log = path in logs
-        found = windows(lines, failure_lines(lines) if is_log else hits[path], topics)
-        for w in found:
-            if not w.topics:
-                continue  # a log failure that concerns none of the topics
-            content = excerpt_text(lines, w)
-            records.append(
-                EvidenceRecord(
-                    item_id=excerpt_item_id(f"{spec.name}@{sha[:12]}", path, w.start, w.end),
-                    call_id=call_id,
-                    tool_name=TOOL_NAME,
-                    source_name=spec.name,
-                    source_type=SourceType.TEST_LOG if is_log else SourceType.REPOSITORY_SOURCE,
-                    repo=spec.name,
-                    commit=sha,
-                    path=path,
-                    line_start=w.start,
-                    line_end=w.end,
-                    locator=f"{path}#L{w.start}-L{w.end}",
-                    content=content,
-                    content_hash=result_hash(content),
-                    revision=sha,
-                    source_digest=f"git-blob:{blob}",
-                    artifact_ref=f"git-blob:{spec.name}/{blob}" if is_log else None,
-                    observed_at=as_of,
-                    trust=Trust.REPOSITORY_EVIDENCE,
-                    security_class=spec.security_class,
-                    topics=list(w.topics),
-                    canonical_key=f"git:{spec.name}:{path}#L{w.start}-L{w.end}",
-                    authority=2 if is_log else 3,
-                )
-            )
-    if len(records) > MAX_RECORDS:
-        warnings.append(f"{len(records)} excerpts found; only the first {MAX_RECORDS} kept")
-        records = records[:MAX_RECORDS]
-    return Gathered(revision=sha, records=records, warnings=warnings)

@@ -70,16 +70,14 @@ class Cell:
     name: str
     fault: str
     point: str | None = None
-    mode: str = "agent"  # the research mode: the loop ("agent") or one acquisition
 
 
 def _kill_cells() -> list[Cell]:
     cells = []
     for activity in ACTIVITY_NAMES:
-        mode = "acquire" if activity == "research" else "agent"
         cells.append(Cell(f"kill:{activity}_before_write",
                           f"SIGKILL the worker in {activity}, before its write",
-                          f"{activity}_before_write", mode))
+                          f"{activity}_before_write"))
         if activity == "publish":
             cells.append(Cell("kill:publish_after_write",
                               "SIGKILL the worker in publish, after the article, before "
@@ -88,13 +86,13 @@ def _kill_cells() -> list[Cell]:
                               "SIGKILL the worker in publish, after its last write",
                               "publish_after_receipt"))
             continue
-        if activity in ("research", "record_turn"):
+        if activity == "record_turn":
             cells.append(Cell(f"kill:{activity}_between_writes",
                               f"SIGKILL the worker in {activity}, between its writes",
-                              f"{activity}_between_writes", mode))
+                              f"{activity}_between_writes"))
         cells.append(Cell(f"kill:{activity}_after_write",
                           f"SIGKILL the worker in {activity}, after its write",
-                          f"{activity}_after_write", mode))
+                          f"{activity}_after_write"))
     return cells
 
 
@@ -413,8 +411,7 @@ async def _inspect(row: Row, store: Any, spec: JobSpec, result: JobResult | None
         if times > 1:
             row.duplicate_tool_effects += times - 1
             row.problems.append(f"call {call_id} {times} times in the tool history")
-        if spec.research.mode == "agent" and ("tool_record", f"{job}:tool:{call_id}") \
-                not in chains:
+        if ("tool_record", f"{job}:tool:{call_id}") not in chains:
             row.revisions_lost += 1
             row.problems.append(f"call {call_id} has no stored exchange")
 

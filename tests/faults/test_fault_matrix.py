@@ -4,7 +4,7 @@ check nothing was lost, doubled or left hanging without a reason.
 Cells (``tests/faults/matrix.py`` lists them and what each count means):
 
 * SIGKILL — for every activity in ``activities.registry``, before and after its write
-  (and between the writes of ``research``, ``record_turn`` and ``publish``): a real worker
+  (and between the writes of ``record_turn`` and ``publish``): a real worker
   process paused there by the crash-test hook (``activities.runtime.pause_point``) is
   SIGKILLed and a fresh one started; the job is driven to publication.
 * ``server_restart`` — the Temporal dev server (persistent database) stopped while an
@@ -80,11 +80,9 @@ def _in_this_run(name: str) -> Any:
                               reason="PRESSROOM_FAULTS=full runs this cell")
 
 
-def _spec(tmp_path: Path, docs: Path, mode: str = "agent", **overrides: Any) -> JobSpec:
+def _spec(tmp_path: Path, docs: Path, **overrides: Any) -> JobSpec:
     extra: dict[str, Any] = {"review": {"reviewers": ["alice", "bob"], "operators": ["ops"],
                                         "timeout": "10m", "max_revisions": 2}}
-    if mode == "acquire":
-        extra["research"] = {"mode": "acquire"}
     return parse_job_spec(job_dict(tmp_path, docs, **{**extra, **overrides}))
 
 
@@ -144,7 +142,7 @@ async def test_sigkill(cell: Cell, temporal_env: WorkflowEnvironment, tmp_path: 
                        fault_row: RowMaker) -> None:
     row = fault_row(cell)
     client = temporal_env.client
-    spec = _spec(tmp_path, docs, cell.mode)
+    spec = _spec(tmp_path, docs)
     assert cell.point is not None
     markers, marker = tmp_path / "markers", tmp_path / "markers" / f"{cell.point}.reached"
     workers = Workers(client.service_client.config.target_host, task_queue, store_url,

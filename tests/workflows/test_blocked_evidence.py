@@ -82,45 +82,6 @@ async def test_research_loop_blocks_a_finish_that_leaves_a_topic_uncovered(
     assert "quota" in article.read_text(encoding="utf-8").lower()
 
 
-async def test_missing_blocking_topic_blocks_until_a_covering_source_is_added(
-        client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
-        make_spec: Callable[..., JobSpec]) -> None:
-    """One-shot acquisition: the engine's own block at the draft step."""
-    spec = make_spec(topics=TOPICS, research={"mode": "acquire"})
-    async with running_worker(client, runtime, task_queue):
-        handle = await start_job(client, spec, task_queue)
-        st = await wait_status(handle, {"blocked"})
-        assert st.stage == "draft" and st.pending_draft is None  # no model call
-        assert st.blocked_reason is not None
-        assert st.blocked_reason.startswith("required_evidence_missing")
-        assert "quotas" in st.blocked_reason
-        view = await jobs.view_job(client, spec.job_id)
-        assert view.summary.startswith("blocked: required_evidence_missing")
-        store = await runtime.store()
-        principal = principal_of(spec)
-        blocked = await store.get_manifest(st.manifest_ids[-1], principal=principal)
-        assert blocked["status"] == "blocked"
-        assert blocked["blocked_reason"] == "required_evidence_missing"
-        assert blocked["missing_topics"] == ["quotas"]
-        # the acquisition's tool record that *reports* quotas missing is in the history;
-        # it must not be what covers the topic
-        assert blocked["tool_pairs"] and blocked["serialized_model_input_hash"] is None
-
-        await resolve(client, spec.job_id, ResolveInput(
-            action="add_source", source={"kind": "document", "name": "quotas",
-                                         "path": str(_quota_docs(tmp_path))}))
-        st = await wait_status(handle, {"awaiting_review"})
-        assert st.blocked_reason is None and st.pending_draft is not None
-        ready = await store.get_manifest(st.manifest_ids[-1], principal=principal)
-        assert ready["status"] == "ready" and ready["missing_topics"] == []
-        assert any(e["item_id"].startswith("quotas:") for e in ready["included"])
-        await review(client, spec.job_id, "approve", reviewer="alice")
-        result = await handle.result()
-    assert result.status == "published"
-    [article] = published_files(spec)
-    assert "quota" in article.read_text(encoding="utf-8").lower()
-
-
 def _policy_file(root: Path, timeout: str) -> Path:
     data = yaml.safe_load((POLICY_DIR / "default.yaml").read_text(encoding="utf-8"))
     data["policy"]["id"] = "short-block"

@@ -52,11 +52,10 @@ async def _wait_for(path: Path, timeout: float = 60.0) -> None:
     raise AssertionError(f"{path} never appeared")
 
 
-#: where the first worker dies: inside the one-shot acquisition (``research``, run with
-#: ``research.mode: acquire``); in the research loop during ``decide``, during a tool call,
+#: where the first worker dies: in the research loop during ``decide``, during a tool call,
 #: between the tool results and the next assembly (``record_turn``) and during a research
 #: checkpoint; during the draft; after publishing wrote the file
-POINTS = ["research", "decide", "run_tool", "record_turn", "checkpoint_research", "draft",
+POINTS = ["decide", "run_tool", "record_turn", "checkpoint_research", "draft",
           "publish_after_write"]
 LOOP_POINTS = {"decide", "run_tool", "record_turn", "checkpoint_research"}
 
@@ -96,7 +95,7 @@ async def test_sigkill_worker_and_resume(
         task_queue: str, tmp_path: Path, make_spec: Callable[..., JobSpec], point: str) -> None:
     client = temporal_env.client
     address = client.service_client.config.target_host
-    spec = make_spec(research={"mode": "acquire"}) if point == "research" else make_spec()
+    spec = make_spec()
     markers = tmp_path / "markers"
     log = tmp_path / "worker.log"
     first = start_worker_process({"PRESSROOM_TEST_PAUSE_AT": point,

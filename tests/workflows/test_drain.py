@@ -55,8 +55,7 @@ async def test_sigterm_drains_and_another_worker_finishes_the_job(
         make_spec: Callable[..., JobSpec], point: str) -> None:
     client = temporal_env.client
     address = client.service_client.config.target_host
-    # the draft case needs no research loop: one acquisition gets it there sooner
-    spec = make_spec(research={"mode": "acquire"}) if point == "draft" else make_spec()
+    spec = make_spec()
     markers = tmp_path / "markers"
     log = tmp_path / "worker.log"
     first = start_worker_process({"PRESSROOM_TEST_PAUSE_AT": point,

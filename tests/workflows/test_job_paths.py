@@ -25,6 +25,7 @@ from contracts.workflow_messages import ResolveInput
 from tests.waiting import wait_for
 from tests.workflows.jobkit import (
     loop_notes,
+    loop_tool_history,
     published_files,
     resolve,
     review,
@@ -68,10 +69,11 @@ def make_repo(root: Path) -> tuple[Path, str]:
 async def test_happy_path_over_a_pinned_repository(
         client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
         docs: Path, make_spec: Callable[..., JobSpec]) -> None:
-    """One-shot acquisition (``research.mode: acquire``); the research loop over the same
-    repository is ``test_research_loop.py``."""
+    """The research loop over a local repository at its pinned commit: the article cites
+    the commit, nothing an uncommitted edit of the work tree says is ever read (not in a
+    tool result, not in the article), and history holds references only."""
     repo, sha = make_repo(tmp_path)
-    spec = make_spec(research={"mode": "acquire"}, sources=[
+    spec = make_spec(sources=[
         {"kind": "git", "name": "client-repo", "repo": str(repo), "commit": sha},
         {"kind": "document", "name": "handbook", "path": str(docs)},
     ])
@@ -86,42 +88,27 @@ async def test_happy_path_over_a_pinned_repository(
     assert result.status == "published" and result.receipt is not None
     [article] = published_files(spec)
     text = article.read_text(encoding="utf-8")
-    assert f"client-repo@{sha}:client/retry.py#L" in text  # a citation per claim
+    assert f"client-repo@{sha}:client/" in text  # the repository cited at its commit
     assert "WORKING TREE" not in text
     assert result.receipt.location == str(article)
     assert result.receipt.content_hash.startswith("sha256:")
-    # history holds references only: no excerpt text, no draft text
+    # history holds references only: no file text, no draft text
     assert "Exponential backoff" not in history_json
-    assert "resume from the last byte" not in history_json
+    assert "WORKING TREE" not in history_json
 
+    tools = await loop_tool_history(runtime, spec)
+    repo_results = [r for c, r in zip(tools["calls"], tools["results"], strict=True)
+                    if c["arguments"].get("source") == "client-repo"]
+    assert any(r["status"] == "success" for r in repo_results)
+    assert not any("WORKING TREE" in r["content"] for r in tools["results"])
     store = await runtime.store()
     principal = principal_of(spec)
     manifests = [await store.get_manifest(m, principal=principal) for m in result.manifest_ids]
-    assert [m["stage"] for m in manifests] == ["plan", "research", "draft", "publish"]
+    stages = [m["stage"] for m in manifests]
+    assert stages[0] == "plan" and stages[-2:] == ["draft", "publish"]
+    assert set(stages[1:-2]) == {"research"}
     assert all(m["status"] == "ready" for m in manifests)
-    draft_manifest = manifests[2]
-    assert draft_manifest["budget"]["actual_input_tokens"] > 0  # provider usage written back
-    # each acquisition is a recorded tool call paired with its result by call id, whatever
-    # order the parallel calls completed in (a reorder is a recorded anomaly, not an error)
-    pairs = {p["call_id"]: p for p in draft_manifest["tool_pairs"]}
-    assert sorted(pairs) == sorted(f"{spec.job_id}:research-2:{s.name}" for s in spec.sources)
-    assert all(p["status"] == "success" and p["canonical_argument_hash"].startswith("sha256:")
-               and p["result_hash"] for p in pairs.values())
-    assert {a["type"] for a in draft_manifest["tool_anomalies"]} <= {"tool_result_reordered"}
-    assert draft_manifest["budget"]["estimated_used"] > 0
-    included = {e["item_id"] for e in draft_manifest["included"]}
-    assert any(i.startswith("checkpoint:") for i in included)  # re-admitted checkpoint
-    checkpoint_entry = next(e for e in draft_manifest["included"]
-                            if e["item_id"].startswith("checkpoint:"))
-    assert checkpoint_entry["trust"] == "derived_context"
-    checkpoint = await store.latest_checkpoint(spec.job_id, principal=principal)
-    assert checkpoint is not None and checkpoint["status"] == "published"
-    for key in ("goal", "constraints", "current_stage", "done", "in_progress", "blocked",
-                "confirmed_claims", "conflicts_and_negative_findings", "open_items",
-                "draft_revision", "next_steps", "artifact_refs"):
-        assert key in checkpoint
-    assert any(c["source_ref"].startswith(f"client-repo@{sha}") for c in
-               checkpoint["confirmed_claims"])
+    assert manifests[-2]["budget"]["actual_input_tokens"] > 0  # provider usage written back
 
 
 async def test_blocked_then_resolved_then_published(
@@ -224,35 +211,33 @@ async def test_instructions_in_plan_md_and_web_page_never_publish(
     assert published_files(spec) == []
 
 
-async def test_unreachable_repository_is_an_outcome_not_a_crash(
+async def test_an_unreachable_repository_is_a_typed_tool_result_not_a_crash(
         client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path,
         docs: Path, make_spec: Callable[..., JobSpec]) -> None:
-    """One-shot acquisition; in the research loop an unreachable source is a typed
-    ``source_unavailable`` tool result (``test_research_loop.py``)."""
+    """A repository that is gone and a commit a repository lacks: every call the agent
+    makes on them is a ``source_unavailable`` result it sees (naming the source, no
+    crash, no retry of the activity), and the job goes on from the source it can read."""
     repo, sha = make_repo(tmp_path)
-    spec = make_spec(research={"mode": "acquire"}, sources=[
+    spec = make_spec(sources=[
+        {"kind": "document", "name": "handbook", "path": str(docs)},
         {"kind": "git", "name": "gone", "repo": str(tmp_path / "no-such-repo"), "commit": sha},
         {"kind": "git", "name": "wrong-commit", "repo": str(repo), "commit": "0" * 40},
-        {"kind": "document", "name": "handbook", "path": str(docs)},
     ])
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
-        st = await wait_status(handle, {"awaiting_review"})
-        store = await runtime.store()
-        principal = principal_of(spec)
-        research = await store.get_manifest(st.manifest_ids[-1], principal=principal)
-        outcomes = {a["source"]["id"]: (a["outcome"], a["reason"])
-                    for a in research["source_acquisition"]}
-        assert outcomes["gone"][0] == "retrieval_failed" and outcomes["gone"][1]
-        assert outcomes["wrong-commit"][0] == "retrieval_failed"
-        assert outcomes["handbook"][0] == "retrieved"
-        excluded = {e["item_id"] for e in research["excluded"]}
-        assert not any(i.startswith(("gone", "wrong-commit")) for i in excluded)
-        checkpoint = await store.latest_checkpoint(spec.job_id, principal=principal)
-        assert checkpoint is not None
-        failed = {n["source"] for n in checkpoint["conflicts_and_negative_findings"]
-                  if n.get("outcome") == "retrieval_failed"}
-        assert failed == {"gone", "wrong-commit"}
+        await wait_status(handle, {"awaiting_review"})
+        tools = await loop_tool_history(runtime, spec)
+        outcomes: dict[str, set[str]] = {}
+        for call, result in zip(tools["calls"], tools["results"], strict=True):
+            source = call["arguments"].get("source")
+            if source in ("gone", "wrong-commit"):
+                content = json.loads(result["content"])
+                assert result["status"] == "error", content
+                outcomes.setdefault(source, set()).add(content["error"])
+                assert source in content["detail"]
+        assert outcomes == {"gone": {"source_unavailable"},
+                            "wrong-commit": {"source_unavailable"}}
+        assert await handle.fetch_history() is not None
         await review(client, spec.job_id, "reject", reviewer="alice")
         assert (await handle.result()).status == "rejected"
 

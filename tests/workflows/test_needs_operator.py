@@ -47,7 +47,7 @@ from tests.workflows.jobkit import (
 from workflows import client as jobs
 from workflows.errors import CommandRefused, ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
-from workflows.temporal_config import ACTIVITY_LIMITS
+from workflows.temporal_config import ACTIVITY_LIMITS, RETIRED_ACTIVITIES
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -111,7 +111,7 @@ def failing(monkeypatch: pytest.MonkeyPatch, activity: str, kind: str) -> Iterat
 
 
 async def test_every_activity_has_a_bound() -> None:
-    assert set(ACTIVITY_LIMITS) == set(ACTIVITY_NAMES)
+    assert set(ACTIVITY_LIMITS) == set(ACTIVITY_NAMES) | RETIRED_ACTIVITIES
     for name, limit in ACTIVITY_LIMITS.items():
         assert limit.max_attempts is None or 1 <= limit.max_attempts <= 50, name
         # a model call takes the spec's model.max_attempts (1..50) and an hour at most
@@ -157,9 +157,7 @@ async def test_each_permanent_error_in_each_activity_gets_one_attempt_then_an_op
     waits for an operator naming the activity and the error; a signed ``retry`` after the
     cause is gone (the hook removed) carries the job on to publish, once. The model call
     (``decide``) blocks as ``model_call_failed`` instead (its own resolutions apply)."""
-    overrides: dict[str, Any] = {"research": {"mode": "acquire"}} if activity == "research" \
-        else {}
-    spec = make_spec(review=REVIEW, **overrides)
+    spec = make_spec(review=REVIEW)
     want = "blocked" if activity == "decide" else "needs_operator"
     async with running_worker(client, runtime, task_queue):
         monkeypatch.setenv(FAIL_ENV, f"{activity}:{PERMANENT_KINDS[0]}")
@@ -407,9 +405,8 @@ async def test_a_signed_cancel_stops_a_job_that_needs_an_operator(
 
 
 
-@pytest.mark.parametrize("mode", ["agent", "acquire"])
 async def test_a_file_name_that_is_not_utf8_is_an_exclusion_not_a_failure(
-        mode: str, client: Any, runtime: ActivityRuntime, task_queue: str,
+        client: Any, runtime: ActivityRuntime, task_queue: str,
         make_spec: Callable[..., JobSpec], docs: Path) -> None:
     """A Latin-1 file name in a source folder (surrogate-escaped by Python, then a
     ``UnicodeEncodeError`` when it is hashed or recorded) used to fail research on every
@@ -419,8 +416,8 @@ async def test_a_file_name_that_is_not_utf8_is_an_exclusion_not_a_failure(
     bad = os.path.join(os.fsencode(docs), b"caf\xe9.md")
     with open(bad, "wb") as file:
         file.write(b"# Retries\n\nretry with backoff\n")
-    spec = make_spec(review=REVIEW, research={"mode": mode})
-    activity = "run_tool" if mode == "agent" else "research"
+    spec = make_spec(review=REVIEW)
+    activity = "run_tool"
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         status = await wait_status(handle, {"awaiting_review"})

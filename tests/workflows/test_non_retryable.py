@@ -69,9 +69,9 @@ RETRIED: dict[str, str] = {
     "TransformError": "caught inside the context pipeline: a blocked manifest, not a failure",
     "PreservationFailed": "caught inside the context pipeline: a blocked manifest, not a "
                           "failure",
-    "SourceError": "the acquisition errors' base class; never raised itself",
-    "RetrievalFailed": "caught by acquire(): recorded as outcome retrieval_failed",
-    "NothingToRetrieve": "caught by acquire(): recorded as outcome not_retrieved",
+    "SourceError": "the source errors' base class; never raised itself",
+    "RetrievalFailed": "caught by open_source: a source_unavailable refusal the model sees",
+    "TooManyDocuments": "caught by the document kind: a source_unavailable refusal",
     "ProviderError": "the providers' base class; never raised itself",
     "ProviderCallError": "each instance says whether it is retryable (HTTP 429/5xx are)",
     "WebFetchRefused": "the live-page errors' base class; each instance says whether it is "

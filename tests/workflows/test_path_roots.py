@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from activities.research_tools import run_source_tool
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.path_safety import PathRoots
@@ -29,6 +30,7 @@ from tests.waiting import wait_for
 from tests.workflows.jobkit import (
     REPO_ROOT,
     job_dict,
+    loop_tool_history,
     resolve,
     roots_env,
     roots_for,
@@ -241,27 +243,38 @@ async def test_the_worker_refuses_what_submit_would_have(
 async def test_a_link_out_of_a_document_folder_never_reaches_the_job(
         client: Any, runtime: ActivityRuntime, task_queue: str, tmp_path: Path, docs: Path,
         outside: Path) -> None:
-    """A document folder holding a link to a secret outside the roots: the acquisition
-    leaves it out and records why (the manifest's acquisition reason), and the secret is in
-    no excerpt, draft or history (before: the link was followed and the secret became
+    """A document folder holding a link to a secret outside the roots: the research tools
+    leave it out and say why (a listing's exclusions), and the secret is in no tool result,
+    draft, manifest or history (before: the link was followed and the secret became
     evidence)."""
     (docs / "linked.md").symlink_to(outside / "secret.md")
-    spec = parse_job_spec(job_dict(tmp_path, docs, research={"mode": "acquire"}))
+    spec = parse_job_spec(job_dict(tmp_path, docs))
     async with running_worker(client, runtime, task_queue):
         handle = await start_job(client, spec, task_queue)
         st = await wait_status(handle, {"awaiting_review"})
         history = (await handle.fetch_history()).to_json()
+        tools = await loop_tool_history(runtime, spec)
+    assert tools["results"] and not any("hunter2" in r["content"] for r in tools["results"])
+    assert "hunter2" not in history
+    # what the agent would be told if it listed the folder or searched for the secret
+    roots = runtime.roots_for(spec)
+    listed = await run_source_tool("list", {"source": "handbook"}, spec.sources, LOCAL,
+                                   roots=roots)
+    assert {"path": "linked.md", "reason": "symbolic link to a path outside the source "
+            "roots; not followed"} in listed["excluded"], listed
+    assert "linked.md" not in listed["entries"]
+    found = await run_source_tool("search", {"source": "handbook", "query": "hunter2"},
+                                  spec.sources, LOCAL, roots=roots)
+    assert found["hit_count"] == 0
     store = await runtime.store()
     principal = principal_of(spec)
-    research = await store.get_manifest(st.manifest_ids[-1], principal=principal)
-    [acquired] = research["source_acquisition"]
-    assert "linked.md: symbolic link to a path outside the source roots" in acquired["reason"]
-    assert "hunter2" not in history
     assert st.pending_draft is not None
     _rec, draft = await store.get("article_draft", st.pending_draft.artifact_id,
                                   principal=principal, revision=st.pending_draft.revision)
     assert b"hunter2" not in draft
-    assert all("hunter2" not in str(e) for e in research["included"])
+    for manifest_id in st.manifest_ids:
+        manifest = await store.get_manifest(manifest_id, principal=principal)
+        assert all("hunter2" not in str(e) for e in manifest["included"])
 
 
 async def test_publish_goes_to_the_job_s_own_folder_0644_and_leaves_readme_alone(

@@ -1,17 +1,15 @@
 """Secrets in what the activities take from outside stay out of what they hand on.
 
 Real SQLite store, real document source, activities called directly (no Temporal): a
-refused tool call's detail, a reviewer's comment entering the next prompt, and an
-acquisition's failure reason are each redacted (``context.admission.security``) before
+refused tool call's detail, a reviewer's comment entering the next prompt, and why a
+source could not be read are each redacted (``context.admission.security``) before
 they reach a tool result, the provider request or the sealed manifest.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ from activities import store_activities
 from activities.context_activity import assemble_context
 from activities.runtime import ActivityRuntime, principal_of
 from activities.sources.errors import RetrievalFailed
+from activities.sources.registry import SOURCE_KINDS
 from activities.tool_call import exchange_id, run_tool_call
 from contracts.activity_messages import (
     ArtifactRef,
@@ -30,10 +29,7 @@ from contracts.activity_messages import (
     ToolCallInput,
 )
 from contracts.job_spec import JobSpec
-from contracts.source_specs import TopicTerms
 
-#: the module (``activities.sources.acquire`` the attribute is the function it exports)
-acquire_module = importlib.import_module("activities.sources.acquire")
 #: assembled from parts: this file holds no literal token shape
 SERVER_TOKEN = "gh" + "s_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
 
@@ -86,21 +82,28 @@ async def test_review_comments_are_screened_by_the_security_gate(
     assert "Cite the retry section." in body["serialized_request"]["canonical_json"]
 
 
-async def test_an_acquisition_failure_reason_is_redacted(
-        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_source_failure_quoting_a_credential_is_stored_redacted(
+        runtime: ActivityRuntime, make_spec: Callable[..., JobSpec],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source that cannot be read (here: a clone refused with the token in its URL) is a
+    ``source_unavailable`` result the model sees; what it quotes is redacted before it is
+    stored."""
     async def failing(*args: Any, **kwargs: Any) -> Any:
         raise RetrievalFailed(f"git clone https://x-access-token:{SERVER_TOKEN}@github.com/"
                               "o/r.git: HTTP 403")
 
-    monkeypatch.setattr(acquire_module, "_gather", failing)
+    monkeypatch.setattr(SOURCE_KINDS["document"], "open", failing)
     spec = make_spec()
-    result = await acquire_module.acquire(
-        spec.sources[0], [TopicTerms(name="retries", terms=["retry"])], call_id="acq-1",
-        as_of=datetime(2026, 1, 1, tzinfo=UTC), locations={})
-    assert result.outcome.value == "retrieval_failed"
-    assert result.reason is not None and SERVER_TOKEN not in result.reason
-    assert "[REDACTED:github_token]" in result.reason and "HTTP 403" in result.reason
-    assert SERVER_TOKEN not in result.tool_result.content
+    job = await _job(runtime, spec)
+    result = await run_tool_call(runtime, ToolCallInput(
+        job=job, call_id="clone-1", tool_name="list", arguments={"source": "handbook"}))
+    assert (result.status, result.rejection) == ("error", "source_unavailable")
+    store = await runtime.store()
+    _, raw = await store.get("tool_record", exchange_id(spec.job_id, "clone-1"),
+                             principal=principal_of(spec))
+    assert SERVER_TOKEN not in raw.decode("utf-8")
+    detail = json.loads(json.loads(raw)["result"]["content"])["detail"]
+    assert "[REDACTED:github_token]" in detail and "HTTP 403" in detail
 
 
 #: a configuration file's double-quoted secrets (assembled from parts: no literal shape)

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from contracts.errors import JobSpecError
+from contracts.job_spec import JobSpec, parse_job_spec
 from tests.workflows.jobkit import REPO_ROOT, job_dict, reviewer_entry, write_registry
 
 CLI = [sys.executable, str(REPO_ROOT / "pressroom.py")]
@@ -136,6 +138,8 @@ MISTAKES: dict[str, tuple[Callable[[Path, Path], dict[str, Any]], dict[str, str]
                             {}, "topics.0.terms.0", "longer than a search query"),
     "cost budget": (lambda t, d: {"research": {"cost_budget_usd": 1}}, {},
                     "research.cost_budget_usd", "extractive/extractive-v1 has no price"),
+    "retired research mode": (lambda t, d: {"research": {"mode": "acquire"}}, {},
+                              "research.mode", "'acquire' was retired"),
 }
 
 
@@ -158,6 +162,37 @@ def test_each_kind_of_mistake_is_one_line_naming_the_field(
     assert _snapshot(home) == before
     for secret in keys.values():
         assert f"={secret}" not in lines[0]
+
+
+def test_a_live_web_page_among_local_sources_is_checked_by_its_own_rules(
+        tmp_path: Path, docs: Path, home: Path, roots: dict[str, str]) -> None:
+    """A live page names no local path: the path checks line up with the sources that do
+    (a live page first used to shift them and crash the check), and its URL meets the
+    operator's web allow-list."""
+    page = {"kind": "web_page", "name": "status", "url": "https://status.example.org/p"}
+    local = {"kind": "document", "name": "etc", "path": "/etc"}
+    job = _write(tmp_path, _spec(tmp_path, docs, sources=[page, local]))
+    proc = pressroom(home, "check", str(job), **roots,
+                     PRESSROOM_WEB_ALLOWED_DOMAINS="status.example.org")
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and "sources.1.path" in lines[0], lines
+    job = _write(tmp_path, _spec(tmp_path, docs, sources=[
+        page, {"kind": "document", "name": "handbook", "path": str(docs)}]), "ok.yaml")
+    proc = pressroom(home, "check", str(job), **roots,
+                     PRESSROOM_WEB_ALLOWED_DOMAINS="status.example.org")
+    assert proc.returncode == 0, proc.stderr
+    proc = pressroom(home, "check", str(job), **roots)  # no domain allowed: one line
+    assert proc.returncode == 1 and "sources" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_history_may_hold_the_retired_mode_that_a_new_spec_may_not() -> None:
+    """A workflow's input read back from its history is validated without the submit
+    context, so a job started with ``mode: acquire`` still replays."""
+    data = {**job_dict(Path("/tmp"), Path("/tmp/docs")), "research": {"mode": "acquire"}}
+    with pytest.raises(JobSpecError, match=r"research\.mode"):
+        parse_job_spec(data)
+    assert JobSpec.model_validate(data).research.mode == "acquire"
 
 
 def test_a_listed_endpoint_that_needs_no_key_passes_without_one(
