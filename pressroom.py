@@ -64,8 +64,10 @@ def _settings(ctx: typer.Context) -> Settings:
 @app.command()
 def demo(ctx: typer.Context,
          example: str = typer.Option("retry", "--example",
-                                     help="retry (examples/job.yaml) or asyncio (a question "
-                                          "over this Python's own asyncio source)")) -> None:
+                                     help="retry (examples/job.yaml), asyncio (a question "
+                                          "over this Python's own asyncio source) or mcp "
+                                          "(examples/mcp_job.yaml: mcp-server-git and a live "
+                                          "page on loopback)")) -> None:
     """Run an example job end to end: server + worker, research turns, draft, approval,
     publish, receipt."""
     from webconsole.server import demo_console
