@@ -640,6 +640,27 @@ def reject(ctx: typer.Context, job: str,
                              key=_account_key(settings, name, key, password_stdin)), settings)
 
 
+@app.command("approve-call")
+def approve_call(ctx: typer.Context, job: str, call_id: str,
+                 reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+                 key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+                 yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+                 password_stdin: bool = typer.Option(False, "--password-stdin",
+                                                     help=_PASSWORD_STDIN_HELP),
+                 address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Show a call of an `effect: write` MCP tool waiting for approval (its tool and
+    arguments) and approve exactly that call, signed with your key; it then runs once
+    (docs/mcp.md). `pressroom status JOB` lists the waiting calls."""
+    from workflows import commands
+
+    settings = _settings(ctx)
+    name = _reviewer(reviewer, settings)
+    _job_cmd(commands.approve_call(console, settings, job, call_id, reviewer=name, yes=yes,
+                                   address=address, key_path=key,
+                                   key=_account_key(settings, name, key, password_stdin)),
+             settings)
+
+
 @app.command()
 def resolve(
     ctx: typer.Context,
