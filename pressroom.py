@@ -647,17 +647,25 @@ def approve_call(ctx: typer.Context, job: str, call_id: str,
                  yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
                  password_stdin: bool = typer.Option(False, "--password-stdin",
                                                      help=_PASSWORD_STDIN_HELP),
+                 reject: bool = typer.Option(False, "--reject",
+                                             help="Refuse the call instead: it never runs."),
+                 reason: str = typer.Option("", "--reason",
+                                            help="Why (with --reject; the model sees it)."),
                  address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show a call of an `effect: write` MCP tool waiting for approval (its tool and
     arguments) and approve exactly that call, signed with your key; it then runs once
-    (docs/mcp.md). `pressroom status JOB` lists the waiting calls."""
+    (docs/mcp.md). With --reject, refuse it: it never runs. `pressroom status JOB` lists
+    the waiting calls."""
     from workflows import commands
 
+    if reason and not reject:
+        raise typer.BadParameter("--reason goes with --reject", param_hint="--reason")
     settings = _settings(ctx)
     name = _reviewer(reviewer, settings)
     _job_cmd(commands.approve_call(console, settings, job, call_id, reviewer=name, yes=yes,
                                    address=address, key_path=key,
-                                   key=_account_key(settings, name, key, password_stdin)),
+                                   key=_account_key(settings, name, key, password_stdin),
+                                   reject=reject, reason=reason),
              settings)
 
 

@@ -52,6 +52,7 @@ from contracts.workflow_messages import (
     ReviewInput,
     ReviewResult,
     ToolApprovalInput,
+    ToolRejectionInput,
 )
 from settings import DEFAULT_WORKER_GRACE_SECONDS
 from workflows.errors import (
@@ -344,23 +345,45 @@ async def pending_call(client: Client, job_id: str, call_id: str, *,
     return view, found
 
 
-async def approve_tool_call(client: Client, job_id: str, pending: PendingToolApproval, *,
-                            first_run_id: str | None, signer: str,
-                            key: Ed25519PrivateKey) -> ToolApprovalInput:
-    """Sign, as ``signer``, an approval of exactly the call ``pending`` shows — its call
-    id, server, tool and the sha256 of the arguments shown (computed here, and refused if
-    it differs from the one the job states) — and send it (``approve_tool_call``)."""
+def _shown_digest(job_id: str, pending: PendingToolApproval) -> str:
+    """The sha256 of the arguments ``pending`` shows, computed here; refused when it is not
+    the one the job states (what is signed is what was shown)."""
     digest = arguments_sha256(pending.arguments)
     if digest != pending.arguments_sha256:
         raise JobNotWaiting(f"call {pending.call_id!r} of job {job_id!r}: its arguments do "
                             f"not hash to the sha256 the job states ({pending.arguments_sha256}"
                             "); nothing signed or sent")
+    return digest
+
+
+async def approve_tool_call(client: Client, job_id: str, pending: PendingToolApproval, *,
+                            first_run_id: str | None, signer: str,
+                            key: Ed25519PrivateKey) -> ToolApprovalInput:
+    """Sign, as ``signer``, an approval of exactly the call ``pending`` shows — its call
+    id, server, tool and the sha256 of the arguments shown — and send it
+    (``approve_tool_call``)."""
     unsigned = ToolApprovalInput(call_id=pending.call_id, server=pending.server,
-                                 tool=pending.tool, arguments_sha256=digest,
+                                 tool=pending.tool,
+                                 arguments_sha256=_shown_digest(job_id, pending),
                                  first_run_id=first_run_id)
     signed = unsigned.model_copy(update={"signature": sign(
         key, "tool_approval", job_id, unsigned.signed_body(), signer=signer)})
     await _signed_update(client, job_id, ResearchJobWorkflow.approve_tool_call, signed)
+    return signed
+
+
+async def reject_tool_call(client: Client, job_id: str, pending: PendingToolApproval, *,
+                           first_run_id: str | None, signer: str, key: Ed25519PrivateKey,
+                           reason: str = "") -> ToolRejectionInput:
+    """Sign, as ``signer``, a refusal of exactly the call ``pending`` shows and send it
+    (``reject_tool_call``): the call is refused at once and never runs."""
+    unsigned = ToolRejectionInput(call_id=pending.call_id, server=pending.server,
+                                  tool=pending.tool,
+                                  arguments_sha256=_shown_digest(job_id, pending),
+                                  reason=reason, first_run_id=first_run_id)
+    signed = unsigned.model_copy(update={"signature": sign(
+        key, "tool_rejection", job_id, unsigned.signed_body(), signer=signer)})
+    await _signed_update(client, job_id, ResearchJobWorkflow.reject_tool_call, signed)
     return signed
 
 

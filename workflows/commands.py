@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict
@@ -45,7 +45,13 @@ from contracts.pricing import format_usd
 from contracts.signing import normalize_name, public_key_text
 from contracts.source_specs import GitSourceSpec
 from contracts.spec_check import SpecProblem, check_spec_file, context_for
-from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
+from contracts.workflow_messages import (
+    JobResult,
+    JobStatus,
+    ResolveInput,
+    ToolApprovalInput,
+    ToolRejectionInput,
+)
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
@@ -833,10 +839,12 @@ async def review(console: Console, settings: Settings, job_id: str, decision: jo
 
 
 class CallApproval(BaseModel):
-    """``pressroom approve-call``: the approval signed and accepted, and what it binds."""
+    """``pressroom approve-call``: the approval (or, with ``--reject``, the refusal) signed
+    and accepted, and what it binds."""
 
     model_config = ConfigDict(extra="forbid")
 
+    decision: Literal["approve", "reject"] = "approve"
     job_id: str
     call_id: str
     tool_name: str
@@ -847,13 +855,14 @@ class CallApproval(BaseModel):
 
 async def approve_call(console: Console, settings: Settings, job_id: str, call_id: str, *,
                        reviewer: str, yes: bool, address: str | None = None,
-                       key_path: Path | None = None,
-                       key: Ed25519PrivateKey | None = None) -> CallApproval | None:
+                       key_path: Path | None = None, key: Ed25519PrivateKey | None = None,
+                       reject: bool = False, reason: str = "") -> CallApproval | None:
     """Show a call waiting for a signed approval (tool, server, arguments and their
-    sha256), ask, and sign and send an approval of exactly that call (docs/mcp.md, "Tools
-    that act"). The signer must be a reviewer the job lists, with the key it pinned
-    (``check_reviewer``); a call that is not waiting is refused before anything is shown
-    or signed. ``None`` when the reviewer said no."""
+    sha256), ask, and sign and send an approval of exactly that call — or, with
+    ``reject``, a refusal, after which it never runs (docs/mcp.md, "Tools that act"). The
+    signer must be a reviewer the job lists, with the key it pinned (``check_reviewer``);
+    a call that is not waiting is refused before anything is shown or signed. ``None``
+    when the reviewer said no."""
     import typer
 
     key = key or signing_key(settings, reviewer, key_path)
@@ -869,17 +878,27 @@ async def approve_call(console: Console, settings: Settings, job_id: str, call_i
     console.print(f"server {pending.server!r}, tool {pending.tool!r}: the operator marks it "
                   "effect: write (it acts on the world); approved, it runs once with exactly "
                   "these arguments", markup=False, highlight=False)
-    if not yes and not typer.confirm(f"Approve call {pending.call_id} of {pending.tool_name} "
+    verb = "Reject" if reject else "Approve"
+    if not yes and not typer.confirm(f"{verb} call {pending.call_id} of {pending.tool_name} "
                                      f"as {reviewer}?", default=False):
         console.print("nothing sent")
         return None
-    signed = await jobs.approve_tool_call(client, job_id, pending,
-                                          first_run_id=view.first_run_id, signer=reviewer,
-                                          key=key)
+    signed: ToolApprovalInput | ToolRejectionInput
+    if reject:
+        signed = await jobs.reject_tool_call(client, job_id, pending,
+                                             first_run_id=view.first_run_id, signer=reviewer,
+                                             key=key, reason=reason)
+        done = "rejected", "it is refused and never runs"
+    else:
+        signed = await jobs.approve_tool_call(client, job_id, pending,
+                                              first_run_id=view.first_run_id,
+                                              signer=reviewer, key=key)
+        done = "approved", "the job runs it now"
     assert signed.signature is not None
-    console.print(f"approved call {pending.call_id} ({pending.tool_name}) as {reviewer}; "
-                  "the job runs it now", markup=False, highlight=False)
-    return CallApproval(job_id=job_id, call_id=pending.call_id, tool_name=pending.tool_name,
+    console.print(f"{done[0]} call {pending.call_id} ({pending.tool_name}) as {reviewer}; "
+                  f"{done[1]}", markup=False, highlight=False)
+    return CallApproval(decision="reject" if reject else "approve", job_id=job_id,
+                        call_id=pending.call_id, tool_name=pending.tool_name,
                         arguments_sha256=pending.arguments_sha256, signer=reviewer,
                         nonce=signed.signature.nonce)
 

@@ -104,3 +104,69 @@ async def test_approve_call_signs_the_waiting_call_which_then_runs_once(
     assert len(results) == 1 and results[0]["status"] == "success", results
     assert "approval" not in json.loads(results[0]["content"]).get("error", "")
     assert _commits(repo) == 2  # run once
+
+
+async def test_approve_call_reject_refuses_the_waiting_call_at_once(
+        temporal_env: Any, store_url: str, tmp_path: Path, task_queue: str,
+        make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--reject`` signs a refusal bound like an approval: the loop stops waiting at once
+    (long before the 10-minute review timeout), the call is refused with the reviewer's
+    name and reason and never runs, and an approval sent after it is refused. The
+    workflow's history replays."""
+    from temporalio.worker import Replayer
+
+    from tests.workflows.replay_api import replayed_openai
+    from workflows.research_job import ResearchJobWorkflow
+    from workflows.temporal_config import (
+        DATA_CONVERTER,
+        WORKFLOW_FAILURE_EXCEPTION_TYPES,
+        WORKFLOW_RUNNER,
+    )
+
+    client = temporal_env.client
+    address = client.service_client.config.target_host
+    home = tmp_path / "home"
+    write_registry(home, "bob")
+    repo = fixture_repo(tmp_path / "repo")
+    (repo / "change.txt").write_text("a change to commit\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(repo), "add", "change.txt"], check=True)
+    arguments = {"repo_path": str(repo), "message": "never approved"}
+    runtime = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                              mcp_servers=servers(tmp_path, repo), mcp_environ={})
+    spec = make_spec(model={"provider": "openai", "name": "replayed-model"},
+                     tools=[{"server": "git", "tools": ["git_commit"]}])
+    script = [[("mcp__git__git_commit", arguments)],
+              [("finish", {"summary": "done", "open_items": []})]]
+    job = spec.job_id
+    with replayed_openai(monkeypatch, script):
+        async with running_worker(client, runtime, task_queue):
+            handle = await start_job(client, spec, task_queue)
+            call = (await _pending(handle)).pending_tool_approvals[0].call_id
+            rc, out, err = await pressroom(home, address, "approve-call", job, call, "--as",
+                                           "bob", "--reason", "why", "--yes")
+            assert rc == 2 and "--reason goes with --reject" in err  # a usage error
+            rc, out, err = await pressroom(home, address, "approve-call", job, call, "--as",
+                                           "bob", "--reject", "--reason",
+                                           "not in this repository", "--yes")
+            assert rc == 0, err
+            assert f"rejected call {call} (mcp__git__git_commit) as bob" in out
+            status = await wait_status(handle, {"blocked", "awaiting_review", "failed"},
+                                       timeout=120)
+            assert not status.pending_tool_approvals
+            rc, out, err = await pressroom(home, address, "approve-call", job, call,
+                                           "--as", "bob", "--yes")
+            _one_line_error(rc, err, "is not waiting for approval")
+            tools = await loop_tool_history(runtime, spec)
+            history = await handle.fetch_history()
+            await handle.terminate("test over")
+    [result] = [r for r in tools["results"] if r["tool_name"] == "mcp__git__git_commit"]
+    content = json.loads(result["content"])
+    assert content["error"] == "approval_refused", content
+    assert "reviewer 'bob' rejected (not in this repository)" in content["detail"]
+    assert _commits(repo) == 1  # never run
+    replayed = await Replayer(
+        workflows=[ResearchJobWorkflow], data_converter=DATA_CONVERTER,
+        workflow_runner=WORKFLOW_RUNNER,
+        workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+    ).replay_workflow(history)
+    assert replayed.replay_failure is None
