@@ -64,8 +64,10 @@ def _settings(ctx: typer.Context) -> Settings:
 @app.command()
 def demo(ctx: typer.Context,
          example: str = typer.Option("retry", "--example",
-                                     help="retry (examples/job.yaml) or asyncio (a question "
-                                          "over this Python's own asyncio source)")) -> None:
+                                     help="retry (examples/job.yaml), asyncio (a question "
+                                          "over this Python's own asyncio source) or mcp "
+                                          "(examples/mcp_job.yaml: mcp-server-git and a live "
+                                          "page on loopback)")) -> None:
     """Run an example job end to end: server + worker, research turns, draft, approval,
     publish, receipt."""
     from webconsole.server import demo_console
@@ -636,6 +638,35 @@ def reject(ctx: typer.Context, job: str,
     _job_cmd(commands.review(console, settings, job, "reject", reviewer=name, comments=[],
                              yes=yes, address=address, key_path=key, draft_hash=draft_hash,
                              key=_account_key(settings, name, key, password_stdin)), settings)
+
+
+@app.command("approve-call")
+def approve_call(ctx: typer.Context, job: str, call_id: str,
+                 reviewer: str | None = typer.Option(None, "--as", help=_REVIEWER_HELP),
+                 key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+                 yes: bool = typer.Option(False, "--yes", help="Do not ask; for scripts."),
+                 password_stdin: bool = typer.Option(False, "--password-stdin",
+                                                     help=_PASSWORD_STDIN_HELP),
+                 reject: bool = typer.Option(False, "--reject",
+                                             help="Refuse the call instead: it never runs."),
+                 reason: str = typer.Option("", "--reason",
+                                            help="Why (with --reject; the model sees it)."),
+                 address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
+    """Show a call of an `effect: write` MCP tool waiting for approval (its tool and
+    arguments) and approve exactly that call, signed with your key; it then runs once
+    (docs/mcp.md). With --reject, refuse it: it never runs. `pressroom status JOB` lists
+    the waiting calls."""
+    from workflows import commands
+
+    if reason and not reject:
+        raise typer.BadParameter("--reason goes with --reject", param_hint="--reason")
+    settings = _settings(ctx)
+    name = _reviewer(reviewer, settings)
+    _job_cmd(commands.approve_call(console, settings, job, call_id, reviewer=name, yes=yes,
+                                   address=address, key_path=key,
+                                   key=_account_key(settings, name, key, password_stdin),
+                                   reject=reject, reason=reason),
+             settings)
 
 
 @app.command()

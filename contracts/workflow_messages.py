@@ -107,6 +107,28 @@ class PendingToolApproval(_Msg):
 ToolApprovalInput = ToolApproval
 
 
+class ToolRejectionInput(_Msg):
+    """A listed reviewer's signed refusal of one pending write call (the workflow's
+    ``reject_tool_call`` Update): bound like an approval (docs/mcp.md) — the job (in the
+    statement), the call id, the server, the tool, the sha256 of the call's canonical
+    arguments and the job's first run — plus the reviewer's reason. The call is then
+    refused (``approval_refused``) at once instead of at the review timeout; it never
+    runs."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    server: str = Field(min_length=1, max_length=64)
+    tool: str = Field(min_length=1, max_length=64)
+    arguments_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    reason: str = Field(default="", max_length=500)
+    first_run_id: str | None = None
+    signature: Signature | None = None
+
+    def signed_body(self) -> dict[str, object]:
+        return _bound({"call_id": self.call_id, "server": self.server, "tool": self.tool,
+                       "arguments_sha256": self.arguments_sha256, "reason": self.reason},
+                      first_run_id=self.first_run_id)
+
+
 class JobState(_Msg):
     """Everything the workflow remembers; carried across continue-as-new."""
 
@@ -138,6 +160,8 @@ class JobState(_Msg):
     #: write calls waiting for a reviewer's approval, and approvals accepted, by call id
     pending_tool_approvals: list[PendingToolApproval] = Field(default_factory=list)
     tool_approvals: dict[str, ToolApproval] = Field(default_factory=dict)
+    #: write calls a reviewer refused (``reject_tool_call``): call id -> who and why
+    tool_rejections: dict[str, str] = Field(default_factory=dict)
 
 
 class ResearchJobInput(_Msg):

@@ -39,16 +39,20 @@ from context.admission.security import redact_secrets
 from contracts.activity_messages import PathCheckInput, PathCheckResult
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec, recheck_job_spec
+from contracts.mcp_servers import arguments_sha256
 from contracts.signing import sign
 from contracts.workflow_messages import (
     CancelInput,
     JobResult,
     JobState,
     JobStatus,
+    PendingToolApproval,
     ResearchJobInput,
     ResolveInput,
     ReviewInput,
     ReviewResult,
+    ToolApprovalInput,
+    ToolRejectionInput,
 )
 from settings import DEFAULT_WORKER_GRACE_SECONDS
 from workflows.errors import (
@@ -322,6 +326,65 @@ async def cancel_job(client: Client, job_id: str, *, signer: str, key: Ed25519Pr
     signed = request.model_copy(update={"signature": sign(
         key, "cancel", job_id, request.signed_body(), signer=signer)})
     await _signed_update(client, job_id, ResearchJobWorkflow.cancel, signed)
+
+
+async def pending_call(client: Client, job_id: str, call_id: str, *,
+                       worker_grace: float = DEFAULT_WORKER_GRACE_SECONDS,
+                       ) -> tuple[JobView, PendingToolApproval]:
+    """The job's view and its call ``call_id`` waiting for a signed approval (an
+    ``effect: write`` MCP call, docs/mcp.md); ``JobNotWaiting`` in one line when that call
+    is not waiting — naming the calls that are, if any."""
+    view = await view_job(client, job_id, worker_grace=worker_grace)
+    waiting = view.live.pending_tool_approvals if view.live is not None else []
+    found = next((p for p in waiting if p.call_id == call_id), None)
+    if found is None:
+        others = ", ".join(f"{p.call_id} ({p.tool_name})" for p in waiting) or "none"
+        raise JobNotWaiting(f"call {call_id[:200]!r} of job {job_id!r} is not waiting for "
+                            f"approval (job {view.summary}; calls waiting: {others}); "
+                            "nothing signed or sent")
+    return view, found
+
+
+def _shown_digest(job_id: str, pending: PendingToolApproval) -> str:
+    """The sha256 of the arguments ``pending`` shows, computed here; refused when it is not
+    the one the job states (what is signed is what was shown)."""
+    digest = arguments_sha256(pending.arguments)
+    if digest != pending.arguments_sha256:
+        raise JobNotWaiting(f"call {pending.call_id!r} of job {job_id!r}: its arguments do "
+                            f"not hash to the sha256 the job states ({pending.arguments_sha256}"
+                            "); nothing signed or sent")
+    return digest
+
+
+async def approve_tool_call(client: Client, job_id: str, pending: PendingToolApproval, *,
+                            first_run_id: str | None, signer: str,
+                            key: Ed25519PrivateKey) -> ToolApprovalInput:
+    """Sign, as ``signer``, an approval of exactly the call ``pending`` shows — its call
+    id, server, tool and the sha256 of the arguments shown — and send it
+    (``approve_tool_call``)."""
+    unsigned = ToolApprovalInput(call_id=pending.call_id, server=pending.server,
+                                 tool=pending.tool,
+                                 arguments_sha256=_shown_digest(job_id, pending),
+                                 first_run_id=first_run_id)
+    signed = unsigned.model_copy(update={"signature": sign(
+        key, "tool_approval", job_id, unsigned.signed_body(), signer=signer)})
+    await _signed_update(client, job_id, ResearchJobWorkflow.approve_tool_call, signed)
+    return signed
+
+
+async def reject_tool_call(client: Client, job_id: str, pending: PendingToolApproval, *,
+                           first_run_id: str | None, signer: str, key: Ed25519PrivateKey,
+                           reason: str = "") -> ToolRejectionInput:
+    """Sign, as ``signer``, a refusal of exactly the call ``pending`` shows and send it
+    (``reject_tool_call``): the call is refused at once and never runs."""
+    unsigned = ToolRejectionInput(call_id=pending.call_id, server=pending.server,
+                                  tool=pending.tool,
+                                  arguments_sha256=_shown_digest(job_id, pending),
+                                  reason=reason, first_run_id=first_run_id)
+    signed = unsigned.model_copy(update={"signature": sign(
+        key, "tool_rejection", job_id, unsigned.signed_body(), signer=signer)})
+    await _signed_update(client, job_id, ResearchJobWorkflow.reject_tool_call, signed)
+    return signed
 
 
 async def _signed_update(client: Client, job_id: str, update: Any, signed: Any) -> None:

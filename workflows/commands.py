@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict
@@ -44,7 +44,13 @@ from contracts.path_safety import (
 from contracts.pricing import format_usd
 from contracts.signing import normalize_name, public_key_text
 from contracts.spec_check import SpecProblem, check_spec_file, context_for
-from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
+from contracts.workflow_messages import (
+    JobResult,
+    JobStatus,
+    ResolveInput,
+    ToolApprovalInput,
+    ToolRejectionInput,
+)
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows import client as jobs
 from workflows import connection
@@ -570,8 +576,9 @@ async def show_status(console: Console, settings: Settings, job_id: str,
             arguments = json.dumps(waiting.arguments, sort_keys=True, ensure_ascii=True)
             console.print(f"  waiting for a reviewer's signed approval: {waiting.tool_name} "
                           f"call {waiting.call_id} arguments {arguments[:1000]} "
-                          f"(sha256 {waiting.arguments_sha256})", markup=False,
-                          highlight=False)
+                          f"(sha256 {waiting.arguments_sha256})\n"
+                          f"    approve it: pressroom approve-call {job_id} {waiting.call_id}",
+                          markup=False, highlight=False)
         if live.research is not None and live.research.turn:
             show_research(console, live)
         console.print(f"  manifests: {', '.join(live.manifest_ids) or '-'}")
@@ -778,21 +785,22 @@ async def show_draft(console: Console, client: Client, job_id: str,
     return view.live, shown_hash
 
 
-def check_reviewer(spec: JobSpec, reviewer: str, key: Ed25519PrivateKey) -> None:
+def check_reviewer(spec: JobSpec, reviewer: str, key: Ed25519PrivateKey,
+                   what: str = "review") -> None:
     """Refuse, before a draft is shown, a decision the workflow would refuse for who signs
     it: the job's own principal, a name the job does not list as a reviewer, or a key that
     is not the one pinned for that name. The workflow's validator stays the authority
     (SECURITY.md §1); this only spares the reviewer a draft they cannot decide on."""
     name = normalize_name(reviewer)
     if name == normalize_name(spec.principal.principal_id):
-        raise ReviewRejected(f"review refused: the job's own principal {reviewer!r} can never "
+        raise ReviewRejected(f"{what} refused: the job's own principal {reviewer!r} can never "
                              "review its own draft; nothing shown or sent")
     keys = spec.review.signers(operators=False).get(name)
     if not keys:
-        raise ReviewRejected(f"review refused: reviewer {reviewer!r} is not allowed for job "
+        raise ReviewRejected(f"{what} refused: reviewer {reviewer!r} is not allowed for job "
                              f"{spec.job_id}; nothing shown or sent")
     if public_key_text(key) not in keys:
-        raise ReviewRejected(f"review refused: the signing key is not the one listed for "
+        raise ReviewRejected(f"{what} refused: the signing key is not the one listed for "
                              f"{reviewer!r}; nothing shown or sent")
 
 
@@ -828,6 +836,71 @@ async def review(console: Console, settings: Settings, job_id: str, decision: jo
                                    worker_grace=settings.worker_grace_seconds)
     console.print(f"recorded {result.decision} as {result.decision_id} "
                   f"({result.review.artifact_id} r{result.review.revision})")
+
+
+class CallApproval(BaseModel):
+    """``pressroom approve-call``: the approval (or, with ``--reject``, the refusal) signed
+    and accepted, and what it binds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "reject"] = "approve"
+    job_id: str
+    call_id: str
+    tool_name: str
+    arguments_sha256: str
+    signer: str
+    nonce: str
+
+
+async def approve_call(console: Console, settings: Settings, job_id: str, call_id: str, *,
+                       reviewer: str, yes: bool, address: str | None = None,
+                       key_path: Path | None = None, key: Ed25519PrivateKey | None = None,
+                       reject: bool = False, reason: str = "") -> CallApproval | None:
+    """Show a call waiting for a signed approval (tool, server, arguments and their
+    sha256), ask, and sign and send an approval of exactly that call — or, with
+    ``reject``, a refusal, after which it never runs (docs/mcp.md, "Tools that act"). The
+    signer must be a reviewer the job lists, with the key it pinned (``check_reviewer``);
+    a call that is not waiting is refused before anything is shown or signed. ``None``
+    when the reviewer said no."""
+    import typer
+
+    key = key or signing_key(settings, reviewer, key_path)
+    client = await connect(settings, address)
+    check_reviewer(await jobs.job_spec_of(client, job_id), reviewer, key, "approval")
+    view, pending = await jobs.pending_call(client, job_id, call_id,
+                                            worker_grace=settings.worker_grace_seconds)
+    arguments = json.dumps(pending.arguments, sort_keys=True, indent=2, ensure_ascii=True)
+    console.print(Panel(arguments, title=f"{job_id} call {pending.call_id} (turn "
+                        f"{pending.turn}): {pending.tool_name}",
+                        subtitle=f"arguments sha256 {pending.arguments_sha256}"),
+                  markup=False, highlight=False)
+    console.print(f"server {pending.server!r}, tool {pending.tool!r}: the operator marks it "
+                  "effect: write (it acts on the world); approved, it runs once with exactly "
+                  "these arguments", markup=False, highlight=False)
+    verb = "Reject" if reject else "Approve"
+    if not yes and not typer.confirm(f"{verb} call {pending.call_id} of {pending.tool_name} "
+                                     f"as {reviewer}?", default=False):
+        console.print("nothing sent")
+        return None
+    signed: ToolApprovalInput | ToolRejectionInput
+    if reject:
+        signed = await jobs.reject_tool_call(client, job_id, pending,
+                                             first_run_id=view.first_run_id, signer=reviewer,
+                                             key=key, reason=reason)
+        done = "rejected", "it is refused and never runs"
+    else:
+        signed = await jobs.approve_tool_call(client, job_id, pending,
+                                              first_run_id=view.first_run_id,
+                                              signer=reviewer, key=key)
+        done = "approved", "the job runs it now"
+    assert signed.signature is not None
+    console.print(f"{done[0]} call {pending.call_id} ({pending.tool_name}) as {reviewer}; "
+                  f"{done[1]}", markup=False, highlight=False)
+    return CallApproval(decision="reject" if reject else "approve", job_id=job_id,
+                        call_id=pending.call_id, tool_name=pending.tool_name,
+                        arguments_sha256=pending.arguments_sha256, signer=reviewer,
+                        nonce=signed.signature.nonce)
 
 
 async def resolve(console: Console, settings: Settings, job_id: str, flags: dict[str, Any],

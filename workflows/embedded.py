@@ -31,6 +31,7 @@ from contracts.job_spec import JobSpec, load_job_spec
 from contracts.signing import key_file_name
 from settings import Settings
 from workflows import client as jobs
+from workflows import mcp_demo
 from workflows.commands import follow, show_draft
 from workflows.devserver import DevServer, free_port, port_free
 from workflows.reviewer_keys import keygen, pin_reviewers, signing_key
@@ -38,6 +39,7 @@ from workflows.reviewer_keys import keygen, pin_reviewers, signing_key
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO_ROOT / "examples"
 EXAMPLE_JOB = EXAMPLES_DIR / "job.yaml"
+MCP_EXAMPLE_JOB = EXAMPLES_DIR / "mcp_job.yaml"
 DEMO_REVIEWER = "demo-reviewer"
 
 
@@ -140,14 +142,18 @@ def _build_fixtures(console: Console, settings: Settings) -> None:
 
 
 def example_job(name: str, fixtures: Path) -> Path:
-    """The job file of example ``name``: ``retry`` (``examples/job.yaml``) or ``asyncio``
+    """The job file of example ``name``: ``retry`` (``examples/job.yaml``), ``asyncio``
     (rendered by the fixture build beside the standard-library corpus, whose commit it
-    pins)."""
+    pins) or ``mcp`` (``examples/mcp_job.yaml``: an MCP server and a live page,
+    ``workflows.mcp_demo``)."""
     if name == "retry":
         return EXAMPLE_JOB
     if name == "asyncio":
         return fixtures / "asyncio_job.yaml"
-    raise JobError(f"unknown example {name!r}; the examples are 'retry' and 'asyncio'")
+    if name == "mcp":
+        return MCP_EXAMPLE_JOB
+    raise JobError(f"unknown example {name!r}; the examples are 'retry', 'asyncio' and "
+                   "'mcp'")
 
 
 def demo_reviewer_key(console: Console, settings: Settings) -> Ed25519PrivateKey:
@@ -233,6 +239,16 @@ async def run_demo(console: Console, settings: Settings, run_worker: WorkerRunne
     # One job: a context-assembly helper process would only add its start-up (≈ 1.3 s of
     # imports before the first step) and run nothing concurrently.
     async with contextlib.AsyncExitStack() as stack:
+        if example == "mcp":  # the operator's part: a server file, a page, loopback rules
+            page = stack.enter_context(mcp_demo.serving(
+                mcp_demo.page_path(spec), settings.fixtures_dir / mcp_demo.DEMO_PAGE))
+            spec = mcp_demo.demo_job(spec, page.port)
+            made = mcp_demo.setup(home, settings.fixtures_dir)
+            settings = mcp_demo.demo_settings(settings, made.servers_file)
+            console.print(f"MCP server 'git' (mcp-server-git over {made.repo}) defined in "
+                          f"{made.servers_file}; live page {mcp_demo.page_url(spec)} served "
+                          "on loopback, which only this demo's worker may fetch",
+                          highlight=False, soft_wrap=True)
         _server, client = await stack.enter_async_context(embedded(
             console, settings, run_worker, db=home / "demo-temporal.db", port=port,
             headless=port != 7233, task_queue=task_queue, helper_processes=0))

@@ -88,6 +88,7 @@ with workflow.unsafe.imports_passed_through():
         ReviewResult,
         ToolApprovalInput,
         ToolCallSummary,
+        ToolRejectionInput,
     )
     from workflows.temporal_config import (
         ACTIVITY_LIMITS,
@@ -151,9 +152,13 @@ _DEFAULT_BLOCK_TIMEOUT = timedelta(hours=24)
 _MAX_REASON_CHARS = 500
 
 
-def _unapproved(call: PlannedCall,
-                approvals: dict[str, ToolApprovalInput | None]) -> str | None:
-    """The refusal of a write call no reviewer approved in time (docs/mcp.md)."""
+def _unapproved(call: PlannedCall, approvals: dict[str, ToolApprovalInput | None],
+                rejections: dict[str, str]) -> str | None:
+    """The refusal of a write call a reviewer refused, or no reviewer approved in time
+    (docs/mcp.md)."""
+    if call.call_id in rejections:
+        return (f"approval_refused: {rejections[call.call_id]} {call.tool_name} call "
+                f"{call.call_id}; it was not run")
     if call.call_id in approvals and approvals[call.call_id] is None:
         return (f"approval_required: no listed reviewer approved {call.tool_name} call "
                 f"{call.call_id} within the review timeout; it was not run")
@@ -324,7 +329,8 @@ class ResearchJobWorkflow:
             self._act("run_tool", ToolCallInput(
                 job=self._job(), call_id=call.call_id, tool_name=call.tool_name,
                 arguments=call.arguments, turn=turn,
-                refusal=call.refusal or _unapproved(call, approvals),
+                refusal=call.refusal or _unapproved(call, approvals,
+                                                    self._state.tool_rejections),
                 approval=approvals.get(call.call_id),
             ), ToolCallResult) for call in decided.calls)))
         recorded = await self._act("record_turn", RecordTurnInput(
@@ -761,7 +767,8 @@ class ResearchJobWorkflow:
                                      f"(call {call.call_id})")
         try:
             await workflow.wait_condition(
-                lambda: call.call_id in self._state.tool_approvals,
+                lambda: call.call_id in self._state.tool_approvals
+                or call.call_id in self._state.tool_rejections,
                 timeout=self._spec.review.timeout)
         except TimeoutError:
             pass
@@ -781,7 +788,8 @@ class ResearchJobWorkflow:
     def _validate_tool_approval(self, inp: ToolApprovalInput) -> None:
         pending = next((p for p in self._state.pending_tool_approvals
                         if p.call_id == inp.call_id), None)
-        if pending is None or inp.call_id in self._state.tool_approvals:
+        if (pending is None or inp.call_id in self._state.tool_approvals
+                or inp.call_id in self._state.tool_rejections):
             raise ValueError(f"tool_approval refused: no call {inp.call_id[:40]!r} of job "
                              f"{self._spec.job_id} is waiting for approval")
         if (inp.server, inp.tool, inp.arguments_sha256) != (
@@ -792,6 +800,33 @@ class ResearchJobWorkflow:
         self._check_signature(inp.signature, "tool_approval", inp.signed_body(),
                               operators=False)
         self._check_first_run("tool_approval", inp.first_run_id)
+
+    @workflow.update
+    def reject_tool_call(self, inp: ToolRejectionInput) -> str:
+        """A listed reviewer refuses one pending write call: it is refused now, never run."""
+        assert inp.signature is not None
+        self._remember(inp.signature)
+        reason = f" ({' '.join(inp.reason.split())[:200]})" if inp.reason.strip() else ""
+        self._state.tool_rejections[inp.call_id] = (
+            f"reviewer {normalize_name(inp.signature.signer)!r} rejected{reason}")
+        return f"rejected {inp.call_id}"
+
+    @reject_tool_call.validator
+    def _validate_tool_rejection(self, inp: ToolRejectionInput) -> None:
+        pending = next((p for p in self._state.pending_tool_approvals
+                        if p.call_id == inp.call_id), None)
+        if (pending is None or inp.call_id in self._state.tool_approvals
+                or inp.call_id in self._state.tool_rejections):
+            raise ValueError(f"tool_rejection refused: no call {inp.call_id[:40]!r} of job "
+                             f"{self._spec.job_id} is waiting for approval")
+        if (inp.server, inp.tool, inp.arguments_sha256) != (
+                pending.server, pending.tool, pending.arguments_sha256):
+            raise ValueError("tool_rejection refused: it names another server, tool or "
+                             f"arguments than call {inp.call_id} (arguments sha256 "
+                             f"{pending.arguments_sha256})")
+        self._check_signature(inp.signature, "tool_rejection", inp.signed_body(),
+                              operators=False)
+        self._check_first_run("tool_rejection", inp.first_run_id)
 
     @workflow.update
     def cancel(self, inp: CancelInput) -> None:

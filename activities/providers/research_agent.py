@@ -17,7 +17,8 @@ the runtime's call limit (``call_limit``: 8 by default; a lower one is learnt fr
 as its slowest topic, not the sum of them. A topic's next step:
 
 1. visible ``read`` results showing a quotable line with one of the topic's terms, not yet
-   noted → ``note`` the most informative such line verbatim (``salience``: a definition
+   noted → ``note`` the most informative such line verbatim (of a paragraph too long to
+   quote whole, its first sentence with a term; ``salience``: a definition
    with its value, then a docstring or comment, then a use; a bare header or an export
    list entry last), citing it and the adjacent lines after it that also define or
    explain a term (one note per read, up to three) — but only once the topic's own
@@ -277,6 +278,22 @@ def _noted(line: str, noted: set[str]) -> bool:
     return any(text == quoted or (len(quoted) >= LEDGER_QUOTE_CHARS and text.startswith(quoted))
                or (quoted.endswith("…") and text.startswith(quoted[:-1]))
                or (len(text) >= 12 and text in quoted) for quoted in noted if quoted)
+
+
+def _quote(line: str, lowered: list[str], noted: set[str]) -> str | None:
+    """What a note quotes of ``line`` (``extractive.fragments``, verbatim): the line's one
+    quotable piece, or — a line too long to quote whole, split into sentences, as a web
+    page's paragraph is — its first sentence holding a term not yet noted. ``None`` when
+    the line holds no term, or no such piece. Without the sentence rule a topic whose
+    term only a long paragraph holds (a live page's text is a paragraph per line) would
+    find nothing to quote and end exhausted."""
+    if _noted(line, noted) or not any(t in line.casefold() for t in lowered):
+        return None
+    pieces = [p for p in fragments(line) if p in line]
+    if len(pieces) == 1:
+        return pieces[0] if not _noted(pieces[0], noted) else None
+    return next((p for p in pieces if any(t in p.casefold() for t in lowered)
+                 and not _noted(p, noted)), None)
 
 
 def _request_line(request: Request) -> str:
@@ -638,11 +655,10 @@ class Agent:
                     or not isinstance(content.get("lines"), list)):
                 continue
             for number, line in enumerate(content["lines"], start=int(content["start_line"])):
-                pieces = fragments(str(line))
-                if (not pieces or _noted(pieces[0], quoted)
-                        or not any(t in str(line).casefold() for t in lowered)):
+                claim = _quote(str(line), lowered, quoted)
+                if claim is None:
                     continue
-                return [("note", {"topic": topic, "claim": pieces[0], "citations": [{
+                return [("note", {"topic": topic, "claim": claim, "citations": [{
                     "call_id": result.call_id, "source": content["source"],
                     "revision": content["revision"], "path": content["path"],
                     "start_line": number, "end_line": number}]})]
@@ -656,14 +672,14 @@ class Agent:
         for index, line in enumerate(lines):
             if _noted(line, noted) or not any(t in line.casefold() for t in lowered):
                 continue
-            pieces = fragments(line)
-            if pieces and len(pieces) == 1 and pieces[0] in line:
+            quote = _quote(line, lowered, noted)
+            if quote is not None:
                 value = salience.rank(line, lowered, words, path, self.exact)
                 if salience.score(line, lowered) == salience.HEADER and \
                         salience.docstring_after(lines, index) is not None:
                     value = salience.PROSE * 4 + 3  # the header with what it explains
                 if best is None or value > best[2]:
-                    best = (index, pieces[0], value)
+                    best = (index, quote, value)
         return best
 
     def _hits(self, lowered: list[str], noted: set[str]) -> list[tuple[int, str, str, int]]:

@@ -108,10 +108,23 @@ def _block(
     return f"{header}\n{escape_content(content)}\n{footer}"
 
 
+def _item_source(item: ContextItem) -> str:
+    """The block's ``source``: the item's citation, with its line range when it is a page
+    (``url``) whose id does not carry the range (``block_citation`` reads a page's range
+    from an excerpt's id) — a research note citing a live page's lines, which a draft can
+    cite only with them (docs/architecture.md#live-web-pages)."""
+    ref = item.source_ref
+    cited = ref.citation()
+    if (ref.url and cited == ref.url and ref.line_start is not None
+            and ref.line_end is not None and not LINE_RANGE.match(item.item_id)):
+        return f"{cited}#L{ref.line_start}-L{ref.line_end}"
+    return cited
+
+
 def _item_attrs(item: ContextItem, flags: Iterable[str]) -> list[tuple[str, str]]:
     return [
         ("id", item.item_id),
-        ("source", item.source_ref.citation()),
+        ("source", _item_source(item)),
         ("revision", item.revision or ""),
         ("trust", str(item.trust)),
         ("role", str(item.intended_role)),
