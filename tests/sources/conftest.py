@@ -1,18 +1,27 @@
-"""Fixture sources for the acquisition tests: the example repositories, built for real."""
+"""Fixture sources for the source tests: the example repositories, built for real, and the
+research tools (``run_source_tool``) over them as a worker runs them."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from activities.record_turn import _note_records
+from activities.research_tools import run_source_tool
+from activities.sources.evidence import EvidenceRecord
+from contracts.job_spec import parse_job_spec
 from contracts.path_safety import PathRoots
-from contracts.source_specs import TopicTerms
+from contracts.source_specs import SourceSpec, TopicTerms
 from examples.build_fixtures import build_fixtures
 from settings import Settings
+from tests.workflows.jobkit import job_dict
 
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -59,3 +68,32 @@ def fixtures_env(shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> Path
     """``${PRESSROOM_FIXTURES}`` points at the shared tree."""
     monkeypatch.setenv("PRESSROOM_FIXTURES", str(shared_fixtures))
     return shared_fixtures
+
+
+async def tool(name: str, source: SourceSpec, root: PathRoots | None = None,
+               **arguments: Any) -> dict[str, Any]:
+    """One call of a research tool (``list``, ``search``, ``read``) over ``source``, the
+    job's one declared source, as a worker started now would run it."""
+    return await run_source_tool(name, {"source": source.name, **arguments}, [source],
+                                 locations(), roots=root or roots())
+
+
+def note_evidence(sources: Sequence[SourceSpec], tool_name: str, arguments: dict[str, Any],
+                  result: dict[str, Any], path: str, start: int, end: int, *,
+                  revision: str | None = None, topic: str = "retries",
+                  call_id: str = "call-1") -> EvidenceRecord:
+    """The evidence record ``record_turn`` makes of a note citing lines ``start``-``end``
+    of ``path`` as the stored ``result`` of one ``tool_name`` call showed them
+    (``activities.record_turn._note_records``): the kind's own source type, locator,
+    trust and authority, the cited text exactly as the result showed it."""
+    spec = parse_job_spec(job_dict(Path(tempfile.gettempdir()), Path(tempfile.gettempdir()),
+                                   sources=[s.model_dump(mode="json") for s in sources]))
+    exchange = {"call": {"call_id": call_id, "tool_name": tool_name, "arguments": arguments},
+                "result": {"call_id": call_id, "tool_name": tool_name, "status": "success",
+                           "content": json.dumps(result, sort_keys=True, ensure_ascii=False)}}
+    citation = {"call_id": call_id, "source": arguments["source"], "path": path,
+                "start_line": start, "end_line": end,
+                "revision": revision or result.get("revision", "")}
+    [record] = _note_records(spec, "note-1", {"topic": topic, "citations": [citation]},
+                             {call_id: exchange}, AS_OF)
+    return record
