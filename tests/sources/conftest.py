@@ -14,8 +14,12 @@ from typing import Any
 import pytest
 
 from activities.record_turn import _note_records
-from activities.research_tools import run_source_tool
+from activities.research_tools import ToolRejected, run_source_tool
 from activities.sources.evidence import EvidenceRecord
+from context.admission.security import redact_secrets
+from context.items import sha256_text
+from context.tool_history import ToolCall, ToolResult
+from context.vocabulary import ToolStatus
 from contracts.job_spec import parse_job_spec
 from contracts.path_safety import PathRoots
 from contracts.source_specs import SourceSpec, TopicTerms
@@ -97,3 +101,23 @@ def note_evidence(sources: Sequence[SourceSpec], tool_name: str, arguments: dict
     [record] = _note_records(spec, "note-1", {"topic": topic, "citations": [citation]},
                              {call_id: exchange}, AS_OF)
     return record
+
+
+async def recorded_call(call_id: str, name: str, arguments: dict[str, Any],
+                        sources: Sequence[SourceSpec], *, turn: int = 0,
+                        root: PathRoots | None = None) -> tuple[ToolCall, ToolResult]:
+    """One research tool call run and recorded as ``activities.tool_call`` records it: the
+    result's JSON (or, for a refused call, the error kind and its redacted detail), the
+    status, and the hash of exactly that content."""
+    try:
+        result = await run_source_tool(name, arguments, sources, locations(),
+                                       roots=root or roots())
+        status = ToolStatus.SUCCESS
+        content = json.dumps(result, sort_keys=True, ensure_ascii=False)
+    except ToolRejected as refused:
+        status = ToolStatus.ERROR
+        content = json.dumps({"error": refused.kind, "detail": redact_secrets(refused.detail)},
+                             sort_keys=True, ensure_ascii=False)
+    return (ToolCall(call_id=call_id, tool_name=name, arguments=arguments, turn=turn),
+            ToolResult(call_id=call_id, tool_name=name, status=status, content=content,
+                       result_hash=sha256_text(content)))

@@ -77,7 +77,7 @@ async def test_invalid_utf8_is_never_decoded(tmp_path: Path) -> None:
     (folder / "bad.md").write_bytes(b"# Jitter\nfull jitter \xff\xfe\n")
     spec = DocumentSourceSpec(name="d", path=str(folder))
     root = roots(tmp_path)
-    with pytest.raises(ToolRejected, match="bad.md is not UTF-8") as refused:
+    with pytest.raises(ToolRejected, match=r"bad\.md is not UTF-8") as refused:
         await tool("read", spec, root, path="bad.md", start_line=1, end_line=2)
     assert refused.value.kind == "not_found"
     jitter = await tool("search", spec, root, query="jitter")  # only bad.md mentions it

@@ -255,8 +255,8 @@ def test_no_runtime_module_spawns_git_but_through_git_invocation() -> None:
 async def test_every_git_process_runs_confined(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """What the processes really got, through real tool calls (a ``search`` and a
-    ``read``), ref resolution and submit check: each ran ``git`` with the safe options and a ceiling at its folder's
-    parent, and none inherited ``GIT_DIR``."""
+    ``read``), ref resolution and submit check: each ran ``git`` with the safe options and
+    a ceiling at its folder's parent, and none inherited ``GIT_DIR``."""
     repo = tmp_path / "root" / "proj"
     sha = new_repo(repo, {"plan.md": "the salary plan\n"})
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
