@@ -85,7 +85,7 @@ async def tool(name: str, source: SourceSpec, root: PathRoots | None = None,
 def note_evidence(sources: Sequence[SourceSpec], tool_name: str, arguments: dict[str, Any],
                   result: dict[str, Any], path: str, start: int, end: int, *,
                   revision: str | None = None, topic: str = "retries",
-                  call_id: str = "call-1") -> EvidenceRecord:
+                  call_id: str = "call-1", note_call_id: str = "note-1") -> EvidenceRecord:
     """The evidence record ``record_turn`` makes of a note citing lines ``start``-``end``
     of ``path`` as the stored ``result`` of one ``tool_name`` call showed them
     (``activities.record_turn._note_records``): the kind's own source type, locator,
@@ -98,7 +98,7 @@ def note_evidence(sources: Sequence[SourceSpec], tool_name: str, arguments: dict
     citation = {"call_id": call_id, "source": arguments["source"], "path": path,
                 "start_line": start, "end_line": end,
                 "revision": revision or result.get("revision", "")}
-    [record] = _note_records(spec, "note-1", {"topic": topic, "citations": [citation]},
+    [record] = _note_records(spec, note_call_id, {"topic": topic, "citations": [citation]},
                              {call_id: exchange}, AS_OF)
     return record
 
