@@ -5,7 +5,8 @@ outcome. ``tests/hostile/test_corpus.py`` runs every entry.
 Groups: job-spec files (``contracts.job_spec.load_job_spec``); injected instructions in data
 reaching ``context.assemble`` (web pages, repository code, tool results, plan text, commit
 messages, review comments) and oversized tool output; document, web-page and git sources
-(``activities.sources.acquire``); store scope and blob tampering (``artifacts``, SQLite);
+read through the research tools (``list``, ``search``, ``read``: ``run_source_tool``);
+store scope and blob tampering (``artifacts``, SQLite);
 signed review decisions (``contracts.signing.verify``); hostile research-tool arguments
 (``activities.research_tools``: ``run_source_tool`` and ``verify_note``); PostgreSQL store
 rows rewritten with SQL (streamed blob, deleted blob, rows moved to another tenant,
@@ -13,8 +14,9 @@ duplicated / replayed / deleted revisions; ``postgres``-marked, skipped without
 ``PRESSROOM_TEST_POSTGRES_URL`` as the store tests are, each in a throw-away database); and
 approvals the ``publish`` activity must refuse (unlisted or self reviewer, another draft
 revision, another job's signature) leaving no article behind; a lone surrogate in a tool
-call's arguments through the real ``run_tool`` activity. 108 inputs. Entries that expose a
-real bug carry a strict ``xfail`` naming it (one: that surrogate). The security tests
+call's arguments through the real ``run_tool`` activity. 110 inputs. Entries that expose a
+real gap carry a strict ``xfail`` naming it (two: a git file name that is not UTF-8, and a
+document folder over its file limit served without saying so). The security tests
 elsewhere are not repeated here.
 """
 

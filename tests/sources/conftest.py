@@ -22,20 +22,12 @@ from context.tool_history import ToolCall, ToolResult
 from context.vocabulary import ToolStatus
 from contracts.job_spec import parse_job_spec
 from contracts.path_safety import PathRoots
-from contracts.source_specs import SourceSpec, TopicTerms
+from contracts.source_specs import SourceSpec
 from examples.build_fixtures import build_fixtures
 from settings import Settings
 from tests.workflows.jobkit import job_dict
 
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-TOPICS = [
-    TopicTerms(name="jitter", terms=["jitter"]),
-    TopicTerms(name="delay_cap", terms=["max_delay"]),
-    TopicTerms(name="retry_after", terms=["Retry-After", "RetryAfter", "retry_after"]),
-    TopicTerms(name="idempotency", terms=["idempotent", "Idempotency-Key"]),
-]
-
 
 def locations() -> dict[str, str]:
     """What source-location placeholders stand for, as a worker started now would be told
