@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from activities.call_budget import CallBudget
+from activities.sources.errors import RetrievalFailed
 from activities.sources.gitrepo import MAX_BLOB_BYTES, PinnedTree, in_scope, open_pinned
 from activities.sources.kind import CitedRange, SourceAccess, decode_lines
 from activities.tool_errors import ToolRejected
@@ -74,7 +75,11 @@ class GitKind:
     limit_type = SourceType.REPOSITORY_SOURCE
 
     async def open(self, spec: GitSourceSpec, access: SourceAccess) -> GitFiles:
-        return GitFiles(spec, await open_pinned(spec, access.locations, roots=access.roots))
+        tree = await open_pinned(spec, access.locations, roots=access.roots)
+        for declared in spec.paths:  # a declared path the commit lacks is a spec mistake
+            if not any(in_scope(path, [declared]) for path in tree.files):
+                raise RetrievalFailed(f"path {declared!r} does not exist at commit {tree.sha}")
+        return GitFiles(spec, tree)
 
     def evidence(self, spec: GitSourceSpec, cited: CitedRange) -> dict[str, Any]:
         return {"source_type": SourceType.REPOSITORY_SOURCE, "repo": spec.name,

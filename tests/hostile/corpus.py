@@ -14,10 +14,9 @@ duplicated / replayed / deleted revisions; ``postgres``-marked, skipped without
 ``PRESSROOM_TEST_POSTGRES_URL`` as the store tests are, each in a throw-away database); and
 approvals the ``publish`` activity must refuse (unlisted or self reviewer, another draft
 revision, another job's signature) leaving no article behind; a lone surrogate in a tool
-call's arguments through the real ``run_tool`` activity. 110 inputs. Entries that expose a
-real gap carry a strict ``xfail`` naming it (two: a git file name that is not UTF-8, and a
-document folder over its file limit served without saying so). The security tests
-elsewhere are not repeated here.
+call's arguments through the real ``run_tool`` activity. 110 inputs. An entry that exposes
+a real gap carries a strict ``xfail`` naming it until the gap is fixed (none now). The
+security tests elsewhere are not repeated here.
 """
 
 from __future__ import annotations
@@ -400,25 +399,32 @@ def _fifty_mb(tmp: Path) -> None:
 
 
 @entry("source-100000-files", "a document folder of 100,000 files",
-       "no tool raises and none lists, searches or reads past the folder limit: the listing "
-       "stops at file 501 and says it is truncated")
+       "no tool raises past a typed refusal and none lists, searches or reads the folder: "
+       "the listing stops at file 501 and every tool refuses the source naming the limit")
 def _many(tmp: Path) -> None:
+    import asyncio
+
+    from activities.research_tools import ToolRejected, run_source_tool
     from contracts.source_specs import DocumentSourceSpec
+    from tests.sources.conftest import locations, roots
 
     folder = tmp / "many"
     folder.mkdir()
     for i in range(100_000):
         os.close(os.open(folder / f"f{i}.md", os.O_CREAT | os.O_WRONLY))
-    r = _tools(tmp, DocumentSourceSpec(name="d", path=str(folder)))
-    assert r.listed["truncated"] and len(r.listed["entries"]) == 500
-    assert len(r.reads) == 500 and r.found["files_searched"] <= 501
+    spec = DocumentSourceSpec(name="d", path=str(folder))
+    for tool, arguments in (("list", {}), ("search", {"query": "x"}),
+                            ("read", {"path": "f1.md", "start_line": 1, "end_line": 1})):
+        with pytest.raises(ToolRejected) as refused:
+            asyncio.run(run_source_tool(tool, {"source": "d", **arguments}, [spec],
+                                        locations(), roots=roots(tmp)))
+        assert refused.value.kind == "source_unavailable"
+        assert "more than 500 documents" in refused.value.detail
 
 
 @entry("source-over-folder-limit-reported", "a document folder of 600 files, over the limit "
        "of 500", "the tools say so — a refusal or a recorded exclusion naming the limit — "
-       "never a silent subset of the folder",
-       xfail="the document kind (FolderFiles) ignores the listing's over_limit: list, search "
-             "and read serve the first 501 files found and nothing names the limit")
+       "never a silent subset of the folder")
 def _over_folder_limit(tmp: Path) -> None:
     import asyncio
 
@@ -726,9 +732,7 @@ def r_spec(tmp: Path) -> Any:
 
 @entry("git-non-utf8-file-name", "a committed file whose name is not UTF-8 (b'n\\xff.py')",
        "no tool raises and every result can be stored as UTF-8 JSON: the file is a recorded "
-       "exclusion (escaped) and ok.py is read",
-       xfail="the git source lists and searches the name with a lone surrogate "
-             "(GitFiles has no exclusions); its results cannot be stored as UTF-8")
+       "exclusion (escaped) and ok.py is read")
 def _git_non_utf8_name(tmp: Path) -> None:
     r = _git_tools(tmp, {b"n\xff.py": b"jitter = 1\n"})
     assert r.hit_paths() == ["src/ok.py"] and list(r.reads) == ["src/ok.py"]

@@ -94,9 +94,10 @@ async def test_nothing_but_findings_and_fixed_template(built: BuiltRequest) -> N
         re.compile(r"^- `(?P<c>[^`]+)` contains instruction-like text; it was treated as data "
                    r"and not followed\.$"),
         # every call over the missing repository failed; the draft names each (the
-        # provider shows a result's "reason", which a tool's refusal does not carry)
+        # provider shows the refusal's detail)
         re.compile(r"^- Acquisition `tool:search call:(" + "|".join(failed) + r")` ended "
-                   r"with status error\.$"),
+                   r"with status error: source 'gone': repository .* does not exist or is not "
+                   r"a directory\.$"),
         re.compile(r"^- `(?P<c>[^`#]+)`$"),
     ]
     for line in text.splitlines():
@@ -127,10 +128,6 @@ async def test_injected_instructions_are_never_quoted(built: BuiltRequest) -> No
     assert "plan:plan.md" not in text and "Old draft" not in text and "5 s" not in text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a web page note's data block has no line range: SourceRef.citation() gives the bare "
-    "URL and the note's item id has no #L range, so the extractive provider does not "
-    "treat the page as evidence and never names it as holding instruction-like text"))
 async def test_a_page_holding_instructions_is_named_under_open_items(
         built: BuiltRequest) -> None:
     text = await _draft(built)

@@ -113,12 +113,15 @@ async def test_unreachable_repositories_are_unavailable(tmp_path: Path) -> None:
 
 async def test_declared_paths_bound_what_is_seen(shared_fixtures: Path) -> None:
     repo = str(shared_fixtures / "repos" / "backoff-lib")
-    # logs/ exists only from v2 on: at v1 the source holds nothing
+    # logs/ exists only from v2 on: at v1 the declared path names nothing, a spec mistake
+    # every tool reports (never an empty source that looks searched)
     at_v1 = GitSourceSpec(name="backoff-lib", repo=repo, commit=V1, paths=["logs"])
-    assert (await tool("list", at_v1))["entries"] == []
-    assert (await tool("search", at_v1, query="jitter"))["files_searched"] == 0
-    with pytest.raises(ToolRejected, match="no file of this source"):
-        await tool("read", at_v1, path="README.md", start_line=1, end_line=1)
+    for name, arguments in (("list", {}), ("search", {"query": "jitter"}),
+                            ("read", {"path": "README.md", "start_line": 1, "end_line": 1})):
+        with pytest.raises(ToolRejected) as refused:
+            await tool(name, at_v1, **arguments)
+        assert refused.value.kind == "source_unavailable"
+        assert f"path 'logs' does not exist at commit {V1}" in refused.value.detail
     at_v2 = GitSourceSpec(name="backoff-lib", repo=repo, commit=V2, paths=["logs"])
     assert (await tool("list", at_v2))["entries"] == ["logs/"]
     found = await tool("search", at_v2, query="e")
