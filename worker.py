@@ -19,7 +19,7 @@ Health: with ``PRESSROOM_HEALTH_PORT`` / ``--health-port`` (``PORT`` on 127.0.0.
 ``HOST:PORT``) it serves ``GET /healthz`` (200 while its event loop answers) and
 ``GET /readyz`` (200 only while it polls: client connected, store opened at start, Worker
 started; 503 before that and from SIGTERM/SIGINT on, while it drains) —
-``workflows.health``.
+``cli.health``.
 
 Context assembly (and a draft by a CPU-bound provider such as ``extractive``) runs in
 helper processes (``activities.offload``): one by default on a machine with more than one
@@ -65,6 +65,11 @@ from activities.offload import HelperPool
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
+from cli.health import HealthServer, HealthState, start_health_server
+from client import connection
+from client.connection import TlsFlags, where
+from client.errors import SearchAttributesMissing
+from client.visibility_admin import ensure_search_attributes
 from contracts.errors import JobError
 from contracts.mcp_servers import McpConfigError, McpServers, load_mcp_servers
 from contracts.model_endpoints import ModelEndpointError, ModelEndpoints, load_endpoints
@@ -97,24 +102,19 @@ from settings import (
     parse_helper_count,
     parse_port,
 )
-from workflows import connection
-from workflows.connection import TlsFlags, where
-from workflows.errors import SearchAttributesMissing
-from workflows.health import HealthServer, HealthState, start_health_server
 from workflows.path_check import CheckJobPathsWorkflow
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOW_RUNNER,
 )
-from workflows.visibility_admin import ensure_search_attributes
 
 
 async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
                   tls_cert: str | None = None, tls_key: str | None = None,
                   tls_ca: str | None = None, settings: Settings | None = None) -> Client:
     """A client with Pressroom's data converter on ``address`` / ``namespace``, built like
-    every other client (``workflows.connection``): the settings' ``TEMPORAL_*`` API key and
+    every other client (``client.connection``): the settings' ``TEMPORAL_*`` API key and
     TLS apply, and the ``--tls-*`` flags, when given, replace its TLS files.
 
     A client certificate and its key go together: one without the other is refused here
@@ -334,7 +334,7 @@ def attestation_keyring(settings: Settings) -> Keyring | None:
 
 async def register_search_attributes(client: Client) -> None:
     """Register the job's search attributes on the client's namespace (idempotent:
-    ``workflows.visibility_admin``). When this worker may not, one warning line names the
+    ``client.visibility_admin``). When this worker may not, one warning line names the
     command an operator must run; the worker runs on (jobs start only once they exist)."""
     try:
         added = await ensure_search_attributes(client)
@@ -407,7 +407,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
 
 async def start_health(address: tuple[str, int] | None,
                        state: HealthState) -> HealthServer | None:
-    """The health endpoint on ``address`` (``workflows.health``), or ``None`` when unset; a
+    """The health endpoint on ``address`` (``cli.health``), or ``None`` when unset; a
     port that cannot be bound is a ``JobError`` naming it."""
     if address is None:
         return None
