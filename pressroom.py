@@ -813,7 +813,7 @@ def reviewer_add(
     registered ($PRESSROOM_HOME/reviewers) so `pressroom run` pins it, and printed."""
     import getpass
 
-    from contracts.signing import key_file_name
+    from contracts import reviewer_registry
     from webconsole.accounts import AccountError, ReviewerAccounts, register_public_key
 
     settings = _settings(ctx)
@@ -844,8 +844,8 @@ def reviewer_add(
         if getpass.getpass("again: ") != password:
             raise fail("the two passwords differ")
     try:
-        entry = registry / f"{key_file_name(name)}.pub"
-        if not replace and (entry.exists() or entry.is_symlink()):
+        entry = reviewer_registry.entry_path(registry, name)
+        if not replace and reviewer_registry.entry_exists(registry, name):
             raise fail(f"{entry} already registers a key for {name!r} (from `reviewer keygen "
                        "--register`?); pass --replace to register the account's key instead")
         public = accounts.add(name, password, replace=replace)

@@ -247,7 +247,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   endpoints: ModelEndpoints | None = None,
                   web_policy: WebFetchPolicy | None = None,
                   mcp_servers: McpServers | None = None,
-                  mcp_environ: Mapping[str, str] | None = None) -> ActivityRuntime:
+                  mcp_environ: Mapping[str, str] | None = None,
+                  reviewers_dir: Path | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -258,7 +259,9 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     (``activities.reviewer_registry``). ``prices``: what model calls are priced with
     (``price_table``; ``None``: the defaults). ``endpoints``: the model endpoints a job may
     name (``endpoint_list``; ``None``: none). ``web_policy``: where live web pages may be
-    fetched from (``Settings.web_policy``; ``None``: nowhere)."""
+    fetched from (``Settings.web_policy``; ``None``: nowhere). ``reviewers_dir``: the
+    reviewer registry (``Settings.reviewers_dir``; ``None``: ``reviewers`` under the home
+    in ``locations``)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
@@ -266,7 +269,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                            attestation=attestation,
                            registered_reviewers_only=registered_reviewers_only, prices=prices,
                            endpoints=endpoints, web_policy=web_policy,
-                           mcp_servers=mcp_servers, mcp_environ=mcp_environ)
+                           mcp_servers=mcp_servers, mcp_environ=mcp_environ,
+                           reviewers_dir=reviewers_dir)
 
 
 def endpoint_list(settings: Settings) -> ModelEndpoints:
@@ -378,7 +382,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 registered_reviewers_only=settings.registered_reviewers_only,
                                 prices=prices, endpoints=endpoints,
                                 web_policy=web_policy(settings), mcp_servers=mcp_servers,
-                                mcp_environ=mcp_header_values(mcp_servers))
+                                mcp_environ=mcp_header_values(mcp_servers),
+                                reviewers_dir=settings.reviewers_dir)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
