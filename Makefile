@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict context artifacts contracts activities workflows evals webconsole pressroom.py worker.py settings.py
+	$(BIN)/mypy --strict context artifacts contracts activities workflows client presentation cli evals webconsole pressroom.py worker.py settings.py
 
 # The suite runs as parallel pytest processes (tests/run_suite.sh says which and why).
 pytest: $(STAMP)

@@ -1,7 +1,8 @@
 """The Pressroom command line: parses arguments, calls into the package, prints results.
 
-It stays thin on purpose: every command delegates to workflows, activities, the context
-engine or the artifact store, and turns their typed errors into one clear line.
+It stays thin on purpose: every command delegates to the command bodies (``cli``), the job
+client, the context engine or the artifact store, and turns their typed errors into one
+clear line.
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ def demo(ctx: typer.Context,
                                           "page on loopback)")) -> None:
     """Run an example job end to end: server + worker, research turns, draft, approval,
     publish, receipt."""
+    from cli.embedded import run_demo
     from webconsole.server import demo_console
     from worker import run_worker
-    from workflows.embedded import run_demo
 
     settings = _settings(ctx)
     raise typer.Exit(_job_cmd(run_demo(console, settings, run_worker, example=example,
@@ -80,7 +81,7 @@ def demo(ctx: typer.Context,
 
 
 # --- durable jobs: dev, worker, run, status, list, approve/request-changes/reject, resolve,
-# --- explain, cancel (job-runtime helper; bodies live in workflows.commands) ---
+# --- explain, cancel (job-runtime helper; bodies live in cli.commands) ---
 
 _ADDR_HELP = "Temporal frontend HOST:PORT (default $PRESSROOM_TEMPORAL_ADDRESS or localhost:7233)"
 _QUEUE_HELP = "Task queue (default $PRESSROOM_TASK_QUEUE or 'pressroom')"
@@ -212,8 +213,8 @@ def dev(
 ) -> None:
     """Start the embedded Temporal server ($PRESSROOM_HOME/temporal.db) and a worker (whose
     roots also include the bundled examples/ folder)."""
+    from cli.embedded import run_dev
     from worker import run_worker
-    from workflows.embedded import run_dev
 
     settings = _with_tenants(_with_roots(_settings(ctx), source_root, publish_root),
                              tenant_source_root, tenant_publish_root,
@@ -244,8 +245,8 @@ def web(
 ) -> None:
     """Serve the review console: jobs, drafts beside their evidence, what the model saw,
     and signed decisions (reviewers sign in with accounts from `pressroom reviewer add`)."""
+    from client.connection import where
     from webconsole.server import console_config, serve
-    from workflows.connection import where
 
     settings = _settings(ctx)
     if address:
@@ -299,9 +300,9 @@ def worker(
 ) -> None:
     """Join an existing Temporal cluster as a Pressroom worker (runs until Ctrl-C or SIGTERM,
     then drains)."""
+    from client.connection import where
     from settings import parse_health_address
     from worker import run_worker, with_observability
-    from workflows.connection import where
 
     try:
         health_address = parse_health_address(health_port) if health_port else None
@@ -355,7 +356,7 @@ def run(
     worker picks it up. With --wait the exit code is the
     job's (README.md, "Scripting": 0 published or still running, 3 blocked, 4 awaiting
     review, 5 ended unpublished, 6 needs an operator, 7 no worker polls its task queue)."""
-    from workflows import commands
+    from cli import commands
 
     if timeout is not None and not wait:
         raise typer.BadParameter("--timeout is how long --wait waits; give --wait too",
@@ -383,7 +384,7 @@ def check(
     endpoint (PRESSROOM_MODEL_ENDPOINTS) and model key, the policy, the topics. One line per
     problem naming the field; exit 0 if there is none, else 1. `pressroom run` runs the
     same checks first."""
-    from workflows import commands
+    from cli import commands
 
     settings = _with_roots(_settings(ctx), source_roots, publish_roots)
     report = _job_cmd(_sync(lambda: commands.check_job_file(settings, job_file, os.environ)),
@@ -432,7 +433,7 @@ def init(
     """Write a commented, valid job spec from these flags (topics suggested from the
     question's content words); `pressroom check` accepts it. An existing file is refused
     unless --force."""
-    from workflows.scaffold import InitRequest, write_spec
+    from cli.scaffold import InitRequest, write_spec
 
     settings = _settings(ctx)
     request = InitRequest(question=question, repos=repo or (), docs=docs or (),
@@ -453,7 +454,7 @@ def status(ctx: typer.Context, job: str,
     """Show a job's status, stage, pending draft, manifests and receipt. Exit code: 0
     published or running, 3 blocked, 4 awaiting review, 5 ended unpublished, 6 needs an
     operator, 7 running but no worker polls its task queue (README.md, "Scripting")."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     view = _job_cmd(commands.show_status(_out(as_json), settings, job, address), settings)
@@ -470,8 +471,8 @@ def watch(ctx: typer.Context, job: str,
     limit, tokens and cost against the budgets, the last tool calls, a blocked reason with
     the `resolve` actions it allows (a live view on a terminal, plain lines otherwise).
     Exit code: as `status`."""
-    from workflows import commands
-    from workflows.watch import watch as watch_job
+    from cli import commands
+    from cli.watch import watch as watch_job
 
     settings = _settings(ctx)
 
@@ -501,7 +502,7 @@ def list_jobs(
 ) -> None:
     """List the jobs with their Pressroom status (one visibility query; a change shows a
     moment after it happened)."""
-    from workflows import commands
+    from cli import commands
     from workflows.visibility import jobs_query
 
     if status is not None and status not in _STATUSES:
@@ -589,7 +590,7 @@ def approve(ctx: typer.Context, job: str,
                                                 help=_PASSWORD_STDIN_HELP),
             address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Show the pending draft and approve it for publication (signed with your key)."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     name = _reviewer(reviewer, settings)
@@ -611,7 +612,7 @@ def request_changes(
     address: str | None = typer.Option(None, help=_ADDR_HELP),
 ) -> None:
     """Send the pending draft back with comments (the next turns see them as reviewer data)."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     name = _reviewer(reviewer, settings)
@@ -631,7 +632,7 @@ def reject(ctx: typer.Context, job: str,
                                                help=_PASSWORD_STDIN_HELP),
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Reject the pending draft; the job ends 'rejected' and nothing is published."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     name = _reviewer(reviewer, settings)
@@ -656,7 +657,7 @@ def approve_call(ctx: typer.Context, job: str, call_id: str,
     arguments) and approve exactly that call, signed with your key; it then runs once
     (docs/mcp.md). With --reject, refuse it: it never runs. `pressroom status JOB` lists
     the waiting calls."""
-    from workflows import commands
+    from cli import commands
 
     if reason and not reject:
         raise typer.BadParameter("--reason goes with --reject", param_hint="--reason")
@@ -699,7 +700,7 @@ def resolve(
 ) -> None:
     """Unblock a blocked job (add/refresh a source, raise the budget, accept a revision), or
     answer one that needs an operator: no option retries the failed step, --abandon ends it."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     name = _reviewer(signer, settings)
@@ -719,7 +720,7 @@ def explain(ctx: typer.Context, job: str,
             as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Show the job's context manifests: included and excluded items with their reasons and
     security flags, partitions, transforms; repeated notes (cache, anomalies) once."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     report = _job_cmd(commands.explain(_out(as_json), settings, job, step, address, turn=turn),
@@ -733,7 +734,7 @@ def trace(ctx: typer.Context, job: str,
           address: str | None = typer.Option(None, help=_ADDR_HELP),
           as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Print the research turns: each turn's tokens and tool calls with their results' sizes."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     report = _job_cmd(commands.trace(_out(as_json), settings, job, address), settings)
@@ -750,7 +751,7 @@ def cancel(ctx: typer.Context, job: str,
                                                help=_PASSWORD_STDIN_HELP),
            address: str | None = typer.Option(None, help=_ADDR_HELP)) -> None:
     """Cancel a running job, signed as a listed reviewer or operator (nothing is published)."""
-    from workflows import commands
+    from cli import commands
 
     settings = _settings(ctx)
     name = _reviewer(signer, settings)
@@ -778,8 +779,8 @@ def reviewer_keygen(
              "which `pressroom run` pins name-only reviewers from."),
 ) -> None:
     """Make an Ed25519 key pair: the private key is written 0600; the public key is printed."""
+    from cli.reviewer_keys import keygen
     from contracts.errors import JobError
-    from workflows.reviewer_keys import keygen
 
     settings = _settings(ctx)
     try:
@@ -812,7 +813,7 @@ def reviewer_add(
     registered ($PRESSROOM_HOME/reviewers) so `pressroom run` pins it, and printed."""
     import getpass
 
-    from contracts.signing import key_file_name
+    from contracts import reviewer_registry
     from webconsole.accounts import AccountError, ReviewerAccounts, register_public_key
 
     settings = _settings(ctx)
@@ -823,8 +824,8 @@ def reviewer_add(
         return typer.Exit(1)
 
     registry = settings.reviewers_dir
+    from cli.reviewer_keys import known_names
     from contracts.names import NameRefused, check_name
-    from workflows.reviewer_keys import known_names
 
     try:
         check_name(name, known_names(settings))
@@ -843,8 +844,8 @@ def reviewer_add(
         if getpass.getpass("again: ") != password:
             raise fail("the two passwords differ")
     try:
-        entry = registry / f"{key_file_name(name)}.pub"
-        if not replace and (entry.exists() or entry.is_symlink()):
+        entry = reviewer_registry.entry_path(registry, name)
+        if not replace and reviewer_registry.entry_exists(registry, name):
             raise fail(f"{entry} already registers a key for {name!r} (from `reviewer keygen "
                        "--register`?); pass --replace to register the account's key instead")
         public = accounts.add(name, password, replace=replace)
@@ -1031,8 +1032,8 @@ def doctor(
     from pydantic import TypeAdapter
     from rich.markup import escape
 
-    from workflows.connection import TlsFlags
-    from workflows.doctor import Check, run_doctor
+    from cli.doctor import Check, run_doctor
+    from client.connection import TlsFlags
 
     settings = _settings(ctx)
 

@@ -1,6 +1,6 @@
 """Pressroom's settings: every ``PRESSROOM_*`` variable the product reads, parsed in one place,
 and Temporal's own ``TEMPORAL_*`` client variables kept as read (``temporal_env``; only
-``workflows.connection`` interprets them, through ``temporalio.envconfig``).
+``client.connection`` interprets them, through ``temporalio.envconfig``).
 
 ``Settings.from_env(os.environ)`` runs once, in the entry points (``pressroom.py``'s and
 ``worker.py``'s ``main``), and the frozen result is passed down; nothing below them reads
@@ -89,7 +89,7 @@ TENANT_PUBLISH_ROOTS = "PRESSROOM_TENANT_PUBLISH_ROOTS"
 REGISTERED_REVIEWERS_ONLY = "PRESSROOM_REGISTERED_REVIEWERS_ONLY"
 DEBUG = "PRESSROOM_DEBUG"
 #: Temporal's own client variables (``temporalio.envconfig``): kept as read, in
-#: ``Settings.temporal_env``, and turned into connection options by ``workflows.connection``.
+#: ``Settings.temporal_env``, and turned into connection options by ``client.connection``.
 TEMPORAL_PREFIX = "TEMPORAL_"
 ENV_TEMPORAL_ADDRESS = "TEMPORAL_ADDRESS"
 ENV_TEMPORAL_NAMESPACE = "TEMPORAL_NAMESPACE"
@@ -508,7 +508,7 @@ class Settings(BaseModel):
     registered_reviewers_only: bool = False
     #: The two below count as set only when given (``model_fields_set``: the variable, or a
     #: flag through ``model_copy``); unset, ``TEMPORAL_*`` and the profile decide
-    #: (``workflows.connection``), the default last.
+    #: (``client.connection``), the default last.
     temporal_address: str = DEFAULT_ADDRESS
     temporal_namespace: str = DEFAULT_NAMESPACE
     task_queue: str = DEFAULT_TASK_QUEUE
@@ -534,7 +534,7 @@ class Settings(BaseModel):
     #: How the worker logs: ``text`` or ``json`` (``activities.telemetry``).
     log_format: str = "text"
     #: The non-empty ``TEMPORAL_*`` variables as read (``temporalio.envconfig``'s: address,
-    #: namespace, API key, TLS, profile, config file); ``workflows.connection`` turns them
+    #: namespace, API key, TLS, profile, config file); ``client.connection`` turns them
     #: into connection options, below the ``PRESSROOM_TEMPORAL_*`` settings and the flags.
     #: Not in the repr: it may hold an API key.
     temporal_env: dict[str, str] = Field(default_factory=dict, repr=False)

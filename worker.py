@@ -19,7 +19,7 @@ Health: with ``PRESSROOM_HEALTH_PORT`` / ``--health-port`` (``PORT`` on 127.0.0.
 ``HOST:PORT``) it serves ``GET /healthz`` (200 while its event loop answers) and
 ``GET /readyz`` (200 only while it polls: client connected, store opened at start, Worker
 started; 503 before that and from SIGTERM/SIGINT on, while it drains) —
-``workflows.health``.
+``cli.health``.
 
 Context assembly (and a draft by a CPU-bound provider such as ``extractive``) runs in
 helper processes (``activities.offload``): one by default on a machine with more than one
@@ -65,6 +65,11 @@ from activities.offload import HelperPool
 from activities.registry import build_activities
 from activities.runtime import ActivityRuntime
 from artifacts.attestation import AttestationKeyError, Keyring, load_keyring
+from cli.health import HealthServer, HealthState, start_health_server
+from client import connection
+from client.connection import TlsFlags, where
+from client.errors import SearchAttributesMissing
+from client.visibility_admin import ensure_search_attributes
 from contracts.errors import JobError
 from contracts.mcp_servers import McpConfigError, McpServers, load_mcp_servers
 from contracts.model_endpoints import ModelEndpointError, ModelEndpoints, load_endpoints
@@ -97,24 +102,19 @@ from settings import (
     parse_helper_count,
     parse_port,
 )
-from workflows import connection
-from workflows.connection import TlsFlags, where
-from workflows.errors import SearchAttributesMissing
-from workflows.health import HealthServer, HealthState, start_health_server
 from workflows.path_check import CheckJobPathsWorkflow
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOW_RUNNER,
 )
-from workflows.visibility_admin import ensure_search_attributes
 
 
 async def connect(address: str, namespace: str = DEFAULT_NAMESPACE, *,
                   tls_cert: str | None = None, tls_key: str | None = None,
                   tls_ca: str | None = None, settings: Settings | None = None) -> Client:
     """A client with Pressroom's data converter on ``address`` / ``namespace``, built like
-    every other client (``workflows.connection``): the settings' ``TEMPORAL_*`` API key and
+    every other client (``client.connection``): the settings' ``TEMPORAL_*`` API key and
     TLS apply, and the ``--tls-*`` flags, when given, replace its TLS files.
 
     A client certificate and its key go together: one without the other is refused here
@@ -247,7 +247,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                   endpoints: ModelEndpoints | None = None,
                   web_policy: WebFetchPolicy | None = None,
                   mcp_servers: McpServers | None = None,
-                  mcp_environ: Mapping[str, str] | None = None) -> ActivityRuntime:
+                  mcp_environ: Mapping[str, str] | None = None,
+                  reviewers_dir: Path | None = None) -> ActivityRuntime:
     """The runtime the activities share; with ``helper_processes`` > 0 it gets a helper pool
     of that size (started now, closed with the runtime), with 0 none. ``locations``:
     ``Settings.locations``, what source-location placeholders stand for on this worker;
@@ -258,7 +259,9 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
     (``activities.reviewer_registry``). ``prices``: what model calls are priced with
     (``price_table``; ``None``: the defaults). ``endpoints``: the model endpoints a job may
     name (``endpoint_list``; ``None``: none). ``web_policy``: where live web pages may be
-    fetched from (``Settings.web_policy``; ``None``: nowhere)."""
+    fetched from (``Settings.web_policy``; ``None``: nowhere). ``reviewers_dir``: the
+    reviewer registry (``Settings.reviewers_dir``; ``None``: ``reviewers`` under the home
+    in ``locations``)."""
     helpers = (build_helper_pool(store_url, helper_processes, locations=locations, roots=roots,
                                  attestation=attestation)
                if helper_processes else None)
@@ -266,7 +269,8 @@ def build_runtime(store_url: str, *, locations: Mapping[str, str],
                            attestation=attestation,
                            registered_reviewers_only=registered_reviewers_only, prices=prices,
                            endpoints=endpoints, web_policy=web_policy,
-                           mcp_servers=mcp_servers, mcp_environ=mcp_environ)
+                           mcp_servers=mcp_servers, mcp_environ=mcp_environ,
+                           reviewers_dir=reviewers_dir)
 
 
 def endpoint_list(settings: Settings) -> ModelEndpoints:
@@ -334,7 +338,7 @@ def attestation_keyring(settings: Settings) -> Keyring | None:
 
 async def register_search_attributes(client: Client) -> None:
     """Register the job's search attributes on the client's namespace (idempotent:
-    ``workflows.visibility_admin``). When this worker may not, one warning line names the
+    ``client.visibility_admin``). When this worker may not, one warning line names the
     command an operator must run; the worker runs on (jobs start only once they exist)."""
     try:
         added = await ensure_search_attributes(client)
@@ -378,7 +382,8 @@ async def run_worker(settings: Settings, *, address: str | None = None,
                                 registered_reviewers_only=settings.registered_reviewers_only,
                                 prices=prices, endpoints=endpoints,
                                 web_policy=web_policy(settings), mcp_servers=mcp_servers,
-                                mcp_environ=mcp_header_values(mcp_servers))
+                                mcp_environ=mcp_header_values(mcp_servers),
+                                reviewers_dir=settings.reviewers_dir)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -407,7 +412,7 @@ async def run_worker(settings: Settings, *, address: str | None = None,
 
 async def start_health(address: tuple[str, int] | None,
                        state: HealthState) -> HealthServer | None:
-    """The health endpoint on ``address`` (``workflows.health``), or ``None`` when unset; a
+    """The health endpoint on ``address`` (``cli.health``), or ``None`` when unset; a
     port that cannot be bound is a ``JobError`` naming it."""
     if address is None:
         return None

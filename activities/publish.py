@@ -42,6 +42,7 @@ from pydantic import ValidationError
 
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, now_ns
+from contracts import reviewer_registry
 from contracts.activity_messages import PublishInput, PublishResult
 from contracts.errors import PathRefused, PublishRefused
 from contracts.job_spec import JobSpec
@@ -54,9 +55,8 @@ from contracts.path_safety import (
     open_folder,
 )
 from contracts.path_safety import article_path as path_of_article
-from contracts.signing import SignatureError, key_file_name, normalize_name, verify
+from contracts.signing import SignatureError, normalize_name, verify
 from contracts.workflow_messages import ReviewInput
-from settings import home_from_env
 
 
 def receipt_key(spec: JobSpec, inp: PublishInput) -> str:
@@ -165,18 +165,19 @@ def check_registry(registry: Path, reviewer: str, public_key: str, *,
     registered key. A job author chooses a job's keys; this stops them from listing a
     registered reviewer's name with a key of their own. ``required`` (a worker that
     accepts only registered reviewers, ``activities.reviewer_registry``): a reviewer with
-    no entry is refused too."""
-    entry = registry / f"{key_file_name(reviewer)}.pub"
+    no entry is refused too. The entry is read through ``contracts.reviewer_registry``
+    (a symbolic link refused)."""
+    entry = reviewer_registry.entry_path(registry, reviewer)
     try:
-        registered = entry.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
+        registered = reviewer_registry.read_entry(registry, reviewer)
+    except reviewer_registry.RegistryError as exc:
+        raise PublishRefused(str(exc)) from None
+    if registered is None:
         if required:
             raise PublishRefused(f"reviewer {reviewer!r} is not in the reviewer registry "
                                  f"{registry}; this worker accepts only registered "
-                                 "reviewers (--registered-reviewers-only)") from None
+                                 "reviewers (--registered-reviewers-only)")
         return
-    except (OSError, UnicodeDecodeError):
-        raise PublishRefused(f"reviewer registry entry {entry} cannot be read") from None
     if registered != public_key:
         raise PublishRefused(f"reviewer {reviewer!r} signed with a key other than the one "
                              f"registered in {entry}")
@@ -256,7 +257,7 @@ async def publish(runtime: ActivityRuntime, inp: PublishInput) -> PublishResult:
                                               principal=principal, revision=inp.review.revision)
     decision = json.loads(review_body)
     _verify(spec, inp, review_rec, decision)
-    check_registry(home_from_env(runtime.locations) / "reviewers", decision["reviewer"],
+    check_registry(runtime.reviewers_dir, decision["reviewer"],
                    decision["signature"]["public_key"],
                    required=runtime.registered_reviewers_only)
     draft_rec, draft_body = await store.get(inp.draft.kind, inp.draft.artifact_id,

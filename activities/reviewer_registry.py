@@ -5,7 +5,9 @@ and cancel it (SECURITY.md, "Who is trusted with what"); the worker's registry c
 publish (``activities.publish.check_registry``) only stops a *registered* name from being
 listed with another key. With ``--registered-reviewers-only``
 (``settings.Settings.registered_reviewers_only``) every reviewer and operator a job lists
-must be in the operator's registry (``$PRESSROOM_HOME/reviewers/<name>.pub``) with exactly
+must be in the operator's registry (``ActivityRuntime.reviewers_dir``, the worker's
+``Settings.reviewers_dir``: ``$PRESSROOM_HOME/reviewers/<name>.pub``, read through
+``contracts.reviewer_registry``) with exactly
 the key the spec pins: ``check_spec_reviewers`` runs where the spec is stored
 (``store_job_spec``, at start and after each ``resolve``), before anything reads a source,
 and publishing refuses a decision whose signer's registry entry is missing
@@ -17,9 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contracts import reviewer_registry
 from contracts.errors import ReviewerNotRegistered
 from contracts.job_spec import JobSpec
-from contracts.signing import key_file_name
 
 __all__ = ["check_spec_reviewers", "registered_key"]
 
@@ -27,14 +29,11 @@ __all__ = ["check_spec_reviewers", "registered_key"]
 def registered_key(registry: Path, name: str) -> str | None:
     """The public key ``registry`` holds for ``name`` (``None``: no entry);
     ``ReviewerNotRegistered`` when the entry cannot be read (the message names the file,
-    never its content)."""
-    entry = registry / f"{key_file_name(name)}.pub"
+    never its content; a symbolic link is refused: ``contracts.reviewer_registry``)."""
     try:
-        return entry.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        raise ReviewerNotRegistered(f"reviewer registry entry {entry} cannot be read") from None
+        return reviewer_registry.read_entry(registry, name)
+    except reviewer_registry.RegistryError as exc:
+        raise ReviewerNotRegistered(str(exc)) from None
 
 
 def check_spec_reviewers(spec: JobSpec, registry: Path) -> None:

@@ -53,6 +53,7 @@ from contracts.model_endpoints import ModelEndpoints
 from contracts.path_safety import PathRoots
 from contracts.pricing import PriceTable, default_prices
 from contracts.web_policy import WebFetchPolicy
+from settings import home_from_env
 
 if TYPE_CHECKING:  # the pool is built by the worker and handed in; only its type is named
     from activities.offload import HelperPool
@@ -80,9 +81,11 @@ class ActivityRuntime:
     store signs every revision with them and candidates are checked against them
     (``activities.candidates``); ``None`` writes and reads unsigned revisions.
     ``registered_reviewers_only``: only keys the operator's reviewer registry holds may
-    review (``activities.reviewer_registry``). ``prices``: the table ``decide`` prices each
-    model call with (``contracts.pricing.load_prices`` of ``settings.Settings.prices``);
-    ``None``: the shipped defaults. ``endpoints``: the model endpoints a job may name in
+    review (``activities.reviewer_registry``), the registry being ``reviewers_dir``
+    (``settings.Settings.reviewers_dir``, passed by the worker). ``prices``: the table
+    ``decide`` prices each model call with (``contracts.pricing.load_prices`` of
+    ``settings.Settings.prices``); ``None``: the shipped defaults. ``endpoints``: the
+    model endpoints a job may name in
     ``model.base_url`` (``contracts.model_endpoints``); ``None``: none.
     ``None``: the shipped defaults. ``web_policy``: where live web pages may be fetched
     from (``settings.Settings.web_policy``; ``None``: nowhere).
@@ -98,8 +101,14 @@ class ActivityRuntime:
                  endpoints: ModelEndpoints | None = None,
                  web_policy: WebFetchPolicy | None = None,
                  mcp_servers: McpServers | None = None,
-                 mcp_environ: Mapping[str, str] | None = None) -> None:
+                 mcp_environ: Mapping[str, str] | None = None,
+                 reviewers_dir: Path | None = None) -> None:
         self.store_url = store_url
+        #: the operator's reviewer registry (``contracts.reviewer_registry``): the worker
+        #: passes ``Settings.reviewers_dir``; without one, ``reviewers`` under the home
+        #: ``locations`` names
+        self.reviewers_dir = (reviewers_dir if reviewers_dir is not None
+                              else home_from_env(locations) / "reviewers")
         self.endpoints = endpoints or ModelEndpoints()
         #: the operator's rules for live web pages (``contracts.web_policy``); the default
         #: allows no domain, so a worker built without them fetches nothing

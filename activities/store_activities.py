@@ -24,7 +24,6 @@ from contracts.mcp_servers import check_grants
 from contracts.model_endpoints import endpoint_of
 from contracts.path_safety import check_job_paths
 from contracts.web_policy import check_job_urls
-from settings import home_from_env
 
 
 def job_spec_id(spec: JobSpec) -> str:
@@ -64,7 +63,7 @@ async def store_job_spec(runtime: ActivityRuntime, inp: StoreJobSpecInput) -> Ar
     check_job_urls(spec.sources, runtime.web_policy)  # live web pages: the allow-list
     check_grants(spec.tools, runtime.mcp_servers)  # only operator-defined MCP servers
     if runtime.registered_reviewers_only:
-        check_spec_reviewers(spec, home_from_env(runtime.locations) / "reviewers")
+        check_spec_reviewers(spec, runtime.reviewers_dir)
     store = await runtime.store()
     body = dumps(spec.model_dump(mode="json"))
     digest = "sha256:" + hashlib.sha256(body).hexdigest()

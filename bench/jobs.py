@@ -41,6 +41,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench.devserver import start_quiet_dev_server
+from cli.embedded import EXAMPLE_JOB, _build_fixtures, with_examples
+from client import jobs
 from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
@@ -67,8 +69,6 @@ from contracts.path_safety import PathRoots
 from contracts.signing import generate_private_key, public_key_text
 from settings import Settings
 from worker import build_runtime, build_worker, default_helper_processes
-from workflows import client as jobs
-from workflows.embedded import EXAMPLE_JOB, _build_fixtures, with_examples
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     WORKFLOW_FAILURE_EXCEPTION_TYPES,

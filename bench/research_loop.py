@@ -82,13 +82,13 @@ from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tool
 from activities.runtime import ActivityRuntime, principal_of, ref_of
 from bench.devserver import start_quiet_dev_server
 from bench.jobs import with_bench_reviewer
+from cli.embedded import _build_fixtures
+from client import jobs
 from context.tokens import default_counter
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
 from settings import Settings
 from worker import build_worker
-from workflows import client as jobs
-from workflows.embedded import _build_fixtures
 from workflows.research_job import ResearchJobWorkflow
 
 #: identifiers of the corpus, one survey topic each; a longer job adds the corpus's other

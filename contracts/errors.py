@@ -7,7 +7,7 @@ itself defines for that live here, where workflows, activities and the CLI can a
 them without importing each other:
 
 - ``JobSpecError`` — a job spec is invalid (``contracts.job_spec``); the CLI catches it as a
-  ``JobError``, the root of the client-side errors in ``workflows.errors``.
+  ``JobError``, the root of the client-side errors in ``client.errors``.
 - ``SourceSpecError`` — a source location cannot be interpreted
   (``contracts.source_specs.expand_location``, on the worker); ``SourceError`` is also the
   root of the acquisition errors in ``activities.sources.errors``.
@@ -58,7 +58,7 @@ from temporalio.exceptions import ApplicationError
 
 
 class JobError(Exception):
-    """Base class of the job runtime's client-side errors (see ``workflows.errors``)."""
+    """Base class of the job runtime's client-side errors (see ``client.errors``)."""
 
 
 class JobSpecError(JobError, ValueError):

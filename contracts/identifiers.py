@@ -6,7 +6,7 @@ its source names all become store identifiers on the worker (``artifacts.Princip
 ``ops/alice`` — used to pass the spec and then fail the store write (``record_review``) on
 every retry. ``StoreName`` applies the store's rule (``artifacts.ids.identifier_problem``,
 defined once, there: the store cannot import ``contracts``) when a spec is parsed, so such
-a spec is one error at ``pressroom run`` and at ``workflows.client.start_job``.
+a spec is one error at ``pressroom run`` and at ``client.jobs.start_job``.
 
 The message says what is wrong and never quotes the name: a job spec's values may come from
 a file nobody meant to show (``context.file_errors``).

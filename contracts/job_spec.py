@@ -462,7 +462,7 @@ def recheck_job_spec(spec: JobSpec) -> JobSpec:
 
     A ``JobSpec`` object may have skipped validation (``model_copy(update=...)`` and
     ``model_construct`` do not validate), so whatever submits a job calls this first
-    (``workflows.client.start_job``): a name the store would refuse is one
+    (``client.jobs.start_job``): a name the store would refuse is one
     ``JobSpecError`` at submit, never a retry loop on a worker.
     """
     try:

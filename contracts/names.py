@@ -3,7 +3,7 @@
 A reviewer's name is what the console shows and what the registry files are named after
 (``contracts.signing.key_file_name``). Two kinds of name are refused wherever a name is
 made or listed — ``pressroom reviewer add`` / ``keygen`` and the reviewers and operators
-of a job at submit (``workflows.reviewer_keys.pin_reviewers``):
+of a job at submit (``cli.reviewer_keys.pin_reviewers``):
 
 - a name whose letters come from more than one script (``alice`` whose first letter is
   the Cyrillic U+0430): it looks exactly like its Latin twin in the console, and each

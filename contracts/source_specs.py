@@ -126,7 +126,7 @@ class GitSourceSpec(_Spec):
     ``commit`` is the full object id (40 hex digits, or 64 in a SHA-256 repository) — the
     only thing the job ever reads. ``ref`` is the tag or branch it was resolved from, kept
     for the reader: a spec may name only ``ref``, which is parseable but not runnable until
-    ``pressroom run`` resolves it once at submit and records both (``workflows.pins``); the
+    ``pressroom run`` resolves it once at submit and records both (``cli.pins``); the
     worker refuses to acquire a source without a commit (``UnpinnedSource``). A branch, tag,
     short id or refspec in ``commit`` is refused here, at parse time: a name can move
     between jobs, and a refspec would rewrite refs in the clone cache every job shares.

@@ -10,7 +10,7 @@ connects to Temporal (docs/configuration.md, "Checking a spec").
 What is checked: the schema (``contracts.job_spec``); every path against the operator's
 roots (``contracts.path_safety``, when roots are given: ``run`` leaves paths to a worker on
 the job's task queue, whose roots are the ones that count); the reviewers against the
-reviewer registry (the caller's check, ``workflows.reviewer_keys.check_reviewers``); the
+reviewer registry (the caller's check, ``cli.reviewer_keys.check_reviewers``); the
 provider known and its adapter compatible (``contracts.model_endpoints.PROVIDER_ADAPTERS``); a
 ``model.base_url`` on the operator's endpoint list (``contracts.model_endpoints``); the model
 key present for a remote provider unless the operator's entry for the endpoint says it needs
@@ -89,7 +89,7 @@ class CheckContext:
     variable is set is read, and ``OPENAI_BASE_URL`` (``None``: keys are not checked).
     ``endpoints``: the operator's endpoint list. ``reviewers``: raises a ``JobError``
     naming the reviewers the registry cannot vouch for (the client's registry code,
-    ``workflows.reviewer_keys.check_reviewers``, passed in: this layer cannot import it);
+    ``cli.reviewer_keys.check_reviewers``, passed in: this layer cannot import it);
     ``None``: reviewers are not checked."""
 
     settings: Settings

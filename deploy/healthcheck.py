@@ -4,7 +4,7 @@ stderr naming what failed) otherwise.
 With ``PRESSROOM_HEALTH_PORT`` set (the image sets ``0.0.0.0:8081``) it asks the worker's
 own health endpoint: ``GET /readyz`` on that port over loopback must answer 200 — the
 worker's client connected, its store opened, it is polling and not draining after SIGTERM
-(``workflows/health.py``; deploy/README.md "Health checks").
+(``cli/health.py``; deploy/README.md "Health checks").
 
 Without it (a worker started without the endpoint) it falls back to what the worker needs
 to make progress: a TCP connection to the Temporal frontend (``PRESSROOM_TEMPORAL_ADDRESS``,

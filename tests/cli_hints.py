@@ -10,7 +10,7 @@ the subcommand path, checks every option against that command's own parameters, 
 parses the arguments with typer's click (no callback runs). A reference in prose
 (``pressroom run``, ``pressroom worker --health-port``, or a command cut short by ``…``)
 may leave out required arguments; a command with its arguments given must parse whole,
-and a ``resolve`` must also build its resolution (``workflows/resolution.py``), where
+and a ``resolve`` must also build its resolution (``cli/resolution.py``), where
 the value formats are checked.
 """
 
@@ -35,9 +35,9 @@ from typer.core import TyperGroup, TyperOption
 ROOT = Path(__file__).resolve().parent.parent
 
 #: the folders and files a person reads hints from (tests are not shown to anyone)
-_PY_SOURCES = ("activities", "artifacts", "bench", "context", "contracts", "evals",
-               "examples", "webconsole", "workflows", "pressroom.py", "settings.py",
-               "worker.py")
+_PY_SOURCES = ("activities", "artifacts", "bench", "cli", "client", "context", "contracts",
+               "evals", "examples", "presentation", "webconsole", "workflows",
+               "pressroom.py", "settings.py", "worker.py")
 _SKIP_PARTS = {".venv", "tests", "__pycache__", ".git", "node_modules", "reports"}
 
 _BACKTICKED = re.compile(r"`+(pressroom(?:\s[^`\n]*)?)`+")
@@ -226,8 +226,8 @@ def check_hint(hint: Hint, app: typer.Typer) -> str | None:
 
 
 def _check_resolution(hint: Hint, params: dict[str, object]) -> str | None:
+    from cli.resolution import build_resolution
     from contracts.errors import JobError
-    from workflows.resolution import build_resolution
 
     fields = ("add_source", "refresh", "budget", "context_limit", "accept", "token_budget",
               "cost_budget", "accept_gathered", "abandon", "note")

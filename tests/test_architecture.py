@@ -3,13 +3,18 @@
 * No import cycle between any two modules of the project — counting imports inside
   functions, which is how cycles used to hide; only ``if TYPE_CHECKING:`` blocks are left
   out (they never run).
-* Layers point one way: ``pressroom.py`` / ``worker.py`` → ``workflows`` → ``activities``
-  → (``contracts``, ``context``, ``artifacts``); the review console (``webconsole``) is an
-  entry point too, but imports no activity code. ``context`` and ``artifacts`` import
-  nothing above them; ``contracts`` imports neither ``workflows`` nor ``activities``;
-  ``activities`` nothing from ``workflows``; and ``workflows`` imports no activity code
-  either — the workflow calls activities by name and shares only ``contracts`` with them,
-  so no I/O code is pulled into its sandbox.
+* Layers point one way: the entry points (``pressroom.py``, ``worker.py`` and the ``cli``
+  package behind them) → ``client`` (the job API over Temporal) and ``presentation`` (what
+  a job, a turn, a manifest look like as text) → ``workflows`` → ``contracts``; the
+  activities (``activities``) sit beside the workflow over (``contracts``, ``context``,
+  ``artifacts``). ``workflows`` imports only ``contracts`` and its own modules — the
+  workflow calls activities by name and shares only ``contracts`` with them, so no I/O or
+  client code is pulled into its sandbox. The review console (``webconsole``) is an entry
+  point too: it may import ``client`` and ``presentation`` but never ``cli`` (what it shares
+  with the command line lives in those two), and no activity code. ``client`` imports
+  neither ``cli``, ``presentation`` nor the console; ``presentation`` none of ``cli``,
+  ``client``, ``workflows`` or the console. ``context`` and ``artifacts`` import nothing
+  above them; ``contracts`` and ``activities`` nothing from the client side or above.
 * Identifier rules (``artifacts.ids``) depend on nothing but the store's errors, so
   ``artifacts.types`` and ``artifacts.validate`` can both use them without a cycle.
 * Inside the context engine: the shared types at the top of ``context`` import no stage
@@ -29,24 +34,35 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("context", "artifacts", "contracts", "activities", "workflows", "evals",
-            "webconsole")
+PACKAGES = ("context", "artifacts", "contracts", "activities", "workflows", "client",
+            "presentation", "cli", "evals", "webconsole")
 SCRIPTS = ("pressroom", "worker", "settings")
+#: every top-level name of the project (packages and scripts)
+_ALL = frozenset(PACKAGES + SCRIPTS)
+#: the client side and the entry points, which nothing below them may import
+_CLIENT_SIDE = frozenset({"client", "presentation", "cli", "evals", "pressroom", "worker",
+                          "webconsole"})
 #: what each layer must never import (by top-level name)
 FORBIDDEN: dict[str, frozenset[str]] = {
-    "context": frozenset({"artifacts", "contracts", "activities", "workflows", "evals",
-                          "pressroom", "worker", "settings", "webconsole"}),
-    "artifacts": frozenset({"context", "contracts", "activities", "workflows", "evals",
-                            "pressroom", "worker", "webconsole"}),
-    "contracts": frozenset({"activities", "workflows", "evals", "pressroom", "worker",
-                            "webconsole"}),
-    "activities": frozenset({"workflows", "evals", "pressroom", "worker", "webconsole"}),
-    "workflows": frozenset({"activities", "evals", "pressroom", "worker", "webconsole"}),
-    "settings": frozenset({"context", "activities", "workflows", "evals", "pressroom",
-                           "worker", "webconsole"}),
-    # the review console is an entry point beside pressroom.py: it drives jobs through
-    # workflows' client side and reads the store, and never runs activity code itself
-    "webconsole": frozenset({"activities", "evals", "pressroom", "worker"}),
+    "context": frozenset({"artifacts", "contracts", "activities", "workflows", "settings"})
+    | _CLIENT_SIDE,
+    "artifacts": frozenset({"context", "contracts", "activities", "workflows"})
+    | _CLIENT_SIDE,
+    "contracts": frozenset({"activities", "workflows"}) | _CLIENT_SIDE,
+    "activities": frozenset({"workflows"}) | _CLIENT_SIDE,
+    # workflow-side code only: the workflow's sandbox sees contracts and nothing else
+    "workflows": _ALL - {"workflows", "contracts"},
+    "settings": frozenset({"context", "activities", "workflows"}) | _CLIENT_SIDE,
+    # the job API over Temporal: used by every entry point, it uses none of them
+    "client": frozenset({"activities"}) | _CLIENT_SIDE - {"client"},
+    # what a job, a turn, a manifest look like as text, shared by the CLI and the console
+    "presentation": frozenset({"activities", "workflows"}) | _CLIENT_SIDE - {"presentation"},
+    # the command line's side: entry-side, beside pressroom.py and worker.py
+    "cli": frozenset({"activities", "evals", "pressroom", "worker", "webconsole"}),
+    # the review console is an entry point beside pressroom.py: it drives jobs through the
+    # client package, shows them through presentation and reads the store; it never runs
+    # activity code, and never imports the CLI (what the two share lives in those packages)
+    "webconsole": frozenset({"activities", "cli", "evals", "pressroom", "worker"}),
 }
 CONTEXT_STAGES = ("admission", "ranking", "tools", "limits", "budget", "seal", "assembly")
 
@@ -210,6 +226,8 @@ def test_the_graph_sees_the_project(graph: dict[str, set[str]]) -> None:
     assert "context.admission.stage" in graph["context.assembly.pipeline"]
     assert "context.memo" in graph["context.assembly.state"]  # `from context import memo`
     assert len(graph) > 100
+    assert "presentation.turns" in graph["webconsole.backend"]
+    assert "client.jobs" in graph["cli.commands"]
 
 
 def test_no_module_imports_itself_back(graph: dict[str, set[str]]) -> None:
@@ -236,7 +254,15 @@ def test_the_checker_finds_what_it_must() -> None:
         "context.items imports activities.runtime"]
     assert layer_violations({"activities.draft": {"workflows.research_job"}})
     assert layer_violations({"webconsole.app": {"activities.runtime"}})
-    assert layer_violations({"workflows.commands": {"webconsole.accounts"}})
+    assert layer_violations({"cli.commands": {"webconsole.accounts"}})
+    assert layer_violations({"webconsole.app": {"cli.commands"}}) == [
+        "webconsole.app imports cli.commands"]
+    assert layer_violations({"workflows.research_job": {"client.errors"}})
+    assert layer_violations({"workflows.research_job": {"settings"}})
+    assert layer_violations({"client.jobs": {"cli.pins"}})
+    assert layer_violations({"presentation.turns": {"cli.commands"}})
+    assert layer_violations({"presentation.explain": {"client.jobs"}})
+    assert not layer_violations({"webconsole.app": {"presentation.turns", "client.jobs"}})
     assert engine_violations({
         "context.items": {"context.ranking.relevance"},
         "context.assembly.state": {"context.admission.gates"},

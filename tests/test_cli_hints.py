@@ -17,7 +17,7 @@ def test_every_hint_in_the_shipped_files_parses_with_the_real_cli() -> None:
     # the collector finds what it is meant to: the README's code block, docstrings, the
     # runtime's printed hints (f-strings) and the console's templates
     wheres = {h.where.split(":")[0] for h in hints}
-    assert {"README.md", "workflows/commands.py", "webconsole/templates/signin.html"} <= wheres
+    assert {"README.md", "cli/commands.py", "webconsole/templates/signin.html"} <= wheres
     assert len(hints) > 150, len(hints)
     problems = [p for p in (check_hint(h, app) for h in hints) if p]
     assert not problems, "\n".join(problems)

@@ -26,7 +26,7 @@ ISSUE = re.compile(r"\bissues? #?\d+|\(issue\b|\bthe issue's\b", re.IGNORECASE)
 #: example data in prose (a tool's output quoted in a docstring); ``reports/`` is written
 #: by the tests, not tracked.
 _TOP = ("activities|artifacts|bench|context|contracts|deploy|docs|evals|examples|tests|"
-        "webconsole|workflows")
+        "webconsole|workflows|client|presentation|cli")
 CITED_PATH = re.compile(
     rf"(?<![\w./\-\"'])((?:{_TOP})/[\w./\-]*\.(?:py|md|yaml|yml|json|jsonl|toml|sh|html|txt))"
     r"(?:::(\w+))?")

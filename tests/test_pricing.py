@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.resolution import build_resolution
 from contracts.errors import JobError
 from contracts.pricing import (
     DEFAULT_PRICES_PATH,
@@ -21,7 +22,6 @@ from contracts.pricing import (
     load_prices,
     micro_usd,
 )
-from workflows.resolution import build_resolution
 
 GOOD = """\
 as_of: 2026-01-31

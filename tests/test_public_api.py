@@ -29,10 +29,14 @@ PINNED: dict[str, list[str]] = {
         "StoreError", "content_hash", "json_hash", "open_store",
     ],
     # the contracts and workflows fronts name modules, not classes: importing one message
-    # module must not load the others (the workflow sandbox imports them one by one)
+    # module must not load the others (the workflow sandbox imports them one by one); the
+    # client, presentation and cli fronts export nothing either
     "contracts": ["activity_messages", "errors", "failures", "identifiers", "job_spec",
                   "path_safety", "source_specs", "workflow_messages"],
     "workflows": [],
+    "client": [],
+    "presentation": [],
+    "cli": [],
     "activities": ["ACTIVITY_NAMES", "ActivityRuntime", "build_activities"],
     "webconsole": ["ConsoleBackend", "ConsoleConfig", "DraftUnavailable", "NotVisible",
                    "create_app"],

@@ -101,7 +101,7 @@ def test_unrelated_variables_are_ignored() -> None:
      ("127.0.0.0/8", "::1/128")),
     ("PRESSROOM_MCP_SERVERS", "/etc/pressroom/mcp.yaml", "mcp_servers",
      Path("/etc/pressroom/mcp.yaml")),
-    # Temporal's own client variables are kept as read (workflows.connection uses them)
+    # Temporal's own client variables are kept as read (client.connection uses them)
     *((name, raw, "temporal_env", {name: raw}) for name, raw in (
         ("TEMPORAL_ADDRESS", "cloud.example:7233"), ("TEMPORAL_NAMESPACE", "ns.acct"),
         ("TEMPORAL_API_KEY", "key"), ("TEMPORAL_TLS", "true"),

@@ -69,6 +69,7 @@ from argon2.low_level import Type, hash_secret_raw
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from contracts import reviewer_registry
 from contracts.identifiers import store_name
 from contracts.signing import (
     generate_private_key,
@@ -492,37 +493,17 @@ def _token_digest(token: str) -> str:
 def register_public_key(reviewers_dir: Path, name: str, public_key: str, *,
                         replace: bool = False) -> Path:
     """Write ``public_key`` to the reviewer registry as ``<key_file_name(name)>.pub``
-    (mode 0644, like ``pressroom reviewer keygen --register``); returns the path.
+    (mode 0644, like ``pressroom reviewer keygen --register``; ``contracts.reviewer_registry``
+    writes it); returns the path.
 
     ``AccountExists`` when an entry is there and ``replace`` is not given (it may be a
     ``keygen`` key in use); a symbolic link in its place is refused, never written through.
     """
     _check_name(name)
-    reviewers_dir.mkdir(parents=True, exist_ok=True)
-    path = reviewers_dir / f"{key_file_name(name)}.pub"
-    if path.is_symlink():
-        raise AccountStorageError(f"{path} is a symbolic link; refusing to write it")
-    if not replace and path.exists():
-        raise AccountExists(f"{path} already registers a key for {name!r}; pass replace to "
-                            "register the account's key instead")
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
-        fd = os.open(temp, _WRITE_FLAGS, 0o644)
-        try:
-            os.fchmod(fd, 0o644)
-            os.write(fd, (public_key + "\n").encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if replace:
-            os.replace(temp, path)
-        else:
-            try:
-                os.link(temp, path, follow_symlinks=False)
-            except FileExistsError:
-                raise AccountExists(f"{path} already exists") from None
-    except OSError as exc:
-        raise AccountStorageError(f"cannot write {path} ({exc.strerror})") from None
-    finally:
-        temp.unlink(missing_ok=True)
-    return path
+        return reviewer_registry.write_entry(reviewers_dir, name, public_key, replace=replace)
+    except reviewer_registry.RegistryEntryExists as exc:
+        raise AccountExists(f"{exc}; pass replace to register the account's key "
+                            "instead") from None
+    except reviewer_registry.RegistryError as exc:
+        raise AccountStorageError(str(exc)) from None

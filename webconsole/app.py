@@ -28,8 +28,10 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from artifacts.errors import StoreError
+from client.errors import TemporalUnavailable
 from contracts.errors import JobError
 from contracts.pricing import format_usd
+from presentation.turns import argument_line
 from webconsole.accounts import ReviewerAccounts
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend, NotVisible
@@ -39,8 +41,6 @@ from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_
 from webconsole.sessions import Sessions
 from webconsole.shown import marked, shown, verbatim
 from webconsole.throttle import GuardBusy, PasswordGuard
-from workflows.commands import argument_line
-from workflows.errors import TemporalUnavailable
 
 HERE = Path(__file__).resolve().parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "

@@ -20,7 +20,7 @@ What is read from where:
   manifest first;
 * a manifest: the sealed record, with its serialized request re-hashed.
 
-Decisions go through ``workflows.client.review_job``: the real Update, validated by the
+Decisions go through ``client.jobs.review_job``: the real Update, validated by the
 workflow. The backend signs with a key the caller decrypted for this one call.
 """
 
@@ -36,17 +36,17 @@ from temporalio.client import Client
 
 import artifacts
 from artifacts.errors import InvalidArtifact, ScopeDenied
+from client import jobs
+from client.errors import JobNotFound
 from context.limits.blocks import DataBlockView
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
 from contracts.signing import normalize_name
 from contracts.workflow_messages import PendingDraft, ReviewResult
+from presentation.turns import TraceTurn, research_turns
 from webconsole.evidence import request_blocks
 from webconsole.timeline import Stage, Step, number_turns, stage_of, stages
-from workflows import client as jobs
-from workflows.commands import TraceTurn, research_turns
-from workflows.errors import JobNotFound
 
 CONSOLE_PRINCIPAL = "pressroom-console"
 #: a manifest's request larger than this is summarized, not inlined in the page

@@ -22,14 +22,14 @@ from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
 import artifacts
+from client.connection import connect
+from client.devserver import free_port, port_free
 from settings import Settings
 from webconsole.accounts import ReviewerAccounts
 from webconsole.app import create_app
 from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend
 from webconsole.config import DEFAULT_PORT, ConsoleConfig, load_secret
-from workflows.connection import connect
-from workflows.devserver import free_port, port_free
 
 
 def console_config(settings: Settings, *, host: str = "127.0.0.1", port: int | None = None,

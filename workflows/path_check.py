@@ -6,7 +6,7 @@ paths the worker refuses used to start anyway and stop at its first step as
 ``needs_operator: … PathOutsideRoots``. Every worker registers this workflow and its one
 activity, ``check_job_paths_here`` (``contracts.path_check.verdict``: the check
 ``store_job_spec`` runs, with the worker's own roots), so ``pressroom run`` runs it on the
-job's task queue with a short bound (``workflows.client.check_paths_on_worker``) and refuses
+job's task queue with a short bound (``client.jobs.check_paths_on_worker``) and refuses
 at submit what the worker would refuse.
 
 It is not a job: its workflow type is not ``ResearchJobWorkflow`` and it carries no search

@@ -3,9 +3,9 @@ visibility store, with one ``ListWorkflowExecutions`` query per page.
 
 The workflow upserts them (``ResearchJobWorkflow._sync_visibility``, under the
 ``search-attributes`` patch) whenever its stage, status, research turn or token count
-changes; ``workflows.client.start_job`` sets the first values at start; the dev server
+changes; ``client.jobs.start_job`` sets the first values at start; the dev server
 registers them (``--search-attribute``) and a worker registers them on its namespace at
-startup (``workflows.visibility_admin.ensure_search_attributes``). A blocked or failed
+startup (``client.visibility_admin.ensure_search_attributes``). A blocked or failed
 job's reason text is kept out: it can be long and quote untrusted text. Only a short code
 from a fixed vocabulary goes in (``PressroomReason``, ``reason_code``).
 

@@ -4,7 +4,7 @@ kind (``activities.sources.git``).
 Pinned means pinned: the spec's ``commit`` is a full object id (the spec refuses anything
 else at parse time, and ``pinned_commit`` refuses it again here, before any git process,
 for a value built around that validation); a spec that names only a ``ref`` is
-``UnpinnedSource`` — ``pressroom run`` resolves refs once at submit (``workflows.pins``),
+``UnpinnedSource`` — ``pressroom run`` resolves refs once at submit (``cli.pins``),
 the worker never does. No branch, tag or other name is resolved here, so what a job reads
 cannot move under it.
 

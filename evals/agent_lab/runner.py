@@ -37,12 +37,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import ActivityRuntime, principal_of
+from client import jobs
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.path_safety import PathRoots
 from contracts.signing import public_key_text
 from evals.agent_lab.dataset import Question
 from evals.agent_lab.graders import findings, recalled, uninformative
-from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 from workflows.visibility import SEARCH_ATTRIBUTES

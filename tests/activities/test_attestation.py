@@ -47,10 +47,10 @@ from contracts.activity_messages import (
     StepState,
 )
 from contracts.job_spec import JobSpec, parse_job_spec
+from presentation.explain import render_manifest
 from settings import Settings
 from tests.artifacts.conftest import postgres_url, reset_postgres
 from tests.workflows.jobkit import job_dict, roots_for
-from workflows.explain import render_manifest
 
 LOCAL = Settings.from_env(os.environ).locations
 AS_OF = "2026-01-01T12:00:00+00:00"

@@ -94,7 +94,7 @@ def test_explain_shows_the_zone_each_item_and_exchange_sat_in() -> None:
     """``pressroom explain --turn N`` lists the request's zones in order: the stable
     prefix, the fold with its calls, each log block with the calls it lists, the other
     data, and the verbatim turn."""
-    from workflows.explain import layout_lines
+    from presentation.explain import layout_lines
 
     lines = layout_lines(built(history(23)).manifest.model_dump(mode="json"))
     assert lines[0] == "layout (request order):"

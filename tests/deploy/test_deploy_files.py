@@ -706,7 +706,7 @@ def test_healthcheck_asks_the_endpoint_the_worker_serves(value: str | None,
 async def test_healthcheck_passes_only_while_readyz_answers_200() -> None:
     import asyncio
 
-    from workflows.health import HealthState, start_health_server
+    from cli.health import HealthState, start_health_server
 
     health = healthcheck_module()
     state = HealthState()

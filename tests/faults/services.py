@@ -23,8 +23,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from client.devserver import free_port
 from tests.waiting import wait_for
-from workflows.devserver import free_port
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -39,6 +39,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.runtime import PAUSE_DIR_ENV, PAUSE_ENV
+from client.devserver import DevServer, free_port
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.workflow_messages import JobResult
 from tests.faults.matrix import (
@@ -67,7 +68,6 @@ from tests.faults.services import (
 )
 from tests.waiting import wait_for
 from tests.workflows.jobkit import alive, job_dict, start_job, start_worker_process
-from workflows.devserver import DevServer, free_port
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 

@@ -14,11 +14,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from cli.resolution import build_resolution
 from contracts.errors import JobError
 from contracts.workflow_messages import ResolveInput
 from tests.fuzz.conftest import fuzz
 from tests.fuzz.documents import is_one_line, json_values, mutated, yaml_texts
-from workflows.resolution import build_resolution
 
 SOURCE: dict[str, Any] = {"kind": "git", "name": "extra", "repo": "https://example.org/r.git",
                           "commit": "b" * 40, "paths": ["docs"]}

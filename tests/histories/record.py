@@ -40,6 +40,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.fail_hook import FAIL_ENV
 from activities.runtime import ActivityRuntime
+from client import jobs
+from client.errors import ReviewRejected
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.pricing import load_prices
 from contracts.workflow_messages import ResolveInput
@@ -54,8 +56,6 @@ from tests.workflows.jobkit import (
     wait_status,
 )
 from worker import build_worker
-from workflows import client as jobs
-from workflows.errors import ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 from workflows.visibility import SEARCH_ATTRIBUTES

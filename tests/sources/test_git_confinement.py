@@ -3,7 +3,7 @@
 Real repositories built in temporary folders with the real ``git``, read through the real
 submit/spec check (``check_source`` / ``check_job_paths``), the research tools
 (``run_source_tool``: ``list``, ``search``, ``read``) and ``pressroom run``'s ref
-resolution (``workflows.pins.resolve_ref``). Each attack gave the attacker the other
+resolution (``cli.pins.resolve_ref``). Each attack gave the attacker the other
 folder's files before ``contracts.git_safety``: a folder inside a larger repository, a
 ``.git`` file or worktree pointing out of the roots, alternates out of the roots, the
 worker's own ``GIT_DIR`` / ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` and a replace ref.
@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from activities.research_tools import ToolRejected, run_source_tool
+from cli.pins import resolve_ref
+from client.errors import UnresolvedRef
 from contracts.errors import PathRefused, RepositoryRefused
 from contracts.git_safety import SAFE_OPTIONS
 from contracts.path_safety import PathRoots, check_source
 from contracts.source_specs import GitSourceSpec
-from workflows.errors import UnresolvedRef
-from workflows.pins import resolve_ref
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: what tenant B's file holds; it must appear in nothing tenant A's job gets
@@ -212,7 +212,7 @@ async def test_a_replace_ref_never_changes_what_a_pinned_commit_holds(
 # -- every git process goes through contracts.git_safety --------------------------------
 
 RUNTIME = ("activities", "artifacts", "context", "contracts", "webconsole", "workflows",
-           "evals", "pressroom.py", "worker.py", "settings.py")
+           "client", "presentation", "cli", "evals", "pressroom.py", "worker.py", "settings.py")
 _SPAWNERS = {"create_subprocess_exec", "create_subprocess_shell", "run", "Popen", "call",
              "check_call", "check_output", "execv", "execvp", "execvpe", "spawnv", "spawnvp"}
 
@@ -248,7 +248,7 @@ def test_no_runtime_module_spawns_git_but_through_git_invocation() -> None:
             if name in _SPAWNERS and node.args and _names_git(node.args[0]):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
     assert offenders == []
-    assert {"activities/sources/gitrepo.py", "workflows/pins.py",
+    assert {"activities/sources/gitrepo.py", "cli/pins.py",
             "contracts/git_safety.py"} <= callers
 
 

@@ -3,7 +3,7 @@ happens to tags and branches, and no job can move a ref in the clone cache jobs 
 
 Through the real git binary over the example repositories (``tests/sources/conftest.py``):
 the spec refuses names, short ids and refspecs in ``commit``; the worker refuses a source
-without a full commit id before any git process runs; ``workflows.pins`` resolves a
+without a full commit id before any git process runs; ``cli.pins`` resolves a
 ``ref`` once (``ls-remote`` for a URL, ``rev-parse`` in a local repository); a commit the
 cache lacks is fetched by id into no ref, or — from a server that will not serve it by id
 — after mirroring branches and tags into ``refs/pressroom/`` only.
@@ -19,6 +19,8 @@ import pytest
 
 import activities.sources.gitrepo as gitrepo
 from activities.research_tools import ToolRejected
+from cli.pins import pin_refs, pin_resolution, resolve_ref
+from client.errors import UnresolvedRef
 from contracts.errors import JobSpecError, UnpinnedSource
 from contracts.job_spec import parse_job_spec
 from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
@@ -26,8 +28,6 @@ from contracts.workflow_messages import ResolveInput
 from examples.build_fixtures import EXPECTED_COMMITS
 from tests.sources.conftest import locations, tool
 from tests.workflows.jobkit import job_dict
-from workflows.errors import UnresolvedRef
-from workflows.pins import pin_refs, pin_resolution, resolve_ref
 
 V1 = EXPECTED_COMMITS["backoff-lib"]["v1"]
 V2 = EXPECTED_COMMITS["backoff-lib"]["v2"]

@@ -23,6 +23,7 @@ import httpx
 from temporalio.client import Client
 
 import artifacts
+from client.devserver import free_port
 from tests.waiting import wait_for
 from webconsole.accounts import ReviewerAccounts
 from webconsole.app import create_app
@@ -31,7 +32,6 @@ from webconsole.backend import ConsoleBackend
 from webconsole.config import ConsoleConfig
 from webconsole.sessions import Sessions
 from webconsole.throttle import PasswordGuard
-from workflows.devserver import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

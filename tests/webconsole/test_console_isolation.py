@@ -24,6 +24,7 @@ from rich.console import Console
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 from activities.runtime import ActivityRuntime
+from cli import commands
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact
 from contracts.workflow_messages import JobState, JobStatus, ResearchJobInput
@@ -31,7 +32,6 @@ from settings import Settings
 from tests.waiting import wait_for
 from tests.webconsole.consolekit import http, make_accounts, open_console, review_for, sign_in
 from tests.workflows.jobkit import running_worker, start_job, wait_status
-from workflows import commands
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
 

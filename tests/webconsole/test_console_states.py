@@ -23,6 +23,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from activities.fail_hook import FAIL_ENV
 from activities.runtime import ActivityRuntime
+from client import jobs
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
 from tests.waiting import wait_for
@@ -44,7 +45,6 @@ from tests.workflows.jobkit import (
 )
 from tests.workflows.test_needs_operator import wait_parked
 from webconsole.pages.job import ADD_SOURCE_HINT
-from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -20,13 +20,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from activities.runtime import ActivityRuntime, principal_of
+from client import jobs
 from contracts.job_spec import JobSpec
 from contracts.path_safety import PathRoots
 from contracts.signing import key_file_name, private_key_pem, public_key_text
 from contracts.workflow_messages import JobStatus, ResolveInput, ReviewResult
 from settings import Settings
 from worker import build_worker
-from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from activities.runtime import ActivityRuntime, principal_of
+from client import jobs
 from context.policy import POLICY_DIR
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
@@ -27,7 +28,6 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]

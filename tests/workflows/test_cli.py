@@ -157,8 +157,8 @@ async def test_pressroom_run_checks_at_the_door_what_a_worker_would_retry_on(
     no job starts (before: a reviewer ``ops/alice`` made ``record_review`` retry forever on
     the worker; a blank term failed research on every attempt). Paths outside the roots:
     ``test_path_roots.py``."""
-    from workflows import client as jobs
-    from workflows.errors import JobNotFound
+    from client import jobs
+    from client.errors import JobNotFound
 
     address = temporal_env.client.service_client.config.target_host
     home = tmp_path / "home"
@@ -201,10 +201,10 @@ async def test_the_python_client_checks_the_spec_too(
         temporal_env: Any, make_spec: Callable[..., JobSpec], task_queue: str) -> None:
     """``start_job`` validates the spec again: one changed in code after parsing (which
     ``model_copy`` does not validate) is a ``JobSpecError`` naming the field, not a job."""
+    from client import jobs
+    from client.errors import JobNotFound
     from contracts.errors import JobSpecError
     from contracts.job_spec import ReviewerSpec, TopicSpec
-    from workflows import client as jobs
-    from workflows.errors import JobNotFound
 
     spec = make_spec()
     reviewer = spec.review.reviewers[0]

@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from activities.runtime import ActivityRuntime
+from client import jobs
+from client.errors import JobNotFound
 from contracts.source_specs import GitSourceSpec
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import (
@@ -25,8 +27,6 @@ from tests.workflows.jobkit import (
 )
 from tests.workflows.test_cli import _one_line_error, pressroom
 from tests.workflows.test_job_paths import make_repo
-from workflows import client as jobs
-from workflows.errors import JobNotFound
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from cli.commands import exit_code, visible_status
+from client.jobs import JobView, VisibleJob
 from contracts.workflow_messages import JobResult, JobStatus
-from workflows.client import JobView, VisibleJob
-from workflows.commands import exit_code, visible_status
 
 
 @pytest.mark.parametrize(("job", "shown"), [

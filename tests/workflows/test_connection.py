@@ -1,4 +1,4 @@
-"""``workflows.connection``: how every client reaches Temporal — the precedence between the
+"""``client.connection``: how every client reaches Temporal — the precedence between the
 flags, ``PRESSROOM_TEMPORAL_*``, Temporal's own ``TEMPORAL_*`` variables and the TOML
 profile; configuration mistakes as one line before any connection; and real processes
 (``pressroom status``) against a closed port, a wrong namespace, an API key sent to a server
@@ -29,10 +29,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from client.connection import ConnectionConfigError, TlsFlags, resolve
+from client.devserver import free_port
 from settings import VARIABLES, Settings
 from tests.workflows.jobkit import REPO_ROOT, roots_for, running_worker
-from workflows.connection import ConnectionConfigError, TlsFlags, resolve
-from workflows.devserver import free_port
 
 CLI = [sys.executable, str(REPO_ROOT / "pressroom.py")]
 #: seconds a misconfigured command may take to say so (the connect timeout is 15)
@@ -396,8 +396,8 @@ async def test_the_embedded_dev_server_ignores_temporal_client_variables(
 
     from rich.console import Console
 
+    from cli.embedded import embedded
     from worker import run_worker
-    from workflows.embedded import embedded
 
     home = tmp_path / "home"
     home.mkdir()

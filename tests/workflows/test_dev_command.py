@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from client import jobs
+from client.devserver import free_port, port_free
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobResult
 from tests.workflows.jobkit import REPO_ROOT, published_files, review, roots_env
-from workflows import client as jobs
-from workflows.devserver import free_port, port_free
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER
 

@@ -23,9 +23,9 @@ import pytest
 
 import artifacts
 from activities.runtime import ActivityRuntime
+from client.devserver import free_port
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import REPO_ROOT, roots_for, running_worker
-from workflows.devserver import free_port
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session")]
 

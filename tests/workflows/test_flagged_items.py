@@ -1,6 +1,6 @@
 """Every flagged item of a job, wherever it entered: ``pressroom explain`` (text and
 ``--json``) and the review console's "what the model saw" page read them with one reader
-(``workflows.explain.flagged_items``).
+(``presentation.explain.flagged_items``).
 
 The bundled example job runs for real — the session's dev server, a worker with
 Pressroom's activities, the offline research agent, the example's fixtures built into the

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from activities.runtime import ActivityRuntime
+from client import jobs
 from contracts.job_spec import parse_job_spec
 from tests.sources.test_git_confinement import SECRET_LINE, new_repo
 from tests.waiting import wait_for
@@ -35,7 +36,6 @@ from tests.workflows.test_path_roots import (
     wait_ended,
     write_job,
 )
-from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

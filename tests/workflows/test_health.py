@@ -1,4 +1,4 @@
-"""The worker's health endpoint (``workflows.health``, ``--health-port``).
+"""The worker's health endpoint (``cli.health``, ``--health-port``).
 
 On a real worker process (``python worker.py``, as the drain test starts it): ``/healthz``
 and ``/readyz`` answer 200 once it polls; after SIGTERM, with an activity held by the
@@ -24,7 +24,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-import workflows.health as health
+import cli.health as health
 from contracts.job_spec import JobSpec
 from tests.waiting import wait_for
 from tests.workflows.clusterkit import poller_identities

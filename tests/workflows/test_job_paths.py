@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from activities.runtime import ActivityRuntime, principal_of
+from client import jobs
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import ResolveInput
 from tests.waiting import wait_for
@@ -33,7 +34,6 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from workflows import client as jobs
 from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]

@@ -321,7 +321,7 @@ def test_job_ids_and_source_names_are_store_identifiers(job_id: str, source: str
 
 def test_a_spec_changed_in_code_is_checked_again_before_it_starts(tmp_path: Path) -> None:
     """``model_copy(update=...)`` skips validation; ``recheck_job_spec`` (run by
-    ``workflows.client.start_job``) does not."""
+    ``client.jobs.start_job``) does not."""
     from contracts.job_spec import ReviewerSpec, recheck_job_spec
 
     spec = parse_job_spec(job_dict(tmp_path, tmp_path))

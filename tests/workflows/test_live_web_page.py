@@ -21,6 +21,7 @@ import pytest
 
 from activities.runtime import ActivityRuntime, principal_of
 from activities.sources.web_revisions import revision_artifact_id
+from client.jobs import check_paths_on_worker, has_pollers
 from contracts.job_spec import JobSpec
 from contracts.web_policy import WebFetchPolicy
 from tests.waiting import wait_for
@@ -36,7 +37,6 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from workflows.client import check_paths_on_worker, has_pollers
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

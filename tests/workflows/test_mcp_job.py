@@ -26,6 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from activities.runtime import ActivityRuntime, principal_of
+from client.jobs import check_paths_on_worker, has_pollers
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import arguments_sha256
 from contracts.signing import sign
@@ -45,7 +46,6 @@ from tests.workflows.jobkit import (
     start_worker_process,
     wait_status,
 )
-from workflows.client import check_paths_on_worker, has_pollers
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import (
     DATA_CONVERTER,

@@ -23,13 +23,13 @@ import pytest
 import yaml
 
 from activities.runtime import ActivityRuntime
+from client import jobs
 from contracts.job_spec import JobSpec
 from contracts.model_endpoints import load_endpoints
 from settings import Settings
 from tests.waiting import wait_for
 from tests.workflows.jobkit import roots_for, running_worker, start_job, wait_status
 from tests.workflows.replay_api import replaying_api
-from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -30,6 +30,8 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from activities.fail_hook import FAIL_ENV, PERMANENT_KINDS
 from activities.registry import ACTIVITY_NAMES
 from activities.runtime import ActivityRuntime
+from client import jobs
+from client.errors import CommandRefused, ReviewRejected
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobResult, JobStatus, ResolveInput
 from tests.activities.test_error_classes import EXPECTED_TYPE
@@ -44,8 +46,6 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from workflows import client as jobs
-from workflows.errors import CommandRefused, ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import ACTIVITY_LIMITS, RETIRED_ACTIVITIES
 

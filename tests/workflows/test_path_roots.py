@@ -21,6 +21,8 @@ import yaml
 
 from activities.research_tools import run_source_tool
 from activities.runtime import ActivityRuntime, principal_of
+from client import jobs
+from client.errors import JobNotFound
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.path_safety import PathRoots
 from contracts.workflow_messages import ResolveInput
@@ -39,8 +41,6 @@ from tests.workflows.jobkit import (
     start_worker_process,
     wait_status,
 )
-from workflows import client as jobs
-from workflows.errors import JobNotFound
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

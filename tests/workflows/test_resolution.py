@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cli.resolution import build_resolution
 from contracts.errors import JobError
-from workflows.resolution import build_resolution
 
 
 def test_each_flag_maps_to_its_action() -> None:

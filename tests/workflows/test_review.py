@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from activities.runtime import ActivityRuntime, principal_of
+from client import jobs
+from client.errors import JobExists, JobNotWaiting, ReviewRejected
 from contracts.job_spec import JobSpec
 from tests.workflows.jobkit import (
     published_files,
@@ -22,8 +24,6 @@ from tests.workflows.jobkit import (
     update_events,
     wait_status,
 )
-from workflows import client as jobs
-from workflows.errors import JobExists, JobNotWaiting, ReviewRejected
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

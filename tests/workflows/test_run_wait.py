@@ -26,6 +26,8 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from activities.runtime import ActivityRuntime
+from cli.commands import EXIT_AWAITING_REVIEW, EXIT_NO_WORKER
+from client import jobs
 from contracts.job_spec import parse_job_spec
 from tests.waiting import wait_for
 from tests.workflows.conftest import LOCAL
@@ -38,8 +40,6 @@ from tests.workflows.jobkit import (
     wait_status,
 )
 from tests.workflows.test_cli import CLI, REPO_ROOT, pressroom
-from workflows import client as jobs
-from workflows.commands import EXIT_AWAITING_REVIEW, EXIT_NO_WORKER
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

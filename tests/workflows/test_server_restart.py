@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from client import jobs
+from client.devserver import DevServer, free_port
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobResult
 from tests.workflows.jobkit import (
@@ -22,8 +24,6 @@ from tests.workflows.jobkit import (
     start_worker_process,
     wait_status,
 )
-from workflows import client as jobs
-from workflows.devserver import DevServer, free_port
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 

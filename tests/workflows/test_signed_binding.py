@@ -3,7 +3,7 @@ every verified nonce is remembered, and a command is bound to the job's first ru
 
 Each command is signed on the client with the deterministic test keys
 (``tests.workflows.jobkit.reviewer_key``) and sent to a real worker on the dev server, as
-Updates through ``workflows.client`` or as the raw ``resolve`` signal an attacker with
+Updates through ``client.jobs`` or as the raw ``resolve`` signal an attacker with
 namespace access can send; nothing is faked. SECURITY.md §1.
 """
 
@@ -20,6 +20,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from activities.runtime import ActivityRuntime
+from client import jobs
+from client.errors import CommandRefused
 from contracts.job_spec import JobSpec
 from contracts.signing import sign
 from contracts.workflow_messages import (
@@ -37,8 +39,6 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from workflows import client as jobs
-from workflows.errors import CommandRefused
 from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]

@@ -1,6 +1,6 @@
 """Reviewers who prove who they are: every attack on the review, resolve and cancel paths.
 
-Each decision travels the real way — signed on the client (``workflows.client``), sent as a
+Each decision travels the real way — signed on the client (``client.jobs``), sent as a
 Temporal Update to a real worker on the dev server, verified in the workflow's validator —
 and each refusal is checked to have recorded nothing (no Update event in history, no review
 decision in the SQLite store, no article). Keys are deterministic test keys
@@ -20,6 +20,10 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 
 from activities.publish import _verify_signature
 from activities.runtime import ActivityRuntime, principal_of
+from cli.reviewer_keys import ReviewerKeyError, signing_key
+from client import jobs
+from client.errors import CommandRefused, ReviewRejected
+from client.jobs import Decision
 from contracts.errors import JobSpecError, PublishRefused
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.signing import SignatureError, public_key_text, sign, verify
@@ -38,11 +42,7 @@ from tests.workflows.jobkit import (
     update_events,
     wait_status,
 )
-from workflows import client as jobs
-from workflows.client import Decision
-from workflows.errors import CommandRefused, ReviewRejected
 from workflows.research_job import ResearchJobWorkflow
-from workflows.reviewer_keys import ReviewerKeyError, signing_key
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -30,6 +30,9 @@ import pytest
 import yaml
 from temporalio.client import Client
 
+from client import jobs
+from client.devserver import free_port
+from client.errors import JobNotFound
 from contracts.job_spec import parse_job_spec
 from pressroom import app
 from settings import Settings
@@ -44,9 +47,6 @@ from tests.workflows.jobkit import (
     start_worker_process,
 )
 from tests.workflows.test_cli_accounts import pressroom_in
-from workflows import client as jobs
-from workflows.devserver import free_port
-from workflows.errors import JobNotFound
 from workflows.path_check import CHECK_ID_PREFIX, CHECK_WORKFLOW_TYPE
 from workflows.temporal_config import DATA_CONVERTER
 
@@ -221,7 +221,7 @@ async def test_a_stranded_job_names_the_flag_and_its_operator_ends_it_from_the_c
     _job_file, data = _project(tmp_path / "p")  # short paths: the reason is cut at 500
     data["review"] = {"reviewers": [reviewer_entry("alice")], "operators": ["ops"],
                       "timeout": "10m"}
-    from workflows.reviewer_keys import pin_reviewers
+    from cli.reviewer_keys import pin_reviewers
 
     spec, _pinned = pin_reviewers(parse_job_spec(data),
                                   Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home)}))

@@ -16,10 +16,10 @@ from temporalio.client import WorkflowFailureError
 from temporalio.worker import Worker
 
 from activities.runtime import ActivityRuntime
+from client import jobs
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import PendingDraft
 from tests.workflows.jobkit import published_files, running_worker, start_job, wait_status
-from workflows import client as jobs
 from workflows.temporal_config import (
     DATA_CONVERTER,
     WORKFLOW_FAILURE_EXCEPTION_TYPES,

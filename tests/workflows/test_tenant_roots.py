@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from activities.runtime import ActivityRuntime
+from client import jobs
 from contracts.job_spec import parse_job_spec
 from contracts.path_safety import PathRoots
 from contracts.signing import public_key_text
@@ -38,7 +39,6 @@ from tests.workflows.test_path_roots import (
     wait_ended,
     write_job,
 )
-from workflows import client as jobs
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -22,6 +22,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.fail_hook import FAIL_ENV
 from activities.runtime import ActivityRuntime
+from client import jobs
+from client.devserver import DevServer
+from client.errors import SearchAttributesMissing
+from client.visibility_admin import ensure_search_attributes, missing_search_attributes
 from context.vocabulary import BlockedReason
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobState, ResearchJobInput, ResolveInput
@@ -29,9 +33,6 @@ from tests.waiting import wait_for
 from tests.workflows.jobkit import resolve, review, running_worker, start_job, wait_status
 from tests.workflows.test_blocked_evidence import TOPICS, _quota_docs
 from tests.workflows.test_needs_operator import RETRY, wait_parked
-from workflows import client as jobs
-from workflows.devserver import DevServer
-from workflows.errors import SearchAttributesMissing
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import DATA_CONVERTER, WORKFLOW_TYPE
 from workflows.visibility import (
@@ -52,7 +53,6 @@ from workflows.visibility import (
     reason_code,
     search_attribute_updates,
 )
-from workflows.visibility_admin import ensure_search_attributes, missing_search_attributes
 
 
 def _uniq(prefix: str) -> str:

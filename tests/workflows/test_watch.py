@@ -19,15 +19,15 @@ import pytest
 import yaml
 
 from activities.runtime import ActivityRuntime
+from cli.commands import EXIT_AWAITING_REVIEW
+from cli.watch import render
+from client import jobs
 from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobStatus, ResearchProgress, ToolCallSummary
 from tests.waiting import wait_for
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import job_dict, roots_for, running_worker, start_job
 from tests.workflows.test_cli import CLI, REPO_ROOT
-from workflows import client as jobs
-from workflows.commands import EXIT_AWAITING_REVIEW
-from workflows.watch import render
 
 TURN = re.compile(r"research turn (\d+) of (\d+)")
 

@@ -16,7 +16,7 @@ from contracts.workflow_messages import JobStatus, ResearchProgress
 from webconsole.pages.common import Deps, render, signed_in
 
 #: the ``--add-source`` value a hint shows: the option takes the source spec itself as
-#: YAML or JSON (``workflows/resolution.py``), not a file name
+#: YAML or JSON (``cli/resolution.py``), not a file name
 ADD_SOURCE_HINT = "--add-source '{kind: document, name: NAME, path: PATH}'"
 
 #: what each blocked reason can be resolved with (``pressroom resolve JOB <flags>``); the

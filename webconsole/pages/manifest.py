@@ -1,6 +1,6 @@
 """What the model saw: one manifest as a page — every item its security screening flagged,
 wherever it entered (sources, workspace, tool results, review comments: the reader
-``pressroom explain`` uses, ``workflows.explain.flagged_items``), included items by zone
+``pressroom explain`` uses, ``presentation.explain.flagged_items``), included items by zone
 with tokens per partition, exclusions with gate, reason and detail, transforms and what
 their preservation assertions kept, tool-pair anomalies, cache status, both input hashes,
 and the exact serialized request (collapsed)."""
@@ -12,8 +12,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from presentation.explain import attestation_line, flagged_items
 from webconsole.pages.common import Deps, render, signed_in
-from workflows.explain import attestation_line, flagged_items
 
 
 def partitions(manifest: dict[str, Any]) -> list[dict[str, Any]]:

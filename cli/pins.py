@@ -28,6 +28,7 @@ import contextlib
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
+from client.errors import UnresolvedRef
 from contracts.errors import SourceSpecError
 from contracts.git_safety import git_invocation
 from contracts.job_spec import JobSpec
@@ -39,7 +40,6 @@ from contracts.source_specs import (
     is_object_id,
 )
 from contracts.workflow_messages import ResolveInput
-from workflows.errors import UnresolvedRef
 
 #: how long one ``ls-remote`` / ``rev-parse`` may take before the submit gives up
 TIMEOUT_S = 60.0

@@ -1,12 +1,12 @@
 """``pressroom watch JOB``: a live view of one job (README.md, "Commands").
 
-A pure ``render`` turns one status snapshot (``workflows.client.JobView`` plus the spec's
+A pure ``render`` turns one status snapshot (``client.jobs.JobView`` plus the spec's
 turn limit) into lines, so what the view shows is testable without a terminal; ``watch``
 is the thin loop around it. The loop is event-driven: it long-polls the job's history
 (``fetch_history_events(wait_new_event=True)``) and queries the workflow's status only
 when an event arrives, or at most every ``REFRESH_SECONDS`` as a bound — never a busy
 loop. It ends when the job needs a human or ends, with ``status``'s exit code
-(``workflows.commands.exit_code``).
+(``cli.commands.exit_code``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from rich.live import Live
 from rich.text import Text
 from temporalio.client import Client
 
+from client import jobs
 from contracts.pricing import format_usd
-from workflows import client as jobs
 
 #: the longest wait between two status queries when no history event arrives
 REFRESH_SECONDS = 5.0

@@ -12,10 +12,10 @@ Hierarchy::
     │                         was recorded); the message is the validator's reason
     ├── CommandRefused        a signed resolve or cancel was refused by the workflow (not
     │                         blocked, or the signature is missing, unlisted or replayed)
-    ├── ReviewerKeyError      (workflows.reviewer_keys) a reviewer key cannot be created,
+    ├── ReviewerKeyError      (cli.reviewer_keys) a reviewer key cannot be created,
     │                         found or used; names the file, never its content
     ├── UnresolvedRef         a git source's ``ref`` did not resolve to a commit at submit
-    │                         (``workflows.pins``); nothing was started
+    │                         (``cli.pins``); nothing was started
     ├── TemporalUnavailable   the Temporal server cannot be reached at the given address
     └── SearchAttributesMissing  the namespace lacks (or cannot be given) the job's search
                               attributes (``workflows.visibility``); names them and the

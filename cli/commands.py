@@ -3,7 +3,7 @@
 ``pressroom.py`` parses arguments and calls these with its ``Settings`` (Temporal address and
 namespace, store URL, worker grace period; an ``address`` argument is the ``--address``
 flag, which wins over the settings); they talk to Temporal through
-``workflows.client`` and to the artifact store for what the workflow only references (the
+``client.jobs`` and to the artifact store for what the workflow only references (the
 draft text, manifests). Every expected failure is a ``JobError`` or a ``StoreError`` that
 the CLI prints as one line.
 """
@@ -30,6 +30,11 @@ from temporalio.client import Client
 from temporalio.converter import decode_typed_search_attributes
 
 import artifacts
+from cli.pins import pin_refs, pin_resolution
+from cli.resolution import build_resolution
+from cli.reviewer_keys import check_reviewers, pin_reviewers, signing_key
+from client import connection, jobs
+from client.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
 from contracts.errors import JobSpecError, PathOutsideRoots, PathRefused
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.ownership import check_manifest, check_owned, check_record
@@ -51,14 +56,9 @@ from contracts.workflow_messages import (
     ToolApprovalInput,
     ToolRejectionInput,
 )
+from presentation.explain import Notes, flagged_items, render_manifest, render_manifests
+from presentation.turns import TraceTurn, argument_line, cache_line, research_turns
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
-from workflows import client as jobs
-from workflows import connection
-from workflows.errors import JobExists, JobNotFound, JobNotWaiting, ReviewRejected
-from workflows.explain import Notes, flagged_items, render_manifest, render_manifests
-from workflows.pins import pin_refs, pin_resolution
-from workflows.resolution import build_resolution
-from workflows.reviewer_keys import check_reviewers, pin_reviewers, signing_key
 from workflows.visibility import PRESSROOM_STAGE, PRESSROOM_STATUS
 
 CLI_PRINCIPAL = "pressroom-cli"
@@ -136,7 +136,7 @@ class StageStep(BaseModel):
 
 class ItemSecurity(BaseModel):
     """One item a manifest's security screening flagged, wherever it entered
-    (``workflows.explain.flagged_items``): ``entered`` is ``source``, ``workspace``,
+    (``presentation.explain.flagged_items``): ``entered`` is ``source``, ``workspace``,
     ``tool_result``, ``review_comment``…; ``detail`` a tool result's tool and turn."""
 
     model_config = ConfigDict(extra="forbid")
@@ -179,36 +179,6 @@ def explain_report(job_id: str, manifests: list[dict[str, Any]],
                                 for text, (_, steps) in notes.seen.items()])
 
 
-class TraceCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    call_id: str
-    tool_name: str
-    arguments: dict[str, Any]
-    status: str | None = None  # None: not run yet
-    rejection: str | None = None
-    result_chars: int | None = None
-
-
-class TraceTurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    turn: int
-    model: str
-    input_tokens: int
-    output_tokens: int
-    manifest_id: str
-    calls: list[TraceCall]
-    #: prompt cache (docs/context-engine.md#prompt-cache-identity): the provider's reported
-    #: cached and cache-write input tokens (None: not reported), and the engine's own count
-    #: of the cacheable prefix it asked for
-    cached_input_tokens: int | None = None
-    cache_write_input_tokens: int | None = None
-    cacheable_prefix_tokens: int | None = None
-    #: the call's cost as the worker priced it (``None``: no price for the model)
-    cost_micro_usd: int | None = None
-
-
 class TraceReport(BaseModel):
     """``pressroom trace --json``: every research turn and its tool calls, and what the
     priced turns cost together (whole micro-dollars; docs/configuration.md#cost-in-money)."""
@@ -233,7 +203,7 @@ class RunReport(BaseModel):
 
 async def connect(settings: Settings, address: str | None = None) -> Client:
     """A client on ``address`` (the ``--address`` flag) or the connection the settings
-    name (``workflows.connection``: ``PRESSROOM_TEMPORAL_*``, then Temporal's own
+    name (``client.connection``: ``PRESSROOM_TEMPORAL_*``, then Temporal's own
     ``TEMPORAL_*`` variables and profile — API key, TLS — then the defaults)."""
     return await connection.connect(settings, address=address)
 
@@ -391,8 +361,8 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     if not wait:
         return RunReport(job_id=spec.job_id)
     steps: list[StageStep] = []
-    if console.is_terminal:  # the live view (workflows/watch.py); plain stage lines otherwise
-        from workflows.watch import watch
+    if console.is_terminal:  # the live view (cli/watch.py); plain stage lines otherwise
+        from cli.watch import watch
 
         view = await watch(console, client, spec.job_id,
                            worker_grace=settings.worker_grace_seconds, live_view=True,
@@ -621,53 +591,6 @@ async def _scope(settings: Settings, job_id: str, view: jobs.JobView,
     return spec.scope.tenant, spec.scope.project, []
 
 
-async def _head_json(store: Any, kind: str, artifact_id: str,
-                     principal: Any) -> dict[str, Any] | None:
-    """The head revision of an artifact as JSON (its bytes verified by the store), or
-    ``None`` when there is none to see — one read, not a head lookup and then a read."""
-    try:
-        _, raw = await store.get(kind, artifact_id, principal=principal)
-    except artifacts.ScopeDenied:  # none in this scope: missing and foreign look alike
-        return None
-    found: dict[str, Any] = json.loads(raw)
-    return found
-
-
-async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceTurn]:
-    """Every research turn of ``job_id`` in order, each with its tool calls and what their
-    results were (``pressroom trace`` and the console's job page both show these): one
-    store read per turn and one per call."""
-    turns: list[TraceTurn] = []
-    number = 1
-    while (decision := await _head_json(store, "model_decision",
-                                        f"{job_id}.turn.{number:04d}", principal)) is not None:
-        usage = decision.get("usage") or {}
-        turn = TraceTurn(turn=int(decision.get("turn", number)),
-                         model=str(decision.get("model", "")),
-                         input_tokens=int(usage.get("input_tokens") or 0),
-                         output_tokens=int(usage.get("output_tokens") or 0),
-                         manifest_id=str(decision.get("manifest_id", "")), calls=[],
-                         cost_micro_usd=(None if usage.get("cost_micro_usd") is None
-                                         else int(usage["cost_micro_usd"])),
-                         **{k: usage[k] for k in ("cached_input_tokens",
-                                                  "cache_write_input_tokens",
-                                                  "cacheable_prefix_tokens")
-                            if isinstance(usage.get(k), int)})
-        for call in decision.get("planned") or []:
-            record = await _head_json(store, "tool_record",
-                                      f"{job_id}:tool:{call['call_id']}", principal)
-            result = None if record is None else record.get("result")
-            turn.calls.append(TraceCall(
-                call_id=str(call["call_id"]), tool_name=str(call.get("tool_name", "")),
-                arguments=call.get("arguments") or {},
-                status=result["status"] if result else None,
-                rejection=(result.get("rejection") or None) if result else None,
-                result_chars=len(str(result.get("content", ""))) if result else None))
-        turns.append(turn)
-        number += 1
-    return turns
-
-
 async def trace(console: Console, settings: Settings, job_id: str,
                 address: str | None = None) -> TraceReport:
     view = await jobs.view_job(await connect(settings, address), job_id,
@@ -697,24 +620,6 @@ async def trace(console: Console, settings: Settings, job_id: str,
                   + ("" if all(t.cost_micro_usd is not None for t in turns)
                      else " (turns without a price count nothing)"))
     return TraceReport(job_id=job_id, turns=turns, cost_micro_usd=total)
-
-
-def cache_line(turn: TraceTurn) -> str:
-    """``cached N written N of prefix N `` when the turn recorded cache figures."""
-    if turn.cached_input_tokens is None and turn.cacheable_prefix_tokens is None:
-        return ""
-    return (f"cached {turn.cached_input_tokens or 0} written "
-            f"{turn.cache_write_input_tokens or 0} of prefix "
-            f"{turn.cacheable_prefix_tokens or 0} ")
-
-
-def argument_line(arguments: dict[str, Any]) -> str:
-    """A call's arguments in one short line (a note shows its topic, a plan its size)."""
-    if "text" in arguments:
-        return f"text: {len(str(arguments['text']))} chars"
-    if "claim" in arguments:
-        return f"topic={arguments.get('topic')} citations={len(arguments.get('citations', []))}"
-    return " ".join(f"{k}={v}" for k, v in sorted(arguments.items()) if k != "open_items")
 
 
 def visible_status(job: jobs.VisibleJob) -> str:
@@ -931,7 +836,7 @@ async def cancel(console: Console, settings: Settings, job_id: str,
 
 async def explain(console: Console, settings: Settings, job_id: str, step: str | None = None,
                   address: str | None = None, *, turn: int | None = None) -> ExplainReport:
-    """Render the job's manifests (``workflows.explain``): per step, then the notes they
+    """Render the job's manifests (``presentation.explain``): per step, then the notes they
     share once; returns what was shown."""
     view = await jobs.view_job(await connect(settings, address), job_id,
                                worker_grace=settings.worker_grace_seconds)

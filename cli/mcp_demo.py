@@ -81,7 +81,7 @@ def write_servers_file(home: Path, repo: Path) -> Path:
         "call_timeout_s": 30, "list_timeout_s": 20,
     }}}
     path = home / SERVERS_FILE
-    path.write_text("# written by `pressroom demo --example mcp` (workflows/mcp_demo.py)\n"
+    path.write_text("# written by `pressroom demo --example mcp` (cli/mcp_demo.py)\n"
                     + yaml.safe_dump(table, sort_keys=False), encoding="utf-8")
     load_mcp_servers(path)
     return path

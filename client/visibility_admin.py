@@ -17,7 +17,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.errors import SearchAttributesMissing
+from client.errors import SearchAttributesMissing
 from workflows.visibility import SEARCH_ATTRIBUTE_TYPES, cli_type_name, create_command
 
 __all__ = ["ensure_search_attributes", "missing_search_attributes"]

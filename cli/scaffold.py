@@ -4,7 +4,7 @@ Why: a newcomer should not have to reverse-engineer ``examples/job.yaml`` and
 ``contracts/job_spec.py`` to run a first job. ``init`` writes every field a spec needs, each
 with a comment saying what it does, and fills in what it can:
 
-* git sources are pinned as ``pressroom run`` pins them (``workflows.pins``): ``--repo
+* git sources are pinned as ``pressroom run`` pins them (``cli.pins``): ``--repo
   PATH@REF`` records the ref and the commit it names now (``HEAD`` without ``@REF``);
 * topics and their terms are suggested from the question, deterministically: its content
   words (``content_words``: lower-cased, stopwords and short words dropped, first
@@ -29,10 +29,10 @@ from typing import Any
 
 import yaml
 
+from cli.pins import Report, resolve_ref
 from contracts.errors import JobError, SourceSpecError
 from contracts.job_spec import parse_job_spec
 from contracts.source_specs import REMOTE_LOCATION, expand_location
-from workflows.pins import Report, resolve_ref
 
 __all__ = ["InitError", "InitRequest", "content_words", "render_spec", "write_spec"]
 

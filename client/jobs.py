@@ -1,7 +1,7 @@
 """Client-side job operations: start, look at, review, resolve, cancel, list.
 
 Runs outside any workflow (the CLI, the demo, tests, the benchmark). Each operation turns
-Temporal's errors into the typed errors of ``workflows.errors`` so callers can print one
+Temporal's errors into the typed errors of ``client.errors`` so callers can print one
 line. Starting is refused for an existing job id (the id is never reused), and a review is
 sent as the ``review`` Update so the workflow's validator decides — a refused decision
 comes back as ``ReviewRejected`` with the validator's reason and nothing recorded.
@@ -35,6 +35,14 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.errors import (
+    CommandRefused,
+    JobExists,
+    JobNotFound,
+    JobNotWaiting,
+    ReviewRejected,
+    SearchAttributesMissing,
+)
 from context.admission.security import redact_secrets
 from contracts.activity_messages import PathCheckInput, PathCheckResult
 from contracts.errors import JobSpecError
@@ -55,14 +63,6 @@ from contracts.workflow_messages import (
     ToolRejectionInput,
 )
 from settings import DEFAULT_WORKER_GRACE_SECONDS
-from workflows.errors import (
-    CommandRefused,
-    JobExists,
-    JobNotFound,
-    JobNotWaiting,
-    ReviewRejected,
-    SearchAttributesMissing,
-)
 from workflows.path_check import CHECK_ID_PREFIX, CheckJobPathsWorkflow
 from workflows.research_job import ResearchJobWorkflow
 from workflows.temporal_config import WORKFLOW_TYPE
@@ -126,7 +126,7 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
     """Start ``spec`` as workflow id = job id; an id used before is refused.
 
     Every reviewer and operator must carry a public key by now (``pressroom run`` pins
-    name-only ones from the registry: ``workflows.reviewer_keys.pin_reviewers``); a job whose
+    name-only ones from the registry: ``cli.reviewer_keys.pin_reviewers``); a job whose
     decisions no one could sign is refused here, before it starts. The spec is validated
     again first (``recheck_job_spec``), so a spec changed in code since it was parsed —
     a reviewer name the store refuses, a blank topic term — is a ``JobSpecError`` here,
@@ -139,7 +139,7 @@ async def start_job(client: Client, spec: JobSpec, *, task_queue: str) -> Workfl
     unpinned = spec.review.unpinned()
     if unpinned:
         raise JobSpecError(f"job spec {spec.job_id}: field 'review.reviewers': no public key "
-                           f"for {unpinned} (pin them: workflows.reviewer_keys.pin_reviewers)")
+                           f"for {unpinned} (pin them: cli.reviewer_keys.pin_reviewers)")
     try:
         return await client.start_workflow(
             ResearchJobWorkflow.run, ResearchJobInput(spec=spec), id=spec.job_id,

@@ -26,15 +26,15 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rich.console import Console
 
+from cli import mcp_demo
+from cli.commands import follow, show_draft
+from cli.reviewer_keys import keygen, pin_reviewers, signing_key
+from client import jobs
+from client.devserver import DevServer, free_port, port_free
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec, load_job_spec
 from contracts.signing import key_file_name
 from settings import Settings
-from workflows import client as jobs
-from workflows import mcp_demo
-from workflows.commands import follow, show_draft
-from workflows.devserver import DevServer, free_port, port_free
-from workflows.reviewer_keys import keygen, pin_reviewers, signing_key
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO_ROOT / "examples"
@@ -53,7 +53,7 @@ class ConsoleRunner(Protocol):
 
 class WorkerRunner(Protocol):
     """``worker.run_worker``'s shape. The entry point (``pressroom.py``) passes it in: the
-    worker sits above the workflows layer, which must not import it."""
+    worker is an entry point of its own, which no package imports."""
 
     def __call__(self, settings: Settings, *, address: str | None = ...,
                  task_queue: str | None = ..., ready: asyncio.Event | None = ...,
@@ -145,7 +145,7 @@ def example_job(name: str, fixtures: Path) -> Path:
     """The job file of example ``name``: ``retry`` (``examples/job.yaml``), ``asyncio``
     (rendered by the fixture build beside the standard-library corpus, whose commit it
     pins) or ``mcp`` (``examples/mcp_job.yaml``: an MCP server and a live page,
-    ``workflows.mcp_demo``)."""
+    ``cli.mcp_demo``)."""
     if name == "retry":
         return EXAMPLE_JOB
     if name == "asyncio":

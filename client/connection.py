@@ -1,6 +1,6 @@
 """How every Pressroom client reaches Temporal: one place that builds the connection.
 
-``pressroom`` commands (``workflows.commands.connect``), the worker (``worker.connect``),
+``pressroom`` commands (``cli.commands.connect``), the worker (``worker.connect``),
 the review console (``webconsole.server``) and ``pressroom doctor`` all call
 ``resolve`` / ``connect`` here, so a cluster reached by one is reached by all — a plain
 dev server, a self-hosted cluster with mutual TLS, or Temporal Cloud with an API key.
@@ -37,6 +37,7 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, DataSource
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
+from client.errors import TemporalUnavailable
 from contracts.errors import JobError
 from settings import (
     DEFAULT_ADDRESS,
@@ -50,7 +51,6 @@ from settings import (
     TEMPORAL_NAMESPACE,
     Settings,
 )
-from workflows.errors import TemporalUnavailable
 from workflows.temporal_config import DATA_CONVERTER
 
 __all__ = ["CONNECT_TIMEOUT", "ConnectionConfigError", "NamespaceNotFound", "Target",

@@ -3,7 +3,8 @@
 ``pressroom reviewer keygen NAME`` writes an Ed25519 private key to
 ``$PRESSROOM_HOME/keys/NAME.key`` (folder 0700, file 0600, never overwritten) and prints its
 public key; ``--register`` also writes the public key to the operator's reviewer registry,
-``$PRESSROOM_HOME/reviewers/NAME.pub``. ``approve`` / ``request-changes`` / ``reject`` /
+``$PRESSROOM_HOME/reviewers/NAME.pub`` (``contracts.reviewer_registry`` reads and writes
+it, here as everywhere). ``approve`` / ``request-changes`` / ``reject`` /
 ``resolve`` / ``cancel`` sign with the reviewer's key (``--key``, ``$PRESSROOM_REVIEWER_KEY``
 or the default path) and refuse a key file others can read, as ``ssh`` does.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from contracts import reviewer_registry
 from contracts.errors import JobError, JobSpecError
 from contracts.job_spec import JobSpec, ReviewerSpec
 from contracts.names import check_name
@@ -77,15 +79,13 @@ def known_names(settings: Settings) -> list[str]:
     """The names already registered, as their entries' file stems: the reviewer registry's
     ``<name>.pub`` and the review console's ``<name>.json`` accounts (``contracts.names``
     compares them by confusable skeleton)."""
-    found: set[str] = set()
-    for folder, suffix in ((settings.reviewers_dir, ".pub"),
-                           (settings.console_accounts_dir, ".json")):
-        try:
-            entries = os.listdir(folder)
-        except OSError:
-            continue
-        found.update(e[:-len(suffix)] for e in entries
-                     if e.endswith(suffix) and not e.startswith("."))
+    found = set(reviewer_registry.names(settings.reviewers_dir))
+    try:
+        entries = os.listdir(settings.console_accounts_dir)
+    except OSError:
+        entries = []
+    found.update(e.removesuffix(".json") for e in entries
+                 if e.endswith(".json") and not e.startswith("."))
     return sorted(found)
 
 
@@ -105,9 +105,13 @@ def keygen(settings: Settings, name: str, *, out: Path | None = None,
     public = public_key_text(key)
     registered = None
     if register:
-        settings.reviewers_dir.mkdir(parents=True, exist_ok=True)
-        registered = settings.reviewers_dir / f"{key_file_name(name)}.pub"
-        _write_new(registered, (public + "\n").encode("ascii"), 0o644)
+        try:
+            registered = reviewer_registry.write_entry(settings.reviewers_dir, name, public)
+        except reviewer_registry.RegistryEntryExists:
+            raise ReviewerKeyError(f"{reviewer_registry.entry_path(settings.reviewers_dir, name)}"
+                                   " already exists; not overwriting a key") from None
+        except reviewer_registry.RegistryError as exc:
+            raise ReviewerKeyError(str(exc)) from None
     return Keygen(private_key=out, public_key=public, registered=registered)
 
 
@@ -147,13 +151,15 @@ def signing_key(settings: Settings, signer: str, key_path: Path | None = None
 
 
 def _registered(settings: Settings, name: str) -> str | None:
-    path = settings.reviewers_dir / f"{key_file_name(name)}.pub"
+    """``name``'s registered public key (``contracts.reviewer_registry``: a symbolic link
+    refused), checked to be one; ``None`` when there is no entry."""
+    path = reviewer_registry.entry_path(settings.reviewers_dir, name)
     try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
+        text = reviewer_registry.read_entry(settings.reviewers_dir, name)
+    except reviewer_registry.RegistryError as exc:
+        raise JobSpecError(str(exc)) from None
+    if text is None:
         return None
-    except (OSError, UnicodeDecodeError):
-        raise JobSpecError(f"reviewer registry entry {path} cannot be read") from None
     try:
         parse_public_key(text)
     except SignatureError as exc:

@@ -20,7 +20,7 @@ from typing import IO
 
 from temporalio.client import Client
 
-from workflows.errors import TemporalUnavailable
+from client.errors import TemporalUnavailable
 from workflows.temporal_config import DATA_CONVERTER, temporal_binary
 from workflows.visibility import dev_server_args
 

@@ -1,8 +1,8 @@
 """``pressroom doctor``: connect to what the settings name and say what was found.
 
-One ``Check`` per line: the Temporal connection options (``workflows.connection``), the
+One ``Check`` per line: the Temporal connection options (``client.connection``), the
 server reachable, the namespace there, Pressroom's search attributes registered
-(``workflows.visibility_admin``), a worker polling the task queue, the artifact store
+(``client.visibility_admin``), a worker polling the task queue, the artifact store
 reachable and its schema at the shipped head (``artifacts.migrate``), the attestation key
 file. Each check is bounded by ``per_check`` seconds and all of them by ``deadline``; a
 check that cannot run because an earlier one failed is ``skip`` (not a failure of its
@@ -31,11 +31,11 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.connection import Target, TlsFlags, connect_target, resolve
+from client.visibility_admin import missing_search_attributes
 from contracts.errors import JobError
 from settings import ATTESTATION_KEYS, Settings
-from workflows.connection import Target, TlsFlags, connect_target, resolve
 from workflows.visibility import create_command
-from workflows.visibility_admin import missing_search_attributes
 
 __all__ = ["Check", "run_doctor"]
 

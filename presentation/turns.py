@@ -1,0 +1,112 @@
+"""What a research turn looks like as data and as text, for every reader of it.
+
+``research_turns`` reads a job's turns from the store (each ``model_decision`` and the
+``tool_record`` of each planned call); ``pressroom trace`` (``cli.commands``) prints them and
+the review console's job page (``webconsole``) renders them. ``argument_line`` and
+``cache_line`` are the one-line forms both show. Owned by neither: the console must not
+import the CLI (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+import artifacts
+
+
+class TraceCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    status: str | None = None  # None: not run yet
+    rejection: str | None = None
+    result_chars: int | None = None
+
+
+class TraceTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    model: str
+    input_tokens: int
+    output_tokens: int
+    manifest_id: str
+    calls: list[TraceCall]
+    #: prompt cache (docs/context-engine.md#prompt-cache-identity): the provider's reported
+    #: cached and cache-write input tokens (None: not reported), and the engine's own count
+    #: of the cacheable prefix it asked for
+    cached_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+    cacheable_prefix_tokens: int | None = None
+    #: the call's cost as the worker priced it (``None``: no price for the model)
+    cost_micro_usd: int | None = None
+
+
+async def _head_json(store: Any, kind: str, artifact_id: str,
+                     principal: Any) -> dict[str, Any] | None:
+    """The head revision of an artifact as JSON (its bytes verified by the store), or
+    ``None`` when there is none to see — one read, not a head lookup and then a read."""
+    try:
+        _, raw = await store.get(kind, artifact_id, principal=principal)
+    except artifacts.ScopeDenied:  # none in this scope: missing and foreign look alike
+        return None
+    found: dict[str, Any] = json.loads(raw)
+    return found
+
+
+async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceTurn]:
+    """Every research turn of ``job_id`` in order, each with its tool calls and what their
+    results were (``pressroom trace`` and the console's job page both show these): one
+    store read per turn and one per call."""
+    turns: list[TraceTurn] = []
+    number = 1
+    while (decision := await _head_json(store, "model_decision",
+                                        f"{job_id}.turn.{number:04d}", principal)) is not None:
+        usage = decision.get("usage") or {}
+        turn = TraceTurn(turn=int(decision.get("turn", number)),
+                         model=str(decision.get("model", "")),
+                         input_tokens=int(usage.get("input_tokens") or 0),
+                         output_tokens=int(usage.get("output_tokens") or 0),
+                         manifest_id=str(decision.get("manifest_id", "")), calls=[],
+                         cost_micro_usd=(None if usage.get("cost_micro_usd") is None
+                                         else int(usage["cost_micro_usd"])),
+                         **{k: usage[k] for k in ("cached_input_tokens",
+                                                  "cache_write_input_tokens",
+                                                  "cacheable_prefix_tokens")
+                            if isinstance(usage.get(k), int)})
+        for call in decision.get("planned") or []:
+            record = await _head_json(store, "tool_record",
+                                      f"{job_id}:tool:{call['call_id']}", principal)
+            result = None if record is None else record.get("result")
+            turn.calls.append(TraceCall(
+                call_id=str(call["call_id"]), tool_name=str(call.get("tool_name", "")),
+                arguments=call.get("arguments") or {},
+                status=result["status"] if result else None,
+                rejection=(result.get("rejection") or None) if result else None,
+                result_chars=len(str(result.get("content", ""))) if result else None))
+        turns.append(turn)
+        number += 1
+    return turns
+
+
+def cache_line(turn: TraceTurn) -> str:
+    """``cached N written N of prefix N `` when the turn recorded cache figures."""
+    if turn.cached_input_tokens is None and turn.cacheable_prefix_tokens is None:
+        return ""
+    return (f"cached {turn.cached_input_tokens or 0} written "
+            f"{turn.cache_write_input_tokens or 0} of prefix "
+            f"{turn.cacheable_prefix_tokens or 0} ")
+
+
+def argument_line(arguments: dict[str, Any]) -> str:
+    """A call's arguments in one short line (a note shows its topic, a plan its size)."""
+    if "text" in arguments:
+        return f"text: {len(str(arguments['text']))} chars"
+    if "claim" in arguments:
+        return f"topic={arguments.get('topic')} citations={len(arguments.get('citations', []))}"
+    return " ".join(f"{k}={v}" for k, v in sorted(arguments.items()) if k != "open_items")
