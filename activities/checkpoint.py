@@ -16,8 +16,9 @@ from typing import Any
 from activities.parsed import PARSED
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from contracts.activity_messages import CheckpointInput, CheckpointResult, StepState
+from contracts.steps import CHECKPOINT_STAGES
 
-STAGES = ("plan", "research", "draft", "review", "revise", "publish")
+STAGES = CHECKPOINT_STAGES
 MAX_CLAIMS = 60
 
 

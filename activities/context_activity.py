@@ -35,9 +35,10 @@ from context.request import ModelSpec, PrincipalContext, TopicSpec
 from context.tool_history import ToolDefinition
 from contracts.activity_messages import AssembleContextInput, ContextRef
 from contracts.job_spec import JobSpec
+from contracts.steps import ASSEMBLY_STAGES, AssemblyStage
 
 #: What each stage is deciding; the engine ranks relevance against it.
-DECISIONS = {
+DECISIONS: dict[AssemblyStage, str] = {
     "plan": "write a research plan covering every topic and required source",
     "research": "research the topics with the tools and note each finding with citations",
     "draft": "draft the article from admitted evidence, one citation per claim",
@@ -45,7 +46,7 @@ DECISIONS = {
     "publish": "confirm the approved draft is the one being published",
 }
 #: Stages that need topic evidence; before research there is none to demand.
-EVIDENCE_STAGES = frozenset({"draft", "revise", "publish"})
+EVIDENCE_STAGES = frozenset(s for s in ASSEMBLY_STAGES if s not in ("plan", "research"))
 
 
 async def previous_manifest(store: ArtifactStore, spec: JobSpec, step_id: str

@@ -85,6 +85,7 @@ from bench.jobs import with_bench_reviewer
 from context.tokens import default_counter
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
+from contracts.steps import STAGES
 from settings import Settings
 from worker import build_worker
 from workflows import client as jobs
@@ -145,7 +146,7 @@ async def run_job(client: Any, runtime: ActivityRuntime, spec: JobSpec) -> tuple
         handle = await jobs.start_job(client, spec, task_queue=queue)
         while True:
             status = await handle.query(ResearchJobWorkflow.status)
-            if status.status != "running" or status.stage not in ("start", "plan", "research"):
+            if status.status != "running" or status.stage not in STAGES[:STAGES.index("draft")]:
                 break
             await asyncio.sleep(0.5)
         wall = time.perf_counter() - start

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context.seal.render import DataBlockError, DataBlockView, parse_data_blocks
+from context.vocabulary import ADAPTER_NAMES
 from contracts.errors import ProviderConfigError, ProviderInputError
 
-ADAPTERS = ("openai_chat", "anthropic_messages")
+ADAPTERS = ADAPTER_NAMES
 
 
 @dataclass
