@@ -40,6 +40,7 @@ from activities.parsed import PARSED
 from activities.record_turn import read_chunks
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
+from artifacts import Store
 from artifacts.errors import IntegrityError
 from context.items import (
     AttestationCheck,
@@ -146,7 +147,7 @@ def render_job_spec(spec: JobSpec) -> str:
 
 
 class _Loader:
-    def __init__(self, store: Any, spec: JobSpec, inp: AssembleContextInput,
+    def __init__(self, store: Store, spec: JobSpec, inp: AssembleContextInput,
                  policy: ContextPolicy | None, roots: PathRoots) -> None:
         self.store, self.inp, self.spec, self.policy = store, inp, spec, policy
         self.roots = roots
@@ -345,6 +346,7 @@ class _Loader:
                                      parent_revision=head.revision if head else None,
                                      write_id=f"ws:{digest}", media_type="text/markdown",
                                      metadata={"path": rel, "text_hash": digest})
+            assert rec is not None  # the head, or the revision just written
             self.add(item_id=f"workspace:{rel}", source_type=SourceType.EDITABLE_PROJECT_FILE,
                      trust=Trust.PROJECT_EDITABLE, role=Role.UNTRUSTED_DATA, content=text,
                      revision=str(rec.revision), producer="workspace",
@@ -452,7 +454,7 @@ def _tool_history(body: bytes) -> ToolHistory:
                        results=[ToolResult.model_validate(r) for r in tools["results"]])
 
 
-async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput,
+async def load_candidates(store: Store, spec: JobSpec, inp: AssembleContextInput,
                           policy: ContextPolicy | None = None, *,
                           roots: PathRoots) -> CandidateSet:
     """The step's candidates; ``policy`` (the one the step assembles under) decides which

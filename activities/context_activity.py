@@ -26,7 +26,7 @@ from activities.mcp.listing import tool_definitions as mcp_tool_definitions
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, manifest_counts, now_ns
-from artifacts.store import ArtifactStore
+from artifacts import Store
 from context.admission.security import redact_secrets
 from context.items import ScopeRef
 from context.manifest import ContextAssemblyManifest
@@ -49,7 +49,7 @@ DECISIONS: dict[AssemblyStage, str] = {
 EVIDENCE_STAGES = frozenset(s for s in ASSEMBLY_STAGES if s not in ("plan", "research"))
 
 
-async def previous_manifest(store: ArtifactStore, spec: JobSpec, step_id: str
+async def previous_manifest(store: Store, spec: JobSpec, step_id: str
                             ) -> ContextAssemblyManifest | None:
     """The latest manifest sealed by an earlier step of the job, which the prompt-cache
     identity is compared with (docs/context-engine.md#prompt-cache-identity): without it

@@ -76,6 +76,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from artifacts import Store
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tools_id
@@ -491,7 +493,7 @@ class _AtTurn:
     sealed request names (the job went on to write later ones); everything else a turn
     reads is held at a revision its input names."""
 
-    def __init__(self, store: Any, checkpoint: dict[str, Any] | None) -> None:
+    def __init__(self, store: Store, checkpoint: dict[str, Any] | None) -> None:
         self._store, self._checkpoint = store, checkpoint
 
     def __getattr__(self, name: str) -> Any:

@@ -26,7 +26,7 @@ PINNED: dict[str, list[str]] = {
         "ArtifactKind", "ArtifactNotFound", "ArtifactRecord", "ArtifactStore",
         "DatabaseUnavailable", "IntegrityError", "InvalidArtifact", "Principal",
         "RevisionConflict", "SchemaNotReady", "Scope", "ScopeDenied", "SealedConflict",
-        "StoreError", "content_hash", "json_hash", "open_store",
+        "Store", "StoreError", "content_hash", "json_hash", "open_store",
     ],
     # the contracts and workflows fronts name modules, not classes: importing one message
     # module must not load the others (the workflow sandbox imports them one by one)

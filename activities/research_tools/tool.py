@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from activities.research_tools.arguments import Arguments, parse_with, schema_of
 from activities.sources.kind import CitedRange
 from activities.tool_errors import ToolRejected
+from artifacts import Store
 from context.tool_history import ToolDefinition
 from contracts.activity_messages import ToolApproval
 from contracts.job_spec import JobSpec
@@ -40,7 +41,7 @@ class ToolContext:
     at their stored revisions (``activities.web_refresh``; fetched once, on first read)."""
 
     runtime: Any
-    store: Any
+    store: Store
     spec: JobSpec
     principal: Any
     call_id: str
