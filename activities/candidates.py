@@ -42,24 +42,25 @@ from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
 from artifacts import Store
 from artifacts.errors import IntegrityError
-from context.items import (
-    AttestationCheck,
-    ContextItem,
-    ScopeRef,
-    SourceAcquisition,
-    SourceRef,
-    sha256_text,
-)
-from context.policy import ContextPolicy
-from context.tool_history import ToolCall, ToolHistory, ToolResult
-from context.tools.aging import aged_call_ids, folds_history
-from context.vocabulary import (
+from context import (
     AcquisitionOutcome,
     Attestation,
+    AttestationCheck,
+    ContextItem,
+    ContextPolicy,
     Role,
+    ScopeRef,
     SecurityClass,
+    SourceAcquisition,
+    SourceRef,
     SourceType,
+    ToolCall,
+    ToolHistory,
+    ToolResult,
     Trust,
+    aged_call_ids,
+    folds_history,
+    sha256_text,
 )
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.errors import PathRefused

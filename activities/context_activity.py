@@ -27,12 +27,16 @@ from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, manifest_counts, now_ns
 from artifacts import Store
-from context.admission.security import redact_secrets
-from context.items import ScopeRef
-from context.manifest import ContextAssemblyManifest
-from context.policy import ContextPolicy
-from context.request import ModelSpec, PrincipalContext, TopicSpec
-from context.tool_history import ToolDefinition
+from context import (
+    ContextAssemblyManifest,
+    ContextPolicy,
+    ModelSpec,
+    PrincipalContext,
+    ScopeRef,
+    ToolDefinition,
+    TopicSpec,
+    redact_secrets,
+)
 from contracts.activity_messages import AssembleContextInput, ContextRef
 from contracts.job_spec import JobSpec
 from contracts.steps import ASSEMBLY_STAGES, AssemblyStage

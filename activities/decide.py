@@ -45,10 +45,7 @@ from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
 from activities.telemetry import emit, now_ns
 from artifacts import Store, content_hash
-from context.admission.security import redact_arguments
-from context.seal.adapters import get_adapter
-from context.seal.cache import shared_prefix_tokens
-from context.tokens import default_counter
+from context import default_counter, get_adapter, redact_arguments, shared_prefix_tokens
 from contracts.activity_messages import (
     MAX_TOOL_ARGUMENT_CHARS,
     DecideInput,

@@ -36,7 +36,7 @@ from activities.runtime import (
 from activities.sources.evidence import EvidenceRecord
 from activities.sources.kind import CitedRange
 from artifacts import Store
-from context.items import sha256_text
+from context import sha256_text
 from contracts.activity_messages import ArtifactRef, RecordTurnInput, RecordTurnResult
 from contracts.job_spec import JobSpec
 

@@ -28,7 +28,7 @@ from temporalio import activity
 from activities.providers import PROVIDERS
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.tool_errors import RejectionKind
-from context.vocabulary import BlockedReason, ExclusionReason, Partition
+from context import BlockedReason, ExclusionReason, Partition
 from contracts.steps import ASSEMBLY_STAGES
 
 #: label values outside a bounded set

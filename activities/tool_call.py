@@ -40,10 +40,7 @@ from activities.telemetry import emit, now_ns
 from activities.tool_errors import RejectionKind, ToolRejected
 from activities.web_refresh import web_pages
 from artifacts import Store, content_hash
-from context.admission.security import redact_secrets
-from context.errors import ToolHistoryError
-from context.items import sha256_text
-from context.tool_history import canonical_argument_hash
+from context import ToolHistoryError, canonical_argument_hash, redact_secrets, sha256_text
 from contracts.activity_messages import ToolCallInput, ToolCallResult
 from contracts.job_spec import JobSpec
 

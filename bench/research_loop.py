@@ -84,7 +84,7 @@ from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tool
 from activities.runtime import ActivityRuntime, principal_of, ref_of
 from bench.devserver import start_quiet_dev_server
 from bench.jobs import with_bench_reviewer
-from context.tokens import default_counter
+from context import default_counter
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
 from contracts.steps import STAGES
@@ -444,7 +444,7 @@ async def replay_pressroom(trace: dict[str, Any], home: Path, contents: dict[str
     from activities.candidates import load_candidates
     from activities.context_activity import _request
     from activities.job_policy import job_policy
-    from context.items import sha256_text
+    from context import sha256_text
     from contracts.activity_messages import AssembleContextInput
 
     settings = Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home),

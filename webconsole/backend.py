@@ -37,7 +37,7 @@ from temporalio.client import Client
 import artifacts
 from artifacts import Store
 from artifacts.errors import InvalidArtifact, ScopeDenied
-from context.limits.blocks import DataBlockView
+from context import DataBlockView
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record

@@ -35,7 +35,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from context.admission.security import redact_secrets
+from context import redact_secrets
 from contracts.activity_messages import PathCheckInput, PathCheckResult
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec, recheck_job_spec

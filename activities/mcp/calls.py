@@ -33,7 +33,7 @@ from activities.runtime import dumps, pause_point, principal_of, scope_of
 from activities.tool_errors import ToolRejected
 from artifacts import Store
 from artifacts.errors import RevisionConflict
-from context.admission.security import detector_for, redact_secrets
+from context import detector_for, redact_secrets
 from contracts.activity_messages import ToolApproval
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import split_tool_name

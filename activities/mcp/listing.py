@@ -27,8 +27,7 @@ from typing import Any
 from activities.mcp.client import McpToolError, list_tools
 from activities.runtime import dumps, principal_of, put_once
 from artifacts import Store
-from context.admission.security import detector_for, redact_secrets
-from context.tool_history import ToolDefinition
+from context import ToolDefinition, detector_for, redact_secrets
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import McpServers, tool_name
 

@@ -13,8 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from context.seal.render import DataBlockError, DataBlockView, parse_data_blocks
-from context.vocabulary import ADAPTER_NAMES
+from context import ADAPTER_NAMES, DataBlockError, DataBlockView, parse_data_blocks
 from contracts.errors import ProviderConfigError, ProviderInputError
 
 ADAPTERS = ADAPTER_NAMES

@@ -23,7 +23,7 @@ from activities.research_tools.arguments import Arguments, parse_with, schema_of
 from activities.sources.kind import CitedRange
 from activities.tool_errors import ToolRejected
 from artifacts import Store
-from context.tool_history import ToolDefinition
+from context import ToolDefinition
 from contracts.activity_messages import ToolApproval
 from contracts.job_spec import JobSpec
 

@@ -23,8 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from context.errors import ContextError
-from context.policy import ContextPolicy, load_policy
+from context import ContextError, ContextPolicy, load_policy
 from evals.context_lab import baseline, baseline_gated, baseline_topk, strategy
 from evals.context_lab.baseline import run_dump_all
 from evals.context_lab.baseline_gated import run_gated_dump

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from context.request import TopicSpec
+from context import TopicSpec
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.errors import DatasetError
 from evals.context_lab.gate import GateCheck, GateResult
