@@ -44,8 +44,8 @@ from artifacts import Store
 from artifacts.errors import IntegrityError
 from context import (
     AcquisitionOutcome,
-    Attestation,
     AttestationCheck,
+    AttestationStatus,
     ContextItem,
     ContextPolicy,
     Role,
@@ -103,13 +103,14 @@ class CandidateSet:
     attestations: dict[str, AttestationCheck] = field(default_factory=dict)
 
 
-_WORST = {Attestation.INVALID: 2, Attestation.UNSIGNED: 1, Attestation.VERIFIED: 0}
+_WORST = {AttestationStatus.INVALID: 2, AttestationStatus.UNSIGNED: 1,
+          AttestationStatus.VERIFIED: 0}
 
 
 @functools.lru_cache(maxsize=256)
 def _check(status: str, key_id: str | None, detail: str) -> AttestationCheck:
     """One shared (frozen) object per verdict."""
-    return AttestationCheck(status=Attestation(status), key_id=key_id, detail=detail)
+    return AttestationCheck(status=AttestationStatus(status), key_id=key_id, detail=detail)
 
 
 def _worst(checks: list[AttestationCheck | None]) -> AttestationCheck | None:
@@ -174,7 +175,7 @@ class _Loader:
         """Content that is not an item (tool history, acquisitions) cannot be excluded by
         the integrity gate: a revision of it that fails its check fails the step."""
         check = self.attest(rec)
-        if check.status is Attestation.INVALID:
+        if check.status is AttestationStatus.INVALID:
             kind = getattr(rec.kind, "value", rec.kind)
             raise ApplicationError(
                 f"{kind}/{rec.artifact_id} revision {rec.revision} fails its attestation "
@@ -427,7 +428,7 @@ def attestation_summary(keyed: bool,
     verified: dict[str, int] = {}
     invalid: list[dict[str, str]] = []
     for revision, check in sorted(checks.items()):
-        if check.status is Attestation.VERIFIED and check.key_id is not None:
+        if check.status is AttestationStatus.VERIFIED and check.key_id is not None:
             verified[check.key_id] = verified.get(check.key_id, 0) + 1
         else:
             invalid.append({"revision": revision, "detail": check.detail})

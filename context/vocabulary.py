@@ -123,7 +123,7 @@ class Freshness(StrEnum):
     UNVERIFIABLE = "unverifiable"
 
 
-class Attestation(StrEnum):
+class AttestationStatus(StrEnum):
     """What the runtime found when it checked a stored revision's signature before the
     item became a candidate (the engine holds no keys; it trusts this verdict and its
     integrity gate refuses ``invalid``)."""

@@ -14,7 +14,7 @@ import pytest
 PINNED: dict[str, list[str]] = {
     "context": [
         "ADAPTER_NAMES", "AcquisitionOutcome", "AdapterName", "AnomalyType", "AssemblyRequest",
-        "Attestation", "AttestationCheck", "BlockedReason", "COUNT_THREADS", "Completeness",
+        "AttestationStatus", "AttestationCheck", "BlockedReason", "COUNT_THREADS", "Completeness",
         "ContextAssemblyBlocked", "ContextAssemblyManifest", "ContextError", "ContextItem",
         "ContextPolicy", "DataBlockError", "DataBlockView", "Detector", "ENCODING_NAME",
         "ESTIMATOR", "ExclusionReason", "FOLD_PREFIX", "GATE_ORDER", "Gate", "GateRunner",

@@ -64,7 +64,7 @@ from context.policy import ContextPolicy
 from context.vocabulary import (
     GATE_ORDER,
     SECURITY_LEVEL,
-    Attestation,
+    AttestationStatus,
     ExclusionReason,
     Freshness,
     Gate,
@@ -295,7 +295,7 @@ class GateRunner:
                 f"content hash mismatch: claimed {item.content_hash}, content hashes to {actual}",
             )
         attested = item.attestation
-        if attested is not None and attested.status is Attestation.INVALID:
+        if attested is not None and attested.status is AttestationStatus.INVALID:
             return (
                 ExclusionReason.HARD_GATE_REJECTED,
                 f"attestation invalid: {attested.detail or 'the stored revision is not signed'}",

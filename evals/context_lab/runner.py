@@ -33,7 +33,7 @@ from evals.context_lab.errors import DatasetError
 from evals.context_lab.gate import (
     CaseRun,
     Comparison,
-    GateResult,
+    ContextReleaseGate,
     StrategyMetrics,
     compare,
     metrics,
@@ -73,7 +73,7 @@ class ModeResult(BaseModel):
     mode: str
     runs: dict[str, list[CaseRun]]
     metrics: dict[str, StrategyMetrics]
-    gate: GateResult
+    gate: ContextReleaseGate
     comparisons: dict[str, Comparison]
 
 
@@ -87,7 +87,7 @@ class EvalResult(BaseModel):
     sources: dict[str, LabSource]
     runs: dict[str, list[CaseRun]]
     metrics: dict[str, StrategyMetrics]
-    gate: GateResult
+    gate: ContextReleaseGate
     comparisons: dict[str, Comparison]  # the candidate against each baseline
     top_k: int = DEFAULT_K
     topics: str = LABELS  # the --topics option
