@@ -23,8 +23,8 @@ from context.seal.render import AssemblyInput, assemble_messages
 from context.tool_history import ToolHistory
 from context.tools.pairing import pair_tool_history
 from context.vocabulary import Role, SourceType, Trust
-from contracts.job_spec import load_job_spec
-from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, TopicTerms
+from contracts.job_spec import TopicSpec, load_job_spec
+from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
 from examples.build_fixtures import build_fixtures
 from settings import Settings
 
@@ -63,7 +63,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltRequest:
     os.environ["PRESSROOM_FIXTURES"] = str(fixtures)
     try:
         spec = load_job_spec(ROOT / "examples" / "job.yaml")
-        topics = [TopicTerms(name=t.name, terms=t.terms) for t in spec.topics]
+        topics = [TopicSpec(name=t.name, terms=t.terms) for t in spec.topics]
         sources = [
             *spec.sources,
             GitSourceSpec(name="gone", repo=str(fixtures / "repos" / "gone"),

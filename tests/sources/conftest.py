@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from contracts.job_spec import TopicSpec
 from contracts.path_safety import PathRoots
-from contracts.source_specs import TopicTerms
 from examples.build_fixtures import build_fixtures
 from settings import Settings
 
 AS_OF = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 TOPICS = [
-    TopicTerms(name="jitter", terms=["jitter"]),
-    TopicTerms(name="delay_cap", terms=["max_delay"]),
-    TopicTerms(name="retry_after", terms=["Retry-After", "RetryAfter", "retry_after"]),
-    TopicTerms(name="idempotency", terms=["idempotent", "Idempotency-Key"]),
+    TopicSpec(name="jitter", terms=["jitter"]),
+    TopicSpec(name="delay_cap", terms=["max_delay"]),
+    TopicSpec(name="retry_after", terms=["Retry-After", "RetryAfter", "retry_after"]),
+    TopicSpec(name="idempotency", terms=["idempotent", "Idempotency-Key"]),
 ]
 
 

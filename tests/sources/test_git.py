@@ -9,7 +9,8 @@ from pathlib import Path
 from activities.sources import acquire, to_context_item
 from context.items import ScopeRef, sha256_text
 from context.vocabulary import AcquisitionOutcome, Role, SourceType, ToolStatus, Trust
-from contracts.source_specs import GitSourceSpec, TopicTerms
+from contracts.job_spec import TopicSpec
+from contracts.source_specs import GitSourceSpec
 from examples.build_fixtures import EXPECTED_COMMITS
 from tests.sources.conftest import AS_OF, TOPICS, locations, roots
 
@@ -144,7 +145,7 @@ async def test_bad_path_is_retrieval_failed(shared_fixtures: Path) -> None:
 
 
 async def test_no_matches_is_retrieved_with_zero_records(shared_fixtures: Path) -> None:
-    topics = [TopicTerms(name="tls", terms=["certificate pinning"])]
+    topics = [TopicSpec(name="tls", terms=["certificate pinning"])]
     spec = _httpkit(shared_fixtures)
     result = await acquire(spec, topics, call_id="c", as_of=AS_OF, locations=locations(),
                            roots=roots())

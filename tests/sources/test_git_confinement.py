@@ -26,14 +26,15 @@ from activities.sources.errors import RetrievalFailed
 from activities.sources.gitrepo import acquire_git
 from contracts.errors import PathRefused, RepositoryRefused
 from contracts.git_safety import SAFE_OPTIONS
+from contracts.job_spec import TopicSpec
 from contracts.path_safety import PathRoots, check_source
-from contracts.source_specs import GitSourceSpec, TopicTerms
+from contracts.source_specs import GitSourceSpec
 from tests.sources.conftest import AS_OF
 from workflows.errors import UnresolvedRef
 from workflows.pins import resolve_ref
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOPICS = [TopicTerms(name="salary", terms=["salary"])]
+TOPICS = [TopicSpec(name="salary", terms=["salary"])]
 #: what tenant B's file holds; it must appear in nothing tenant A's job gets
 SECRET_LINE = "tenant B salary table: 91000"
 LINES = {"start_line": 1, "end_line": 5}

@@ -13,8 +13,8 @@ import pytest
 from activities.sources import acquire
 from context.vocabulary import AcquisitionOutcome
 from contracts.errors import JobSpecError
-from contracts.job_spec import JobSpec, load_job_spec
-from contracts.source_specs import GitSourceSpec, TopicTerms
+from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
+from contracts.source_specs import GitSourceSpec
 from examples.build_fixtures import (
     STDLIB_FILES,
     STDLIB_JOB,
@@ -135,7 +135,7 @@ async def test_rendered_job_acquires_evidence_for_every_topic(
     monkeypatch.setenv("PRESSROOM_FIXTURES", str(shared_fixtures))
     monkeypatch.setenv("PRESSROOM_HOME", str(tmp_path / "home"))
     job = _job(shared_fixtures)
-    topics = [TopicTerms(name=t.name, terms=t.terms) for t in job.topics]
+    topics = [TopicSpec(name=t.name, terms=t.terms) for t in job.topics]
     result = await acquire(_source(job), topics, call_id="c", as_of=datetime.now(UTC),
                            locations=locations())
     assert result.outcome is AcquisitionOutcome.RETRIEVED

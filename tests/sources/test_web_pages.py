@@ -26,8 +26,8 @@ from activities.sources.web_revisions import WebPages, revision_artifact_id
 from activities.web_refresh import web_pages
 from context.admission.security import Detector
 from context.vocabulary import AcquisitionOutcome, Trust
-from contracts.job_spec import JobSpec, parse_job_spec
-from contracts.source_specs import TopicTerms, WebPageSourceSpec
+from contracts.job_spec import JobSpec, TopicSpec, parse_job_spec
+from contracts.source_specs import WebPageSourceSpec
 from contracts.web_policy import WebFetchPolicy
 from tests.web_server import PageServer, Route, article, page_server
 
@@ -37,7 +37,7 @@ FIRST = article("Retry storms", ("Backoff", "Retry with exponential backoff and 
 SECOND = article("Retry storms", ("Backoff", "Retry with full jitter, capped at 30 s."),
                  ("Resume", "Resume a download with a Range request."))
 RULES = WebFetchPolicy(allowed_domains=("127.0.0.1",), allowed_networks=("127.0.0.0/8",))
-TOPICS = [TopicTerms(name="retries", terms=["backoff", "jitter"])]
+TOPICS = [TopicSpec(name="retries", terms=["backoff", "jitter"])]
 
 
 @pytest.fixture
