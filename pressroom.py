@@ -94,7 +94,7 @@ def _job_cmd(coro: Coroutine[Any, Any, T], settings: Settings) -> T:
     from temporalio.service import RPCError
 
     from artifacts import StoreError
-    from context.errors import ContextError
+    from context import ContextError
     from contracts.errors import JobError
 
     try:

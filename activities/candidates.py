@@ -40,25 +40,27 @@ from activities.parsed import PARSED
 from activities.record_turn import read_chunks
 from activities.runtime import principal_of, put_once
 from activities.sources import EvidenceRecord, to_context_item
+from artifacts import Store
 from artifacts.errors import IntegrityError
-from context.items import (
+from context import (
+    AcquisitionOutcome,
     AttestationCheck,
+    AttestationStatus,
     ContextItem,
+    ContextPolicy,
+    Role,
     ScopeRef,
+    SecurityClass,
     SourceAcquisition,
     SourceRef,
-    sha256_text,
-)
-from context.policy import ContextPolicy
-from context.tool_history import ToolCall, ToolHistory, ToolResult
-from context.tools.aging import aged_call_ids, folds_history
-from context.vocabulary import (
-    AcquisitionOutcome,
-    Attestation,
-    Role,
-    SecurityClass,
     SourceType,
+    ToolCall,
+    ToolHistory,
+    ToolResult,
     Trust,
+    aged_call_ids,
+    folds_history,
+    sha256_text,
 )
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.errors import PathRefused
@@ -101,13 +103,14 @@ class CandidateSet:
     attestations: dict[str, AttestationCheck] = field(default_factory=dict)
 
 
-_WORST = {Attestation.INVALID: 2, Attestation.UNSIGNED: 1, Attestation.VERIFIED: 0}
+_WORST = {AttestationStatus.INVALID: 2, AttestationStatus.UNSIGNED: 1,
+          AttestationStatus.VERIFIED: 0}
 
 
 @functools.lru_cache(maxsize=256)
 def _check(status: str, key_id: str | None, detail: str) -> AttestationCheck:
     """One shared (frozen) object per verdict."""
-    return AttestationCheck(status=Attestation(status), key_id=key_id, detail=detail)
+    return AttestationCheck(status=AttestationStatus(status), key_id=key_id, detail=detail)
 
 
 def _worst(checks: list[AttestationCheck | None]) -> AttestationCheck | None:
@@ -146,7 +149,7 @@ def render_job_spec(spec: JobSpec) -> str:
 
 
 class _Loader:
-    def __init__(self, store: Any, spec: JobSpec, inp: AssembleContextInput,
+    def __init__(self, store: Store, spec: JobSpec, inp: AssembleContextInput,
                  policy: ContextPolicy | None, roots: PathRoots) -> None:
         self.store, self.inp, self.spec, self.policy = store, inp, spec, policy
         self.roots = roots
@@ -172,7 +175,7 @@ class _Loader:
         """Content that is not an item (tool history, acquisitions) cannot be excluded by
         the integrity gate: a revision of it that fails its check fails the step."""
         check = self.attest(rec)
-        if check.status is Attestation.INVALID:
+        if check.status is AttestationStatus.INVALID:
             kind = getattr(rec.kind, "value", rec.kind)
             raise ApplicationError(
                 f"{kind}/{rec.artifact_id} revision {rec.revision} fails its attestation "
@@ -345,6 +348,7 @@ class _Loader:
                                      parent_revision=head.revision if head else None,
                                      write_id=f"ws:{digest}", media_type="text/markdown",
                                      metadata={"path": rel, "text_hash": digest})
+            assert rec is not None  # the head, or the revision just written
             self.add(item_id=f"workspace:{rel}", source_type=SourceType.EDITABLE_PROJECT_FILE,
                      trust=Trust.PROJECT_EDITABLE, role=Role.UNTRUSTED_DATA, content=text,
                      revision=str(rec.revision), producer="workspace",
@@ -424,7 +428,7 @@ def attestation_summary(keyed: bool,
     verified: dict[str, int] = {}
     invalid: list[dict[str, str]] = []
     for revision, check in sorted(checks.items()):
-        if check.status is Attestation.VERIFIED and check.key_id is not None:
+        if check.status is AttestationStatus.VERIFIED and check.key_id is not None:
             verified[check.key_id] = verified.get(check.key_id, 0) + 1
         else:
             invalid.append({"revision": revision, "detail": check.detail})
@@ -452,7 +456,7 @@ def _tool_history(body: bytes) -> ToolHistory:
                        results=[ToolResult.model_validate(r) for r in tools["results"]])
 
 
-async def load_candidates(store: Any, spec: JobSpec, inp: AssembleContextInput,
+async def load_candidates(store: Store, spec: JobSpec, inp: AssembleContextInput,
                           policy: ContextPolicy | None = None, *,
                           roots: PathRoots) -> CandidateSet:
     """The step's candidates; ``policy`` (the one the step assembles under) decides which

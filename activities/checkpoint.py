@@ -15,13 +15,15 @@ from typing import Any
 
 from activities.parsed import PARSED
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
+from artifacts import Store
 from contracts.activity_messages import CheckpointInput, CheckpointResult, StepState
+from contracts.steps import CHECKPOINT_STAGES
 
-STAGES = ("plan", "research", "draft", "review", "revise", "publish")
+STAGES = CHECKPOINT_STAGES
 MAX_CLAIMS = 60
 
 
-async def _derived(store: Any, spec: Any, ref: Any, what: str,
+async def _derived(store: Store, spec: Any, ref: Any, what: str,
                    derive: Callable[[Any], Any]) -> Any:
     """``derive(parsed JSON)`` of a held revision, or ``None`` without one.
 

@@ -26,18 +26,23 @@ from activities.mcp.listing import tool_definitions as mcp_tool_definitions
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, manifest_counts, now_ns
-from artifacts.store import ArtifactStore
-from context.admission.security import redact_secrets
-from context.items import ScopeRef
-from context.manifest import ContextAssemblyManifest
-from context.policy import ContextPolicy
-from context.request import ModelSpec, PrincipalContext, TopicSpec
-from context.tool_history import ToolDefinition
+from artifacts import Store
+from context import (
+    ContextAssemblyManifest,
+    ContextPolicy,
+    ModelSpec,
+    PrincipalContext,
+    ScopeRef,
+    ToolDefinition,
+    TopicSpec,
+    redact_secrets,
+)
 from contracts.activity_messages import AssembleContextInput, ContextRef
 from contracts.job_spec import JobSpec
+from contracts.steps import ASSEMBLY_STAGES, AssemblyStage
 
 #: What each stage is deciding; the engine ranks relevance against it.
-DECISIONS = {
+DECISIONS: dict[AssemblyStage, str] = {
     "plan": "write a research plan covering every topic and required source",
     "research": "research the topics with the tools and note each finding with citations",
     "draft": "draft the article from admitted evidence, one citation per claim",
@@ -45,10 +50,10 @@ DECISIONS = {
     "publish": "confirm the approved draft is the one being published",
 }
 #: Stages that need topic evidence; before research there is none to demand.
-EVIDENCE_STAGES = frozenset({"draft", "revise", "publish"})
+EVIDENCE_STAGES = frozenset(s for s in ASSEMBLY_STAGES if s not in ("plan", "research"))
 
 
-async def previous_manifest(store: ArtifactStore, spec: JobSpec, step_id: str
+async def previous_manifest(store: Store, spec: JobSpec, step_id: str
                             ) -> ContextAssemblyManifest | None:
     """The latest manifest sealed by an earlier step of the job, which the prompt-cache
     identity is compared with (docs/context-engine.md#prompt-cache-identity): without it

@@ -44,11 +44,8 @@ from activities.providers import provider_for
 from activities.providers.base import ProviderDecision
 from activities.runtime import ActivityRuntime, dumps, pause_point, principal_of, put_once, ref_of
 from activities.telemetry import emit, now_ns
-from artifacts import content_hash
-from context.admission.security import redact_arguments
-from context.seal.adapters import get_adapter
-from context.seal.cache import shared_prefix_tokens
-from context.tokens import default_counter
+from artifacts import Store, content_hash
+from context import default_counter, get_adapter, redact_arguments, shared_prefix_tokens
 from contracts.activity_messages import (
     MAX_TOOL_ARGUMENT_CHARS,
     DecideInput,
@@ -131,7 +128,7 @@ def _consistent(decision: ProviderDecision) -> ProviderDecision:
                                        "cache_write_input_tokens": written})
 
 
-async def _previous_request(store: Any, spec: Any, turn: int) -> dict[str, Any] | None:
+async def _previous_request(store: Store, spec: Any, turn: int) -> dict[str, Any] | None:
     """The payload the job's previous turn sent (verified against its sealed hash), or
     ``None`` on the first turn."""
     previous: dict[str, Any] | None = None

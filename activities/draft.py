@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.providers import provider_for
 from activities.runtime import ActivityRuntime, pause_point, principal_of, put_once, ref_of
 from activities.telemetry import emit, now_ns
+from artifacts import Store
 from artifacts.errors import IntegrityError, InvalidArtifact
 from contracts.activity_messages import ContextRef, DraftInput, DraftResult
 
@@ -38,7 +39,7 @@ def summarize(text: str) -> str:
     return summary[:SUMMARY_CHARS] + ("…" if len(summary) > SUMMARY_CHARS else "")
 
 
-async def load_serialized(store: Any, spec: Any, manifest_id: str,
+async def load_serialized(store: Store, spec: Any, manifest_id: str,
                           held_hash: str | None) -> dict[str, Any]:
     """The serialized request sealed with the manifest; its hash must still match both the
     manifest's copy and ``held_hash``, the one the workflow holds for the step."""

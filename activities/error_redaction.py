@@ -33,7 +33,7 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from context.admission.security import redact_secrets
+from context import redact_secrets
 
 __all__ = ["RedactingInterceptor", "redacted_error"]
 

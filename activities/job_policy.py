@@ -20,7 +20,7 @@ import functools
 import os
 from collections import OrderedDict
 
-from context.policy import ContextPolicy, is_policy_name, load_policy
+from context import ContextPolicy, is_policy_name, load_policy
 from contracts.path_safety import PathRoots, locate, read_policy
 
 _Key = tuple[str, tuple[int, int, int, int]]

@@ -58,7 +58,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import telemetry
-from context.admission.security import redact_secrets
+from context import redact_secrets
 from contracts.failures import classify
 
 R = TypeVar("R", bound=BaseModel)

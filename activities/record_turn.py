@@ -35,7 +35,8 @@ from activities.runtime import (
 )
 from activities.sources.evidence import EvidenceRecord
 from activities.sources.kind import CitedRange
-from context.items import sha256_text
+from artifacts import Store
+from context import sha256_text
 from contracts.activity_messages import ArtifactRef, RecordTurnInput, RecordTurnResult
 from contracts.job_spec import JobSpec
 
@@ -56,7 +57,7 @@ def notes_id(job_id: str, turn: int) -> str:
     return f"{job_id}.notes.t{(turn - 1) // TOOL_CHUNK_TURNS:04d}"
 
 
-async def read_chunks(store: Any, principal: Any,
+async def read_chunks(store: Store, principal: Any,
                       ref: ArtifactRef) -> list[tuple[Any, bytes]]:
     """The records and bodies making up the history ``ref`` ends (tool history or notes):
     for a chunk, every earlier chunk at its head — complete, so final: no turn writes to it

@@ -29,6 +29,7 @@ from activities.mcp.grants import grants_refusal as mcp_grants_refusal
 from activities.providers import PROVIDERS
 from activities.runtime import ActivityRuntime, heartbeating
 from activities.telemetry import logged
+from contracts import steps
 from contracts.activity_messages import (
     ArtifactRef,
     AssembleContextInput,
@@ -61,10 +62,8 @@ from contracts.web_policy import check_job_urls
 
 #: the job workflow's activities (each has its bound in ``temporal_config.ACTIVITY_LIMITS``);
 #: every worker also runs ``check_job_paths_here`` for ``workflows.path_check``, which is no
-#: step of a job
-ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "draft",
-                  "record_review", "write_checkpoint", "publish", "run_tool", "decide",
-                  "record_turn", "refresh_web_page")
+#: step of a job (the names: ``contracts.steps``)
+ACTIVITY_NAMES = steps.ACTIVITY_NAMES
 
 
 #: what ``pressroom run`` is told when a worker's endpoint list lacks the job's ``base_url``

@@ -43,6 +43,7 @@ from temporalio.exceptions import ApplicationError
 import artifacts
 from activities.fail_hook import fail_point
 from activities.store_access import WorkerStore
+from artifacts import Store
 from artifacts.attestation import Keyring
 from artifacts.errors import RevisionConflict
 from contracts.activity_messages import ArtifactRef, JobRef
@@ -125,7 +126,7 @@ class ActivityRuntime:
         self.locations = dict(locations)
         self.roots = roots or PathRoots.default(locations)
         self.helpers = helpers
-        self._store: Any = None
+        self._store: WorkerStore | None = None
         self._lock = asyncio.Lock()
         self._specs: OrderedDict[tuple[str, ...], JobSpec] = OrderedDict()
         self._spec_cache_size = spec_cache_size
@@ -170,7 +171,7 @@ class ActivityRuntime:
             self._specs.popitem(last=False)
         return spec
 
-    async def store(self) -> Any:
+    async def store(self) -> Store:
         async with self._lock:
             if self._store is None:
                 self._store = WorkerStore(await artifacts.open_store(
@@ -207,28 +208,28 @@ def _freeze_startup_objects() -> None:
         gc.freeze()
 
 
-def principal_of(spec: JobSpec, principal_id: str | None = None) -> Any:
+def principal_of(spec: JobSpec, principal_id: str | None = None) -> artifacts.Principal:
     return _principal(principal_id or spec.principal.principal_id, spec.scope.tenant,
                       spec.scope.project)
 
 
-def scope_of(spec: JobSpec) -> Any:
+def scope_of(spec: JobSpec) -> artifacts.Scope:
     return _scope(spec.scope.tenant, spec.scope.project, spec.scope.task)
 
 
 # Principals and scopes are frozen value objects whose every field is validated on
 # construction; a job asks for the same few dozens of times, so each is built once.
 @functools.lru_cache(maxsize=1024)
-def _principal(principal_id: str, tenant: str, project: str) -> Any:
+def _principal(principal_id: str, tenant: str, project: str) -> artifacts.Principal:
     return artifacts.Principal(principal_id=principal_id, tenant=tenant, project=project)
 
 
 @functools.lru_cache(maxsize=1024)
-def _scope(tenant: str, project: str, task: str) -> Any:
+def _scope(tenant: str, project: str, task: str) -> artifacts.Scope:
     return artifacts.Scope(tenant=tenant, project=project, task=task)
 
 
-async def load_json(store: Any, spec: JobSpec, ref: ArtifactRef | None,
+async def load_json(store: Store, spec: JobSpec, ref: ArtifactRef | None,
                     default: dict[str, Any]) -> dict[str, Any]:
     """The JSON body of the artifact revision ``ref`` names; ``default`` when it is None."""
     if ref is None:
@@ -262,10 +263,10 @@ def dumps(body: Any) -> bytes:
                           default=str).encode("ascii")
 
 
-async def put_once(store: Any, kind: str, artifact_id: str, body: bytes, *, spec: JobSpec,
+async def put_once(store: Store, kind: str, artifact_id: str, body: bytes, *, spec: JobSpec,
                    trust: str, parent_revision: int | None, write_id: str,
                    principal_id: str | None = None, media_type: str = "application/json",
-                   metadata: dict[str, Any] | None = None) -> Any:
+                   metadata: dict[str, Any] | None = None) -> artifacts.ArtifactRecord:
     """Append a revision; a retry of the same logical write returns the first one.
 
     ``write_id`` names the logical write (the workflow step that asked for it). If the

@@ -22,12 +22,14 @@ import hashlib
 from collections import OrderedDict
 from typing import Any
 
+from artifacts import Store
+
 _WRITES = frozenset({"put", "put_manifest", "record_usage", "put_checkpoint", "put_receipt"})
 CACHE_BYTES = 64 * 1024 * 1024
 
 
 class WorkerStore:
-    def __init__(self, store: Any, *, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(self, store: Store, *, cache_bytes: int = CACHE_BYTES) -> None:
         self._store = store
         self._write_lock = asyncio.Lock() if store.engine_name == "sqlite" else None
         self._cache: OrderedDict[tuple[str, ...], tuple[Any, bytes]] = OrderedDict()

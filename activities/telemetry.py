@@ -28,11 +28,12 @@ from temporalio import activity
 from activities.providers import PROVIDERS
 from activities.research_tools import TOOL_DEFINITIONS
 from activities.tool_errors import RejectionKind
-from context.vocabulary import BlockedReason, ExclusionReason, Partition
+from context import BlockedReason, ExclusionReason, Partition
+from contracts.steps import ASSEMBLY_STAGES
 
 #: label values outside a bounded set
 OTHER = "other"
-STAGES = frozenset({"plan", "research", "draft", "revise", "publish"})
+STAGES = frozenset(ASSEMBLY_STAGES)
 BLOCKED_REASONS = frozenset(r.value for r in BlockedReason)
 EXCLUSION_REASONS = frozenset(r.value for r in ExclusionReason)
 PARTITIONS = frozenset(p.value for p in Partition)

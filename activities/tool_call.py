@@ -39,11 +39,8 @@ from activities.runtime import (
 from activities.telemetry import emit, now_ns
 from activities.tool_errors import RejectionKind, ToolRejected
 from activities.web_refresh import web_pages
-from artifacts import content_hash
-from context.admission.security import redact_secrets
-from context.errors import ToolHistoryError
-from context.items import sha256_text
-from context.tool_history import canonical_argument_hash
+from artifacts import Store, content_hash
+from context import ToolHistoryError, canonical_argument_hash, redact_secrets, sha256_text
 from contracts.activity_messages import ToolCallInput, ToolCallResult
 from contracts.job_spec import JobSpec
 
@@ -85,7 +82,7 @@ async def run_tool_call(runtime: ActivityRuntime, inp: ToolCallInput) -> ToolCal
                           note_topic=note_topic)
 
 
-async def _run_and_store(runtime: ActivityRuntime, store: Any, spec: JobSpec, principal: Any,
+async def _run_and_store(runtime: ActivityRuntime, store: Store, spec: JobSpec, principal: Any,
                          artifact_id: str, inp: ToolCallInput) -> tuple[Any, dict[str, Any]]:
     """Run the call and store its exchange; the stored one if another attempt got there
     first (its body then is the answer, whatever this attempt computed)."""

@@ -18,6 +18,7 @@ from artifacts.errors import (
     SealedConflict,
     StoreError,
 )
+from artifacts.protocol import Store
 from artifacts.revisions import content_hash
 from artifacts.sealed_records import json_hash
 from artifacts.store import ArtifactStore, open_store
@@ -37,6 +38,7 @@ __all__ = [
     "Scope",
     "ScopeDenied",
     "SealedConflict",
+    "Store",
     "StoreError",
     "content_hash",
     "json_hash",

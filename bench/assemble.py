@@ -54,24 +54,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tiktoken
 
 from context import (
+    ENCODING_NAME,
     AssemblyRequest,
     ContextItem,
     ModelSpec,
     PrincipalContext,
     Ready,
+    Role,
     ScopeRef,
+    SecurityClass,
     SourceRef,
+    SourceType,
     TokenCounter,
     ToolCall,
     ToolHistory,
     ToolResult,
+    ToolStatus,
     TopicSpec,
+    Trust,
     assemble,
     load_policy,
     reset_caches,
 )
-from context.tokens import ENCODING_NAME
-from context.vocabulary import Role, SecurityClass, SourceType, ToolStatus, Trust
 
 AS_OF = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SCOPE = ScopeRef(tenant="acme", project="press", task="bench")
@@ -356,8 +360,8 @@ def main() -> None:
     targets["cold_le_1_3x_tiktoken_by_size"] = {
         r["candidates"]: r["cold_vs_tiktoken"] <= 1.3 for r in results
     }
+    from context import COUNT_THREADS
     from context.admission.needles import status
-    from context.tokens import COUNT_THREADS
 
     print(json.dumps({
         "machine": {"python": sys.version.split()[0], "cores": os.cpu_count(),

@@ -33,9 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from assemble import workload
 
-from context import Ready, TokenCounter, assemble
+from context import Detector, Ready, TokenCounter, assemble
 from context.admission.needles import find, find_casefolded
-from context.admission.security import Detector
 from context.tokens import _count_all, _tokens, _worker_count_all
 
 

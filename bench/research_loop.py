@@ -76,6 +76,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from artifacts import Store
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from activities.record_turn import TOOL_CHUNK_TURNS, notes_id, read_chunks, tools_id
@@ -84,9 +86,10 @@ from bench.devserver import start_quiet_dev_server
 from bench.jobs import with_bench_reviewer
 from cli.embedded import _build_fixtures
 from client import jobs
-from context.tokens import default_counter
+from context import default_counter
 from contracts.activity_messages import ArtifactRef, AssembleContextInput
 from contracts.job_spec import JobSpec, TopicSpec, load_job_spec
+from contracts.steps import STAGES
 from settings import Settings
 from worker import build_worker
 from workflows.research_job import ResearchJobWorkflow
@@ -145,7 +148,7 @@ async def run_job(client: Any, runtime: ActivityRuntime, spec: JobSpec) -> tuple
         handle = await jobs.start_job(client, spec, task_queue=queue)
         while True:
             status = await handle.query(ResearchJobWorkflow.status)
-            if status.status != "running" or status.stage not in ("start", "plan", "research"):
+            if status.status != "running" or status.stage not in STAGES[:STAGES.index("draft")]:
                 break
             await asyncio.sleep(0.5)
         wall = time.perf_counter() - start
@@ -441,7 +444,7 @@ async def replay_pressroom(trace: dict[str, Any], home: Path, contents: dict[str
     from activities.candidates import load_candidates
     from activities.context_activity import _request
     from activities.job_policy import job_policy
-    from context.items import sha256_text
+    from context import sha256_text
     from contracts.activity_messages import AssembleContextInput
 
     settings = Settings.from_env({**os.environ, "PRESSROOM_HOME": str(home),
@@ -490,7 +493,7 @@ class _AtTurn:
     sealed request names (the job went on to write later ones); everything else a turn
     reads is held at a revision its input names."""
 
-    def __init__(self, store: Any, checkpoint: dict[str, Any] | None) -> None:
+    def __init__(self, store: Store, checkpoint: dict[str, Any] | None) -> None:
         self._store, self._checkpoint = store, checkpoint
 
     def __getattr__(self, name: str) -> Any:

@@ -11,7 +11,7 @@ from decimal import Decimal
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from context.file_errors import load_yaml, one_line
+from context import load_yaml, one_line
 from contracts.errors import JobError
 from contracts.job_spec import yaml_error_line
 from contracts.pricing import micro_usd

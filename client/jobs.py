@@ -43,7 +43,7 @@ from client.errors import (
     ReviewRejected,
     SearchAttributesMissing,
 )
-from context.admission.security import redact_secrets
+from context import redact_secrets
 from contracts.activity_messages import PathCheckInput, PathCheckResult
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec, recheck_job_spec

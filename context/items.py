@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from context.vocabulary import (
     AcquisitionOutcome,
-    Attestation,
+    AttestationStatus,
     Completeness,
     Freshness,
     LoadMode,
@@ -138,7 +138,7 @@ class AttestationCheck(_Frozen):
     """The runtime's check of the signature of the stored revision an item was read from:
     its verdict, the key id that verified it, and why when it did not."""
 
-    status: Attestation
+    status: AttestationStatus
     key_id: str | None = None
     detail: str = ""
 

@@ -17,7 +17,7 @@ the pipeline starts from a request that is known to be well-formed.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -33,9 +33,7 @@ from context.items import _ID_MAX, ContextItem, ScopeRef, SourceAcquisition, vis
 from context.manifest import ContextAssemblyManifest
 from context.policy import ContextPolicy
 from context.tool_history import ToolDefinition, ToolHistory
-from context.vocabulary import SecurityClass
-
-AdapterName = Literal["openai_chat", "anthropic_messages"]
+from context.vocabulary import AdapterName, SecurityClass
 
 
 class _Frozen(BaseModel):

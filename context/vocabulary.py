@@ -8,6 +8,12 @@ a typo is a validation error instead of a new, silently-unknown reason. They are
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, get_args
+
+#: the provider request shapes the engine serializes (``context.seal.adapters`` has one
+#: adapter per name; a job spec's ``model.adapter`` names one)
+AdapterName = Literal["openai_chat", "anthropic_messages"]
+ADAPTER_NAMES: tuple[AdapterName, ...] = get_args(AdapterName)
 
 
 class SourceType(StrEnum):
@@ -117,7 +123,7 @@ class Freshness(StrEnum):
     UNVERIFIABLE = "unverifiable"
 
 
-class Attestation(StrEnum):
+class AttestationStatus(StrEnum):
     """What the runtime found when it checked a stored revision's signature before the
     item became a candidate (the engine holds no keys; it trusts this verdict and its
     integrity gate refuses ``invalid``)."""
@@ -188,15 +194,11 @@ class Gate(StrEnum):
     SECURITY = "security_policy_compliance"
 
 
-GATE_ORDER: tuple[Gate, ...] = (
-    Gate.PERMISSION,
-    Gate.SCOPE,
-    Gate.REQUIRED_REVISION,
-    Gate.FRESHNESS,
-    Gate.INTEGRITY,
-    Gate.TRUST_ROLE,
-    Gate.SECURITY,
-)
+#: the gates in the order they run: ``Gate``'s own order, so a gate is listed once
+GATE_ORDER: tuple[Gate, ...] = tuple(Gate)
+#: what a memoized gate outcome was computed by (``context.admission.stage``): another gate
+#: set or order is another key, so an added gate can never reuse an outcome that lacks it
+GATE_SET_KEY = ",".join(gate.value for gate in GATE_ORDER)
 
 
 class GateResult(StrEnum):

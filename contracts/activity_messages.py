@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from contracts.job_spec import JobSpec
 from contracts.signing import Signature
 from contracts.source_specs import SourceSpec
+from contracts.steps import AssemblyStage
 
 #: a tool call's arguments are at most this many characters of JSON (they travel in history)
 MAX_TOOL_ARGUMENT_CHARS = 4000
@@ -103,7 +104,7 @@ class StoreJobSpecInput(_Msg):
 class AssembleContextInput(_Msg):
     job: JobRef
     step_id: str
-    stage: Literal["plan", "research", "draft", "revise", "publish"]
+    stage: AssemblyStage
     state: StepState
     as_of: str  # ISO-8601 from workflow.now(): the engine must not read a clock
     #: the research turn this step assembles for (0 outside the research loop)

@@ -42,7 +42,7 @@ from context.file_errors import (
     yaml_problem,
 )
 from context.policy import is_policy_name
-from context.vocabulary import SecurityClass
+from context.vocabulary import AdapterName, SecurityClass
 from contracts.errors import JobSpecError
 from contracts.identifiers import StoreName
 from contracts.mcp_servers import ToolGrant
@@ -224,7 +224,7 @@ class ModelSpecInput(_Spec):
     provider: str = "extractive"
     name: str = "extractive-v1"
     context_limit: int = Field(default=32_000, gt=0)
-    adapter: Literal["openai_chat", "anthropic_messages"] = "openai_chat"
+    adapter: AdapterName = "openai_chat"
     #: attempts of one research turn's model call (a rate limit's ``Retry-After`` sets the
     #: wait between them); when they are used up the job blocks (``model_call_failed``)
     #: until ``resolve`` retries, instead of retrying for ever

@@ -42,6 +42,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from context.vocabulary import AdapterName
 from contracts.errors import ProviderConfigError
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
 
 #: the request shape (``model.adapter``) each provider sends; ``None``: any (the offline
 #: provider reads either)
-PROVIDER_ADAPTERS: dict[str, str | None] = {
+PROVIDER_ADAPTERS: dict[str, AdapterName | None] = {
     "extractive": None, "openai": "openai_chat", "anthropic": "anthropic_messages"}
 #: the variable each remote provider's key is read from when no endpoint entry names another
 PROVIDER_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY",

@@ -279,23 +279,6 @@ def spec_kind(model: type[_Spec]) -> str:
     return default
 
 
-class TopicTerms(BaseModel):
-    """A topic the article must cover and the terms that find evidence for it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(min_length=1)
-    terms: list[str] = Field(min_length=1)
-
-    @field_validator("terms")
-    @classmethod
-    def _terms_nonblank(cls, value: list[str]) -> list[str]:
-        for t in value:
-            if not t.strip() or "\n" in t:
-                raise ValueError(f"search term {t!r} must be one non-blank line")
-        return value
-
-
 def expand_location(value: str, locations: Mapping[str, str]) -> str:
     """Replace ``${PRESSROOM_FIXTURES}`` / ``${PRESSROOM_HOME}`` in a spec location.
 

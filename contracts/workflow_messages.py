@@ -15,8 +15,8 @@ from contracts.activity_messages import ArtifactRef, PublishResult, StepState, T
 from contracts.job_spec import JobSpec
 from contracts.signing import Signature, comments_hash
 from contracts.source_specs import SourceSpec
+from contracts.steps import Stage
 
-Stage = Literal["start", "plan", "research", "draft", "review", "revise", "publish", "done"]
 #: ``needs_operator``: an activity failed for good (its bound reached, or a permanent error);
 #: ``blocked_reason`` says which and why, and a signed ``retry`` or ``abandon`` resolves it
 Status = Literal[

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from context.tools.fold import FOLD_PREFIX, LOG_PREFIX
+from context import FOLD_PREFIX, LOG_PREFIX
 
 
 def _ref(entry: dict[str, Any]) -> str:

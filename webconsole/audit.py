@@ -52,7 +52,7 @@ from pydantic import (
     model_validator,
 )
 
-from artifacts import ArtifactKind, Principal, RevisionConflict, Scope
+from artifacts import ArtifactKind, Principal, RevisionConflict, Scope, Store
 from artifacts.ids import check_identifier
 
 __all__ = ["ANONYMOUS", "CONSOLE_PRINCIPAL", "CONSOLE_PROJECT", "CONSOLE_TENANT",
@@ -159,7 +159,7 @@ class AuditLog:
     """Append and read console audit events in ``store`` (an ``artifacts.ArtifactStore``,
     or anything with its ``put`` / ``get`` / ``head`` / ``history``)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     async def record(self, event: AuditEvent) -> None:

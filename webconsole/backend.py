@@ -35,10 +35,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from temporalio.client import Client
 
 import artifacts
+from artifacts import Store
 from artifacts.errors import InvalidArtifact, ScopeDenied
 from client import jobs
 from client.errors import JobNotFound
-from context.limits.blocks import DataBlockView
+from context import DataBlockView
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
@@ -119,7 +120,7 @@ def may_decide(spec: JobSpec, viewer: str) -> bool:
 class ConsoleBackend:
     """Reads for the pages and the one write (a signed decision); see the module docstring."""
 
-    def __init__(self, client: Client, store: Any, *, worker_grace: float) -> None:
+    def __init__(self, client: Client, store: Store, *, worker_grace: float) -> None:
         self.client, self.store, self.worker_grace = client, store, worker_grace
 
     async def visible_jobs(self, viewer: str, *, status: str | None = None,

@@ -17,8 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from context.errors import ContextError
-from context.limits.blocks import LINE_RANGE, DataBlockView, block_citation, parse_data_blocks
+from context import LINE_RANGE, ContextError, DataBlockView, block_citation, parse_data_blocks
 
 _RANGE = LINE_RANGE
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from context.invisible import INVISIBLE, PATTERN, has_invisible
+from context import INVISIBLE, has_invisible
+from context import INVISIBLE_PATTERN as PATTERN
 
 #: every code point shown as a marker (``context.invisible.INVISIBLE``)
 HIDDEN = INVISIBLE

@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-_STAGE_OF = {"store_job_spec": "start", "write_plan": "plan", "research": "research",
-             "decide": "research", "run_tool": "research", "record_turn": "research",
-             "draft": "draft", "record_review": "review", "publish": "publish"}
-STAGE_ORDER = ("start", "plan", "research", "draft", "revise", "review", "publish")
+from contracts.steps import ACTIVITY_STAGE, STAGES
+
+_STAGE_OF: dict[str, str] = {name: stage for name, stage in ACTIVITY_STAGE.items()}
+#: the stages a timeline may show, in the order a job passes through them
+STAGE_ORDER = tuple(s for s in STAGES if s != "done")
 
 
 @dataclass

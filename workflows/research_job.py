@@ -73,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.pricing import format_usd as _usd
     from contracts.pricing import micro_usd as _micro_usd
     from contracts.signing import Purpose, Signature, SignatureError, normalize_name, verify
+    from contracts.steps import AnyActivityName
     from contracts.workflow_messages import (
         MAX_RESOLVE_AGE,
         SEEN_NONCES_KEPT,
@@ -959,7 +960,7 @@ class ResearchJobWorkflow:
     def _set_refs(self, **changes: Any) -> None:
         self._state.refs = self._refs.model_copy(update=changes)
 
-    async def _act(self, name: str, arg: BaseModel, result_type: type[R], *,
+    async def _act(self, name: AnyActivityName, arg: BaseModel, result_type: type[R], *,
                    stop_for_operator: bool = True) -> R:
         """Run activity ``name`` within its bound (``temporal_config.ACTIVITY_LIMITS``).
 
@@ -987,7 +988,7 @@ class ResearchJobWorkflow:
                     raise
                 await self._needs_operator(name, failed)
 
-    async def _needs_operator(self, name: str, failed: ActivityError) -> None:
+    async def _needs_operator(self, name: AnyActivityName, failed: ActivityError) -> None:
         """Wait, with status ``needs_operator: <reason>``, for a signed ``retry`` (return:
         the caller runs the activity again) or ``abandon`` (the job ends ``failed``,
         nothing published). The wait is bounded like a block's (the spec's
@@ -1111,7 +1112,7 @@ class ResearchJobWorkflow:
         workflow.continue_as_new(ResearchJobInput(spec=self._spec, carried=self._state))
 
 
-def _failure_reason(name: str, failed: ActivityError, model_attempts: int) -> str:
+def _failure_reason(name: AnyActivityName, failed: ActivityError, model_attempts: int) -> str:
     """One bounded line: which activity, why it stopped, and its last error (the worker
     redacted the message before it left: activities/error_redaction.py)."""
     cause = failed.cause

@@ -23,6 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from contracts import steps
 from contracts.failures import PERMANENT_ERRORS
 
 #: Every payload (workflow input, activity input/result, update, query) is a pydantic v2
@@ -114,12 +115,11 @@ class ActivityLimit:
 
 NEEDS_OPERATOR = "needs_operator"
 #: activities the workflow still schedules when it replays a history recorded before they
-#: were retired, and that no worker registers: ``research``, the one-shot acquisition of
-#: ``research.mode: acquire`` (README.md, "Upgrading")
-RETIRED_ACTIVITIES = frozenset({"research"})
+#: were retired, and that no worker registers (``contracts.steps``)
+RETIRED_ACTIVITIES = steps.RETIRED_ACTIVITIES
 #: one place for every activity's bound
 #: (docs/architecture.md#failed-steps-bounded-retries-and-needs_operator)
-ACTIVITY_LIMITS: dict[str, ActivityLimit] = {
+ACTIVITY_LIMITS: dict[steps.AnyActivityName, ActivityLimit] = {
     "store_job_spec": ActivityLimit(
         20, None, NEEDS_OPERATOR,
         "a path check and one store write: only a database outage is transient, and 20 "
@@ -171,7 +171,7 @@ RETRY_INITIAL_INTERVAL = timedelta(seconds=1)
 RETRY_MAXIMUM_INTERVAL = timedelta(seconds=30)
 
 
-def activity_retry_policy(name: str, *, model_attempts: int) -> RetryPolicy:
+def activity_retry_policy(name: steps.AnyActivityName, *, model_attempts: int) -> RetryPolicy:
     """The retry policy of activity ``name`` (``ACTIVITY_LIMITS``); ``model_attempts`` is
     the job spec's ``model.max_attempts``."""
     limit = ACTIVITY_LIMITS[name]
@@ -181,7 +181,8 @@ def activity_retry_policy(name: str, *, model_attempts: int) -> RetryPolicy:
         non_retryable_error_types=list(ACTIVITY_NON_RETRYABLE_ERROR_TYPES))
 
 
-def activity_schedule_to_close(name: str, *, activity_timeout: timedelta) -> timedelta | None:
+def activity_schedule_to_close(name: steps.AnyActivityName, *,
+                               activity_timeout: timedelta) -> timedelta | None:
     """Activity ``name``'s schedule-to-close bound, if it has one (never below one
     attempt's ``activity_timeout``)."""
     bound = ACTIVITY_LIMITS[name].schedule_to_close

@@ -23,6 +23,7 @@ from typing import Any
 from activities.mcp.listing import granted_entry, stored_tool_list
 from activities.runtime import dumps, principal_of, scope_of
 from activities.tool_errors import ToolRejected
+from artifacts import Store
 from artifacts.errors import RevisionConflict
 from contracts.activity_messages import PlannedCall, ToolApproval
 from contracts.job_spec import JobSpec
@@ -34,7 +35,7 @@ def approval_id(job_id: str, nonce: str) -> str:
     return f"{job_id}:tool-approval:{nonce}"
 
 
-async def mark_write_calls(store: Any, spec: JobSpec,
+async def mark_write_calls(store: Store, spec: JobSpec,
                            calls: list[PlannedCall]) -> list[PlannedCall]:
     """``calls`` with each call of a granted ``effect: write`` MCP tool marked."""
     if not spec.tools or not any(split_tool_name(c.tool_name) for c in calls):
@@ -51,7 +52,7 @@ async def mark_write_calls(store: Any, spec: JobSpec,
     return marked
 
 
-async def check_approval(store: Any, spec: JobSpec, call_id: str, server: str, tool: str,
+async def check_approval(store: Store, spec: JobSpec, call_id: str, server: str, tool: str,
                          arguments: Mapping[str, Any], approval: ToolApproval | None) -> None:
     """``None`` when ``approval`` approves exactly this call and is reserved for it; else
     ``ToolRejected`` (``approval_required`` / ``approval_refused``)."""

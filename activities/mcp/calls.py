@@ -31,8 +31,9 @@ from activities.mcp.client import McpToolError, call_tool
 from activities.mcp.listing import definition_hash, ensure_tool_list, granted_entry
 from activities.runtime import dumps, pause_point, principal_of, scope_of
 from activities.tool_errors import ToolRejected
+from artifacts import Store
 from artifacts.errors import RevisionConflict
-from context.admission.security import detector_for, redact_secrets
+from context import detector_for, redact_secrets
 from contracts.activity_messages import ToolApproval
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import split_tool_name
@@ -52,7 +53,7 @@ def _rejected(kind: str, detail: str) -> ToolRejected:
     return ToolRejected(kind, redact_secrets(detail))  # type: ignore[arg-type]
 
 
-async def _reserve(store: Any, spec: JobSpec, call_id: str, server: str, tool: str) -> bool:
+async def _reserve(store: Store, spec: JobSpec, call_id: str, server: str, tool: str) -> bool:
     """Whether this attempt reserved the call (False: an earlier attempt did)."""
     artifact_id = reservation_id(spec.job_id, call_id)
     principal = principal_of(spec)
@@ -89,7 +90,7 @@ def gated_content(server: str, tool: str, text: str, limit: int) -> dict[str, An
             "called_at": datetime.now(UTC).isoformat()}
 
 
-async def run_mcp_call(runtime: Any, store: Any, spec: JobSpec, call_id: str,
+async def run_mcp_call(runtime: Any, store: Store, spec: JobSpec, call_id: str,
                        name: str, arguments: Mapping[str, Any],
                        approval: ToolApproval | None = None) -> dict[str, Any]:
     """The gated result of one call of ``name`` (``mcp__<server>__<tool>``), or

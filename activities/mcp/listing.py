@@ -26,8 +26,8 @@ from typing import Any
 
 from activities.mcp.client import McpToolError, list_tools
 from activities.runtime import dumps, principal_of, put_once
-from context.admission.security import detector_for, redact_secrets
-from context.tool_history import ToolDefinition
+from artifacts import Store
+from context import ToolDefinition, detector_for, redact_secrets
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import McpServers, tool_name
 
@@ -99,7 +99,7 @@ async def ensure_tool_list(runtime: Any, spec: JobSpec) -> dict[str, Any] | None
     return await stored_tool_list(await runtime.store(), spec)
 
 
-async def stored_tool_list(store: Any, spec: JobSpec) -> dict[str, Any] | None:
+async def stored_tool_list(store: Store, spec: JobSpec) -> dict[str, Any] | None:
     """The job's stored tool list (one revision: it is written once, ``put_once``)."""
     principal = principal_of(spec)
     head = await store.head("tool_record", listing_id(spec.job_id), principal=principal)
@@ -122,7 +122,7 @@ def granted_entry(listing: Mapping[str, Any] | None, server: str,
     return None
 
 
-async def tool_definitions(store: Any, spec: JobSpec) -> tuple[ToolDefinition, ...]:
+async def tool_definitions(store: Store, spec: JobSpec) -> tuple[ToolDefinition, ...]:
     """The job's MCP tools as the model is offered them, from the stored list only."""
     if not spec.tools:
         return ()

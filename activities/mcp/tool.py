@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from activities.mcp.calls import run_mcp_call
 from activities.tool_errors import ToolRejected
-from context.tool_history import ToolDefinition
-from context.vocabulary import SourceType, Trust
+from context import SourceType, ToolDefinition, Trust
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import split_tool_name
 

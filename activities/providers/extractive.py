@@ -36,11 +36,15 @@ from typing import Any
 from activities.providers import salience
 from activities.providers.base import ProviderResult
 from activities.providers.payload import RequestView, read_request
-from context.admission.security import Detector
-from context.limits.blocks import LINE_RANGE, block_citation
-from context.seal.adapters import get_adapter
-from context.seal.render import MISSING_EVIDENCE_HEADING, DataBlockView
-from context.tokens import default_counter
+from context import (
+    LINE_RANGE,
+    MISSING_EVIDENCE_HEADING,
+    DataBlockView,
+    Detector,
+    block_citation,
+    default_counter,
+    get_adapter,
+)
 
 NAME = "extractive"
 MODEL = "extractive-v1"

@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from context.seal.render import DataBlockError, DataBlockView, parse_data_blocks
+from context import ADAPTER_NAMES, DataBlockError, DataBlockView, parse_data_blocks
 from contracts.errors import ProviderConfigError, ProviderInputError
 
-ADAPTERS = ("openai_chat", "anthropic_messages")
+ADAPTERS = ADAPTER_NAMES
 
 
 @dataclass

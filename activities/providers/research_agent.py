@@ -69,9 +69,7 @@ from activities.providers.extractive import (
 from activities.providers.payload import RequestView, read_request
 from activities.providers.salience import question_words
 from activities.research_tools.search import search_hits
-from context.seal.adapters import get_adapter
-from context.tokens import canonical_json, default_counter
-from context.tools.fold import FOLD_PREFIX, LOG_PREFIX
+from context import FOLD_PREFIX, LOG_PREFIX, canonical_json, default_counter, get_adapter
 
 NAME = "extractive"
 AGENT_MODEL = "research-agent-v1"

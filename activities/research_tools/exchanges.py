@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from artifacts import Store
+
 
 def exchange_id(job_id: str, call_id: str) -> str:
     """The artifact id of one call's stored exchange."""
     return f"{job_id}:tool:{call_id}"
 
 
-async def stored_exchange(store: Any, artifact_id: str,
+async def stored_exchange(store: Store, artifact_id: str,
                           principal: Any) -> tuple[Any, dict[str, Any]] | None:
     """The stored exchange (its record and body) under ``artifact_id``, if there is one."""
     record = await store.head("tool_record", artifact_id, principal=principal)

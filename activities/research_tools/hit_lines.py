@@ -16,7 +16,7 @@ Cost: nothing for a line within the limit; one detector scan of a longer line (a
 from __future__ import annotations
 
 from activities.research_tools.arguments import MAX_HIT_LINE_CHARS
-from context.admission.security import detector_for
+from context import detector_for
 
 
 def _covered(span: tuple[int, int], found: list[tuple[int, int, str]], cut: int) -> bool:

@@ -26,7 +26,7 @@ from activities.research_tools.search import SearchTool
 from activities.research_tools.source_tools import SourceCall, SourceTool
 from activities.research_tools.tool import ResearchTool
 from activities.tool_errors import ToolRejected
-from context.tool_history import ToolDefinition
+from context import ToolDefinition
 from contracts.path_safety import PathRoots
 from contracts.source_specs import SourceSpec
 

@@ -22,7 +22,8 @@ from typing import Any, ClassVar, Literal, Protocol
 from activities.research_tools.arguments import Arguments, parse_with, schema_of
 from activities.sources.kind import CitedRange
 from activities.tool_errors import ToolRejected
-from context.tool_history import ToolDefinition
+from artifacts import Store
+from context import ToolDefinition
 from contracts.activity_messages import ToolApproval
 from contracts.job_spec import JobSpec
 
@@ -40,7 +41,7 @@ class ToolContext:
     at their stored revisions (``activities.web_refresh``; fetched once, on first read)."""
 
     runtime: Any
-    store: Any
+    store: Store
     spec: JobSpec
     principal: Any
     call_id: str

@@ -25,7 +25,7 @@ from activities.sources.documents import (
 from activities.sources.errors import RetrievalFailed
 from activities.sources.kind import CitedRange, SourceAccess, decode_lines
 from activities.tool_errors import ToolRejected
-from context.vocabulary import SourceType, Trust
+from context import SourceType, Trust
 from contracts.errors import PathRefused
 from contracts.path_safety import PathRoots, read_file
 from contracts.source_specs import DocumentSourceSpec, expand_location

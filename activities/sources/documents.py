@@ -13,7 +13,7 @@ is refused whole (``TooManyDocuments``), never cut short in silence.
 from __future__ import annotations
 
 from activities.sources.errors import RetrievalFailed
-from context.vocabulary import SourceType, Trust
+from context import SourceType, Trust
 from contracts.errors import PathRefused
 from contracts.path_safety import (
     FolderListing,

@@ -20,11 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from context.items import ContextItem, LineageNode, ScopeRef, SourceRef
-from context.vocabulary import (
+from context import (
     Completeness,
+    ContextItem,
+    LineageNode,
     Role,
+    ScopeRef,
     SecurityClass,
+    SourceRef,
     SourceType,
     Trust,
 )

@@ -17,7 +17,7 @@ from activities.sources.errors import RetrievalFailed
 from activities.sources.gitrepo import MAX_BLOB_BYTES, PinnedTree, in_scope, open_pinned
 from activities.sources.kind import CitedRange, SourceAccess, decode_lines
 from activities.tool_errors import ToolRejected
-from context.vocabulary import SourceType, Trust
+from context import SourceType, Trust
 from contracts.path_safety import undecodable_name
 from contracts.source_specs import GitSourceSpec
 

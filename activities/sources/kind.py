@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from activities.call_budget import CallBudget
 from activities.tool_errors import ToolRejected
-from context.vocabulary import SourceType
+from context import SourceType
 from contracts.path_safety import PathRoots
 
 if TYPE_CHECKING:

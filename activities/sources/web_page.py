@@ -29,7 +29,7 @@ from activities.sources.webpages import (
     revision_is_html,
 )
 from activities.tool_errors import ToolRejected
-from context.vocabulary import SourceType, Trust
+from context import SourceType, Trust
 from contracts.errors import PathRefused, WebFetchRefused
 from contracts.path_safety import PathRoots, existing_type, locate
 from contracts.source_specs import WebPageSourceSpec, expand_location

@@ -30,6 +30,7 @@ from typing import Any
 
 from activities.runtime import principal_of, put_once
 from activities.sources.web_fetch import FetchedPage, fetch_page
+from artifacts import Store
 from contracts.job_spec import JobSpec
 from contracts.source_specs import WebPageSourceSpec
 from contracts.web_policy import WebFetchPolicy
@@ -80,7 +81,7 @@ class WebPages:
     one fetch stored as the first. ``locks`` (the runtime's, shared by the worker's calls)
     keeps two reads of one turn from fetching the same page twice."""
 
-    def __init__(self, store: Any, spec: JobSpec, policy: WebFetchPolicy, *,
+    def __init__(self, store: Store, spec: JobSpec, policy: WebFetchPolicy, *,
                  locks: dict[str, asyncio.Lock] | None = None,
                  fetcher: Fetcher = fetch_page) -> None:
         self._store, self._spec, self._policy = store, spec, policy

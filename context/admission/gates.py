@@ -54,6 +54,7 @@ Choices the design leaves open:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from context.admission.security import detector_for
@@ -63,7 +64,7 @@ from context.policy import ContextPolicy
 from context.vocabulary import (
     GATE_ORDER,
     SECURITY_LEVEL,
-    Attestation,
+    AttestationStatus,
     ExclusionReason,
     Freshness,
     Gate,
@@ -211,17 +212,8 @@ class GateRunner:
             results=dict.fromkeys(GATE_ORDER, GateResult.NOT_EVALUATED),
             effective_trust=effective_trust(item, self.policy),
         )
-        checks = (
-            (Gate.PERMISSION, self._permission),
-            (Gate.SCOPE, self._scope),
-            (Gate.REQUIRED_REVISION, self._revision),
-            (Gate.FRESHNESS, self._freshness),
-            (Gate.INTEGRITY, self._integrity),
-            (Gate.TRUST_ROLE, self._trust_role),
-            (Gate.SECURITY, self._security),
-        )
-        for gate, check in checks:
-            failure = check(out)
+        for gate in GATE_ORDER:
+            failure = _CHECKS[gate](self, out)
             if failure is not None:
                 out.results[gate] = GateResult.FAILED
                 out.failed_gate, (out.reason, out.detail) = gate, failure
@@ -303,7 +295,7 @@ class GateRunner:
                 f"content hash mismatch: claimed {item.content_hash}, content hashes to {actual}",
             )
         attested = item.attestation
-        if attested is not None and attested.status is Attestation.INVALID:
+        if attested is not None and attested.status is AttestationStatus.INVALID:
             return (
                 ExclusionReason.HARD_GATE_REJECTED,
                 f"attestation invalid: {attested.detail or 'the stored revision is not signed'}",
@@ -370,6 +362,20 @@ class GateRunner:
         else:
             assessment["external_instruction_isolation"] = "passed"
         return None
+
+
+#: each gate's check; ``GateRunner.run`` runs them in ``GATE_ORDER`` (a gate added to
+#: ``Gate`` without its check here fails at import)
+_CHECKS: dict[Gate, Callable[[GateRunner, GateOutcome], tuple[ExclusionReason, str] | None]] = {
+    Gate.PERMISSION: GateRunner._permission,
+    Gate.SCOPE: GateRunner._scope,
+    Gate.REQUIRED_REVISION: GateRunner._revision,
+    Gate.FRESHNESS: GateRunner._freshness,
+    Gate.INTEGRITY: GateRunner._integrity,
+    Gate.TRUST_ROLE: GateRunner._trust_role,
+    Gate.SECURITY: GateRunner._security,
+}
+assert tuple(_CHECKS) == GATE_ORDER, "one check per context.vocabulary.Gate, in its order"
 
 
 def redacted_copy(item: ContextItem, content: str) -> ContextItem:

@@ -8,7 +8,8 @@ fails becomes an excluded entry naming the gate and the reason. A redacted candi
 admitted as its redacted copy with a ``redact`` transform record — or excluded if the
 redaction left secret material behind.
 
-Gate outcomes are memoized per item object under everything they depend on (policy digest,
+Gate outcomes are memoized per item object under everything they depend on (the gate set
+and order, ``GATE_SET_KEY``; policy digest,
 clearance and scopes, the item's freshness at ``as_of``, the revisions the request
 requires), so a warm assembly re-gates nothing that could not have changed.
 """
@@ -30,7 +31,15 @@ from context.manifest_entries import (
 )
 from context.ranking.loading import load_mode_for
 from context.request import AssemblyRequest
-from context.vocabulary import ExclusionReason, LoadMode, Role, SecurityClass, SourceType, Trust
+from context.vocabulary import (
+    GATE_SET_KEY,
+    ExclusionReason,
+    LoadMode,
+    Role,
+    SecurityClass,
+    SourceType,
+    Trust,
+)
 
 __all__ = ["ENGINE_PRODUCER", "GateStage", "record_acquisitions", "step_item"]
 
@@ -91,7 +100,7 @@ class GateStage:
     def run(self) -> None:
         state, request, policy = self.state, self.state.request, self.state.policy
         # no as_of here: what an outcome takes from the clock is its freshness_key
-        context_key = "|".join((policy.digest, request.principal.clearance.value,
+        context_key = "|".join((GATE_SET_KEY, policy.digest, request.principal.clearance.value,
                                 str(request.principal.scope), str(request.scope)))
         revisions = request.required_revisions
         items = [step_item(request, state.step_item_id),

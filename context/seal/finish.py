@@ -50,7 +50,7 @@ from context.seal.render import (
 from context.tokens import ESTIMATOR
 from context.tools.aging import folds_history
 from context.tools.stage import ToolStage
-from context.vocabulary import INSTRUCTION_FLAG, Attestation, BlockedReason, Partition, Zone
+from context.vocabulary import INSTRUCTION_FLAG, AttestationStatus, BlockedReason, Partition, Zone
 
 _ZONE_ORDER = {z: i for i, z in enumerate(Zone)}
 
@@ -115,7 +115,7 @@ def _candidate_identity(item: ContextItem) -> list[str]:
     (``unsigned``, or not read from the store) keeps the identity it always had."""
     row = [item.item_id, item.content_hash, item.revision or ""]
     attested = item.attestation
-    if attested is not None and attested.status is not Attestation.UNSIGNED:
+    if attested is not None and attested.status is not AttestationStatus.UNSIGNED:
         row += [attested.status.value, attested.key_id or "", attested.detail]
     return row
 

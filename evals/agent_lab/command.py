@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evals.agent_lab.dataset import AgentDatasetError, load_questions
-from evals.agent_lab.gate import GateResult, release_gate
+from evals.agent_lab.gate import AgentReleaseGate, release_gate
 from evals.agent_lab.runner import QuestionResult, run_questions
 
 EXIT_PASS, EXIT_GATE_FAILED, EXIT_UNUSABLE = 0, 1, 2
@@ -30,7 +30,7 @@ class AgentEvalReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     questions: list[QuestionResult]
-    gate: GateResult
+    gate: AgentReleaseGate
     wall_s: float
 
 

@@ -51,7 +51,7 @@ class Summary(BaseModel):
     total_tokens: int
 
 
-class GateResult(BaseModel):
+class AgentReleaseGate(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     passed: bool
@@ -69,7 +69,7 @@ def summarize(results: Sequence[QuestionResult]) -> Summary:
         total_tokens=sum(r.tokens for r in results))
 
 
-def release_gate(results: Sequence[QuestionResult]) -> GateResult:
+def release_gate(results: Sequence[QuestionResult]) -> AgentReleaseGate:
     summary = summarize(results)
 
     def check(name: str, failing: list[str], passed: bool | None = None) -> GateCheck:
@@ -90,4 +90,4 @@ def release_gate(results: Sequence[QuestionResult]) -> GateResult:
         check("tokens", [r.id for r in results
                          if r.tokens > (r.max_tokens or MAX_TOKENS)]),
     ]
-    return GateResult(passed=all(c.passed for c in checks), checks=checks, summary=summary)
+    return AgentReleaseGate(passed=all(c.passed for c in checks), checks=checks, summary=summary)

@@ -15,7 +15,7 @@ modes in the reports), ``command`` (the CLI body), ``errors``.
 
 from evals.context_lab.dataset import LabCase, LabSource, load_cases, load_sources
 from evals.context_lab.errors import DatasetError, LabError, StrategyError
-from evals.context_lab.gate import CaseRun, GateResult, StrategyMetrics
+from evals.context_lab.gate import CaseRun, ContextReleaseGate, StrategyMetrics
 from evals.context_lab.graders import GRADER_NAMES, GRADERS, Grade, grade_packet
 from evals.context_lab.packet import Packet
 from evals.context_lab.reports import write_reports
@@ -25,9 +25,9 @@ __all__ = [
     "GRADERS",
     "GRADER_NAMES",
     "CaseRun",
+    "ContextReleaseGate",
     "DatasetError",
     "EvalResult",
-    "GateResult",
     "Grade",
     "LabCase",
     "LabError",

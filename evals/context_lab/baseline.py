@@ -12,7 +12,7 @@ every baseline (``naive_packet``). The stronger baselines are ``baseline_gated``
 
 from __future__ import annotations
 
-from context.policy import ContextPolicy
+from context import ContextPolicy
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import source_to_item
 from evals.context_lab.naive_packet import Packer, missing_topics_of, naive_packet, render_task

@@ -26,9 +26,7 @@ the case's ``as_of``).
 
 from __future__ import annotations
 
-from context.admission.gates import GateRunner
-from context.policy import ContextPolicy
-from context.vocabulary import ExclusionReason, Gate
+from context import ContextPolicy, ExclusionReason, Gate, GateRunner
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import source_to_item
 from evals.context_lab.naive_packet import Packer, naive_packet

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from context.policy import ContextPolicy
+from context import ContextPolicy
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import source_to_item
 from evals.context_lab.naive_packet import Packer, naive_packet

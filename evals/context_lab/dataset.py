@@ -36,15 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from context.items import ScopeRef
-from context.vocabulary import (
-    AnomalyType,
-    ExclusionReason,
-    Role,
-    SourceType,
-    ToolStatus,
-    Trust,
-)
+from context import AnomalyType, ExclusionReason, Role, ScopeRef, SourceType, ToolStatus, Trust
 from evals.context_lab.errors import DatasetError
 
 LAB_TRUST = ("trusted", "untrusted")

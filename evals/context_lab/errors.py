@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from context.file_errors import one_line
+from context import one_line
 
 
 class LabError(Exception):

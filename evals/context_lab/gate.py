@@ -76,7 +76,7 @@ class GateCheck(BaseModel):
     cases: list[str]
 
 
-class GateResult(BaseModel):
+class ContextReleaseGate(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     passed: bool
@@ -183,7 +183,7 @@ def compare(baseline: list[CaseRun], candidate: list[CaseRun], base_m: StrategyM
 
 def release_gate(baseline: list[CaseRun], candidate: list[CaseRun],
                  base_m: StrategyMetrics, cand_m: StrategyMetrics, *,
-                 selection: str = "strongest") -> GateResult:
+                 selection: str = "strongest") -> ContextReleaseGate:
     improvements, regressions = case_changes(baseline, candidate)
 
     def failing(grader: str) -> list[str]:
@@ -210,6 +210,6 @@ def release_gate(baseline: list[CaseRun], candidate: list[CaseRun],
         "every_manifest_complete": GateCheck(
             passed=cand_m.complete_manifests == cand_m.cases, cases=failing("manifest_complete")),
     }
-    return GateResult(passed=all(c.passed for c in checks.values()), checks=checks,
+    return ContextReleaseGate(passed=all(c.passed for c in checks.values()), checks=checks,
                       improvements=improvements, regressions=regressions,
                       baseline=base_m.strategy, selection=selection)

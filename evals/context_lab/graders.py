@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from context.seal.render import MISSING_EVIDENCE_HEADING
+from context import MISSING_EVIDENCE_HEADING
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.mapping import is_untrusted
 from evals.context_lab.packet import Packet

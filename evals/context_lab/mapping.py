@@ -35,13 +35,15 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from context.items import ContextItem, ScopeRef, SourceRef
-from context.policy import ContextPolicy
-from context.vocabulary import (
+from context import (
     SECURITY_LEVEL,
     AcquisitionOutcome,
+    ContextItem,
+    ContextPolicy,
     Role,
+    ScopeRef,
     SecurityClass,
+    SourceRef,
     SourceType,
     Trust,
 )

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 
-from context.items import ContextItem
-from context.seal.render import MISSING_EVIDENCE_HEADING, data_block
-from context.tokens import count_tokens
+from context import MISSING_EVIDENCE_HEADING, ContextItem, count_tokens, data_block
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.packet import (
     AcquisitionEntry,

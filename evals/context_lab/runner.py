@@ -23,8 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from context.errors import ContextError
-from context.policy import ContextPolicy, load_policy
+from context import ContextError, ContextPolicy, load_policy
 from evals.context_lab import baseline, baseline_gated, baseline_topk, strategy
 from evals.context_lab.baseline import run_dump_all
 from evals.context_lab.baseline_gated import run_gated_dump
@@ -34,7 +33,7 @@ from evals.context_lab.errors import DatasetError
 from evals.context_lab.gate import (
     CaseRun,
     Comparison,
-    GateResult,
+    ContextReleaseGate,
     StrategyMetrics,
     compare,
     metrics,
@@ -74,7 +73,7 @@ class ModeResult(BaseModel):
     mode: str
     runs: dict[str, list[CaseRun]]
     metrics: dict[str, StrategyMetrics]
-    gate: GateResult
+    gate: ContextReleaseGate
     comparisons: dict[str, Comparison]
 
 
@@ -88,7 +87,7 @@ class EvalResult(BaseModel):
     sources: dict[str, LabSource]
     runs: dict[str, list[CaseRun]]
     metrics: dict[str, StrategyMetrics]
-    gate: GateResult
+    gate: ContextReleaseGate
     comparisons: dict[str, Comparison]  # the candidate against each baseline
     top_k: int = DEFAULT_K
     topics: str = LABELS  # the --topics option

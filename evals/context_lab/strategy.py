@@ -25,14 +25,27 @@ import json
 from typing import Any
 
 import context
-from context.errors import ContextError
-from context.items import ContextItem, ScopeRef, SourceAcquisition
-from context.policy import ContextPolicy, policy_from_mapping
-from context.request import AssemblyRequest, ModelSpec, PrincipalContext
-from context.seal.render import parse_data_blocks
-from context.tokens import count_tokens
-from context.tool_history import ToolCall, ToolDefinition, ToolHistory, ToolResult
-from context.vocabulary import Role, SecurityClass, SourceType, Trust
+from context import (
+    AssemblyRequest,
+    ContextError,
+    ContextItem,
+    ContextPolicy,
+    ModelSpec,
+    PrincipalContext,
+    Role,
+    ScopeRef,
+    SecurityClass,
+    SourceAcquisition,
+    SourceType,
+    ToolCall,
+    ToolDefinition,
+    ToolHistory,
+    ToolResult,
+    Trust,
+    count_tokens,
+    parse_data_blocks,
+    policy_from_mapping,
+)
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.errors import DatasetError, StrategyError
 from evals.context_lab.mapping import acquisition_id, case_scope, security_class, source_to_item

@@ -36,10 +36,10 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from context.request import TopicSpec
+from context import TopicSpec
 from evals.context_lab.dataset import LabCase, LabSource
 from evals.context_lab.errors import DatasetError
-from evals.context_lab.gate import GateCheck, GateResult
+from evals.context_lab.gate import ContextReleaseGate, GateCheck
 
 LABELS = "labels"
 CONTENT = "content"
@@ -123,7 +123,8 @@ def label_only(labels: dict[str, bool], content: dict[str, bool]) -> list[str]:
     return [cid for cid, ok in labels.items() if ok and not content.get(cid, False)]
 
 
-def combined_gate(gates: dict[str, GateResult], label_only_cases: list[str] | None) -> GateResult:
+def combined_gate(gates: dict[str, ContextReleaseGate],
+                  label_only_cases: list[str] | None) -> ContextReleaseGate:
     """The release gate over every mode run: each mode's checks (the ``content`` mode's
     prefixed ``content:``) and, when both modes ran, no case the candidate passes only on
     labels. Improvements, regressions and the baseline are the first mode's."""

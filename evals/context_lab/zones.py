@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from context.seal.render import DataBlockError, parse_data_blocks
+from context import DataBlockError, parse_data_blocks
 
 _HEADER = re.compile(r"^<<<DATA [^\n]*>>>\n", re.MULTILINE)
 

@@ -171,15 +171,15 @@ def test_integrity_refuses_a_revision_whose_attestation_is_invalid() -> None:
     assembly's identity once a signature was checked, so the same revisions admitted and
     refused never share a manifest id; an unsigned item keeps the identity it had."""
     from context.items import AttestationCheck
-    from context.vocabulary import Attestation
+    from context.vocabulary import AttestationStatus
 
-    def check(status: Attestation, detail: str = "") -> AttestationCheck:
+    def check(status: AttestationStatus, detail: str = "") -> AttestationCheck:
         return AttestationCheck(status=status, key_id="k1", detail=detail)
 
     forged = item("forged", RELEVANT, attestation=check(
-        Attestation.INVALID, "the attestation under key 'k1' does not match the revision"))
-    signed = item("signed", RELEVANT, attestation=check(Attestation.VERIFIED))
-    unsigned = item("unsigned", RELEVANT, attestation=check(Attestation.UNSIGNED))
+        AttestationStatus.INVALID, "the attestation under key 'k1' does not match the revision"))
+    signed = item("signed", RELEVANT, attestation=check(AttestationStatus.VERIFIED))
+    unsigned = item("unsigned", RELEVANT, attestation=check(AttestationStatus.UNSIGNED))
     m = _run(forged, signed, unsigned)
     e = _excluded(m, "forged")
     assert e.reason == "hard_gate_rejected"
@@ -189,11 +189,11 @@ def test_integrity_refuses_a_revision_whose_attestation_is_invalid() -> None:
     assert {"signed", "unsigned"} <= {i.item_id for i in m.included}
 
     plain = _run(item("x", RELEVANT))
-    same = _run(item("x", RELEVANT, attestation=check(Attestation.UNSIGNED)))
+    same = _run(item("x", RELEVANT, attestation=check(AttestationStatus.UNSIGNED)))
     assert same.candidate_set_digest == plain.candidate_set_digest
     assert same.assembly_id == plain.assembly_id
-    verified = _run(item("x", RELEVANT, attestation=check(Attestation.VERIFIED)))
-    refused = _run(item("x", RELEVANT, attestation=check(Attestation.INVALID, "forged")))
+    verified = _run(item("x", RELEVANT, attestation=check(AttestationStatus.VERIFIED)))
+    refused = _run(item("x", RELEVANT, attestation=check(AttestationStatus.INVALID, "forged")))
     assert len({plain.assembly_id, verified.assembly_id, refused.assembly_id}) == 3
 
 

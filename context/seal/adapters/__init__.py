@@ -16,6 +16,7 @@ from context.seal.adapters.base import (
     SerializedRequest,
 )
 from context.seal.adapters.openai_chat import OpenAIChatAdapter
+from context.vocabulary import ADAPTER_NAMES
 
 __all__ = [
     "ADAPTERS",
@@ -29,9 +30,8 @@ __all__ = [
 ]
 
 ADAPTERS: dict[str, Adapter] = {
-    "openai_chat": OpenAIChatAdapter(),
-    "anthropic_messages": AnthropicMessagesAdapter(),
-}
+    adapter.name: adapter for adapter in (OpenAIChatAdapter(), AnthropicMessagesAdapter())}
+assert tuple(ADAPTERS) == ADAPTER_NAMES, "one adapter per context.vocabulary.ADAPTER_NAMES"
 
 
 def get_adapter(name: str) -> Adapter:
