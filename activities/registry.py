@@ -18,6 +18,7 @@ from activities import (
     context_activity,
     decide,
     draft,
+    fork_state,
     publish,
     record_turn,
     store_activities,
@@ -54,6 +55,7 @@ from contracts.activity_messages import (
     WebPageRevisionResult,
 )
 from contracts.errors import PathOutsideRoots, WebUrlRefused
+from contracts.fork import ForkStateInput, ForkStateResult
 from contracts.job_spec import JobSpec
 from contracts.model_endpoints import ModelEndpointRefused, endpoint_of
 from contracts.path_check import verdict, with_allow_hint
@@ -64,7 +66,7 @@ from contracts.web_policy import check_job_urls
 #: step of a job
 ACTIVITY_NAMES = ("store_job_spec", "assemble_context", "write_plan", "draft",
                   "record_review", "write_checkpoint", "publish", "run_tool", "decide",
-                  "record_turn", "refresh_web_page")
+                  "record_turn", "refresh_web_page", "fork_state")
 
 
 #: what ``pressroom run`` is told when a worker's endpoint list lacks the job's ``base_url``
@@ -163,6 +165,11 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating(), logged(inp):
             return await web_refresh.refresh_web_page(runtime, inp)
 
+    @activity.defn(name="fork_state")
+    async def fork_job_state(inp: ForkStateInput) -> ForkStateResult:
+        async with heartbeating(), logged(inp):
+            return await fork_state.fork_state(runtime, inp)
+
     @activity.defn(name="check_job_paths_here")
     async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
         # the check store_job_spec runs, with this worker's roots (contracts.path_check)
@@ -183,4 +190,4 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
 
     return [store_job_spec, assemble_context, write_plan, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,
-            record_research_turn, refresh_web_page, check_job_paths_here]
+            record_research_turn, refresh_web_page, fork_job_state, check_job_paths_here]
