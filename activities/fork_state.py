@@ -104,9 +104,9 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
 
     label = lineage.label()
     mark = {"inherited_from": label}
+    await pause_point("fork_state_before_write")
     job_ref = await store_job_spec(runtime, StoreJobSpecInput(spec=spec,
                                                               first_run_id=inp.first_run_id))
-    await pause_point("fork_state_before_write")
 
     async def copy(kind: str, artifact_id: str, src: Any, body: bytes, *,
                    metadata: dict[str, Any] | None = None) -> ArtifactRef:

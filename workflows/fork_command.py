@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 import artifacts
+from context.manifest_diff import ManifestDiff, diff_manifests
 from contracts.errors import JobError
 from contracts.fork import ForkError, ForkRefused, fork_spec
 from contracts.fork_reader import parent_state, plan_artifact_id
@@ -150,4 +152,93 @@ async def wait_forked(handle: Any, turn: int, wait_seconds: float) -> JobStatus:
         await asyncio.sleep(0.2)
 
 
-__all__ = ["EditFlags", "ForkNotStarted", "fork_job", "wait_forked"]
+
+
+async def turn_manifest(store: Any, job_id: str, turn: int, principal: Any) -> dict[str, Any]:
+    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on."""
+    from contracts.ownership import check_manifest
+
+    head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}", principal=principal)
+    if head is None:
+        raise ForkNotStarted(f"job {job_id!r} has no research turn {turn}")
+    _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
+                             revision=head.revision)
+    manifest_id = str(json.loads(raw)["manifest_id"])
+    manifest: dict[str, Any] = await store.get_manifest(manifest_id, principal=principal)
+    check_manifest(job_id, manifest, manifest_id)
+    return manifest
+
+
+async def explain_diff(client: Client, store_url: str, job_a: str, turn_a: int, job_b: str,
+                       turn_b: int) -> ManifestDiff:
+    """``explain --diff``: the two turns' sealed requests compared item by item."""
+    spec_a = await jobs.job_spec_of(client, job_a)
+    spec_b = await jobs.job_spec_of(client, job_b)
+    store = await artifacts.open_store(store_url)
+    try:
+        a = await turn_manifest(store, job_a, turn_a, artifacts.Principal(
+            principal_id=CLI_PRINCIPAL, tenant=spec_a.scope.tenant, project=spec_a.scope.project))
+        b = await turn_manifest(store, job_b, turn_b, artifacts.Principal(
+            principal_id=CLI_PRINCIPAL, tenant=spec_b.scope.tenant, project=spec_b.scope.project))
+    finally:
+        await store.close()
+    return diff_manifests(a, b)
+
+
+def render_diff(console: Any, diff: ManifestDiff) -> None:
+    """The diff as lines: one per item, then the token and cost difference."""
+    console.print(f"[bold]{diff.a} → {diff.b}[/bold]", highlight=False)
+    for item in diff.items:
+        mark = f" [inherited from {item.inherited_from}]" if item.inherited_from else ""
+        zones = f"{item.zone_a or '-'} → {item.zone_b or '-'}"
+        detail = f"; {item.detail}" if item.detail else ""
+        console.print(f"{item.change:8} {item.item_id} ({zones}; {item.tokens_a} → "
+                      f"{item.tokens_b} tokens) by {item.decided_by}{detail}{mark}",
+                      highlight=False, markup=False, soft_wrap=True)
+    cost = diff.cost_delta
+    console.print(f"tokens {diff.tokens_a} → {diff.tokens_b} ({diff.token_delta:+d})"
+                  + (f"; cost {cost:+d} micro-USD" if cost is not None else ""),
+                  highlight=False)
+
+
+async def fork_command(settings: Any, job: str, *, turn: int, new_id: str,
+                       add_sources: list[str], refresh_sources: list[str],
+                       drop_sources: list[str], drop_notes: list[str], plan: Path | None,
+                       question: str | None, token_budget: int | None,
+                       cost_budget: str | None, signer: str, key_path: Path | None,
+                       key: Ed25519PrivateKey | None, task_queue: str,
+                       address: str | None) -> JobStatus:
+    """``pressroom fork``'s body: the flags parsed, the key loaded, the fork started."""
+    import yaml
+    from pydantic import TypeAdapter, ValidationError
+
+    from workflows.commands import connect
+    from workflows.reviewer_keys import signing_key
+
+    sources: list[SourceSpec] = []
+    for text in add_sources:
+        try:
+            sources.append(TypeAdapter(SourceSpec).validate_python(yaml.safe_load(text)))
+        except (ValidationError, ValueError, yaml.YAMLError) as exc:
+            raise ForkError(f"--add-source: not a source ({type(exc).__name__})") from None
+    flags = EditFlags(add_sources=sources, refresh_sources=refresh_sources,
+                      drop_sources=drop_sources, drop_notes=drop_notes, plan_file=plan,
+                      question=question, token_budget=token_budget, cost_budget=cost_budget)
+    key = key or signing_key(settings, signer, key_path)
+    return await fork_job(await connect(settings, address), settings.store_url, job, turn=turn,
+                          new_id=new_id, flags=flags, signer=signer, key=key,
+                          task_queue=task_queue)
+
+
+async def diff_command(console: Any, settings: Any, job_a: str, turn_a: int, job_b: str,
+                       turn_b: int, address: str | None) -> ManifestDiff:
+    from workflows.commands import connect
+
+    diff = await explain_diff(await connect(settings, address), settings.store_url, job_a,
+                              turn_a, job_b, turn_b)
+    render_diff(console, diff)
+    return diff
+
+
+__all__ = ["EditFlags", "ForkNotStarted", "diff_command", "explain_diff", "fork_command",
+           "fork_job", "render_diff", "turn_manifest", "wait_forked"]

@@ -50,8 +50,8 @@ def _rows(db: Path, job_id: str) -> dict[str, list[Any]]:
             if key is None:
                 continue
             out[table] = sorted(
-                (tuple(map(str, row)) for row in con.execute(
-                    f"SELECT * FROM {table} WHERE {key} LIKE ?", (f"{job_id}%",))))
+                tuple(map(str, row)) for row in con.execute(
+                    f"SELECT * FROM {table} WHERE {key} LIKE ?", (f"{job_id}%",)))
         return out
     finally:
         con.close()
