@@ -33,7 +33,7 @@ from tests.workflows.jobkit import (
     start_job,
     wait_status,
 )
-from workflows.fork_command import EditFlags, ForkNotStarted, fork_job
+from workflows.fork_command import EditFlags, ForkNotStarted, explain_diff, fork_job
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -105,6 +105,10 @@ async def test_fork_edits_review_publish_and_refusals(
         inherited = first["inherited"]
         assert inherited["inherited_from"] == f"{parent.job_id}@turn {turn}"
         assert inherited["tool_calls"] and inherited["items"]
+        # explain --diff between the parent's turn N+1 and the fork's: the question edit
+        diff = await explain_diff(client, store_url, parent.job_id, turn + 1, fork_id, turn + 1)
+        changed = {d.item_id for d in diff.items}
+        assert f"job_spec:{parent.job_id}" in changed or f"job_spec:{fork_id}" in changed
         # the parent is never written
         assert _rows(db, parent.job_id) == before
         parent_now = await wait_status(handle, {"awaiting_review"})
