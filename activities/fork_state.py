@@ -128,7 +128,8 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
     for rec, body in parent.exchanges:
         call = rec.artifact_id.split(":tool:", 1)[-1]
         await copy("tool_record", exchange_id(spec.job_id, call), rec, body)
-    notes_ref, dropped, matched, topics = None, 0, set(), []
+    notes_ref: ArtifactRef | None = None
+    dropped, matched, topics = 0, set[str](), list[str]()
     for rec, body in parent.notes:
         number = rec.artifact_id.rsplit(".t", 1)[-1]
         kept, gone, hit = _kept_notes(body, lineage)
@@ -146,13 +147,13 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
     if parent.checkpoint is not None:
         checkpoint_id = f"{spec.job_id}-cp-0001-research"
         refs = [r for r in (job_ref, plan_ref, tool_ref, notes_ref, agent_ref) if r]
-        body = {k: v for k, v in parent.checkpoint.items() if k != "_body_hash"}
-        body.update(checkpoint_id=checkpoint_id, goal=spec.question, manifest_ids=[],
+        sealed = {k: v for k, v in parent.checkpoint.items() if k != "_body_hash"}
+        sealed.update(checkpoint_id=checkpoint_id, goal=spec.question, manifest_ids=[],
                     previous_checkpoint=None, inherited_from=label,
                     artifact_refs=[r.model_dump(mode="json") for r in refs],
                     forked_from_checkpoint=parent.checkpoint.get("checkpoint_id"))
         await store.put_checkpoint(checkpoint_id, run_id=spec.job_id,
-                                   step_id=f"fork-{lineage.turn}", body=body,
+                                   step_id=f"fork-{lineage.turn}", body=sealed,
                                    scope=scope_of(spec))
     await pause_point("fork_state_after_write")
     covered = [t.name for t in spec.topics if t.name in set(topics)]

@@ -14,8 +14,10 @@ compares them with ``tests/golden_outputs.json``, recorded before the move.
   so a memo keyed wrongly after a move shows up here): the manifest JSON, the serialized
   request's canonical JSON and the assembly input;
 * the example job (``examples/job.yaml``) driven through its real activities with a fixed
-  ``as_of`` over a real SQLite store and the real fixture repositories: the plan, research
-  and draft steps' sealed manifests and request hashes, and the extractive draft's text.
+  ``as_of`` over a real SQLite store and the real fixture repositories: the plan step, each
+  research turn of the offline agent (its sealed request, the calls it made and their
+  results' hashes) and the draft step's sealed manifests and request hashes, the tool
+  history, notes and plan it left, and the extractive draft's text.
 
 A deliberate change of output re-records with
 ``python -m tests.test_golden_outputs --record`` and says why in its commit.
@@ -109,18 +111,27 @@ def _without_store_clock(value: Any) -> Any:
     return value
 
 
+#: the example job's research loop is cut off here (it finishes in far fewer turns)
+MAX_GOLDEN_TURNS = 30
+
+
 async def _example_job(tmp: Path) -> dict[str, Any]:
-    from activities import draft, research, store_activities
+    from activities import draft, store_activities
     from activities.context_activity import assemble_context
+    from activities.decide import decide
+    from activities.record_turn import record_turn
     from activities.runtime import ActivityRuntime
+    from activities.tool_call import run_tool_call
     from artifacts.types import Principal
     from contracts.activity_messages import (
         AssembleContextInput,
+        DecideInput,
         DraftInput,
         JobRef,
         PlanInput,
-        ResearchInput,
+        RecordTurnInput,
         StepState,
+        ToolCallInput,
     )
     from contracts.job_spec import load_job_spec
     from contracts.path_safety import PathRoots
@@ -152,9 +163,9 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
                      tenant=spec.scope.tenant, project=spec.scope.project, spec=spec_ref)
         state = StepState(job_spec=spec_ref)
 
-        async def step(stage: Any, step_id: str) -> Any:
+        async def step(stage: Any, step_id: str, turn: int = 0) -> Any:
             ref = await assemble_context(runtime, AssembleContextInput(
-                job=job, step_id=step_id, stage=stage, state=state, as_of=AS_OF))
+                job=job, step_id=step_id, stage=stage, state=state, as_of=AS_OF, turn=turn))
             body = await store.get_manifest(ref.manifest_id, principal=principal)
             out[step_id] = {"status": ref.status, "input_hash": ref.input_hash,
                             "blocked_reason": ref.blocked_reason,
@@ -165,20 +176,36 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
         plan = await store_activities.write_plan(
             runtime, PlanInput(job=job, context=plan_ctx))
         state = state.model_copy(update={"plan": plan})
-        research_ctx = await step("research", "research-2")
-        # One source per call: the activity appends results in completion order (as real
-        # tools finish), which would make the recorded bytes depend on process timing.
-        for source in spec.sources:
-            found = await research.research(runtime, ResearchInput(
-                job=job, context=research_ctx, state=state, sources=[source],
-                as_of=AS_OF, turn=2))
+        # the research loop as the workflow runs it (assemble, decide, the calls, record),
+        # the calls one after another: the workflow records results in call order anyway,
+        # and one at a time keeps the store's bytes independent of process timing
+        steps, finished = 1, False
+        for turn in range(1, MAX_GOLDEN_TURNS + 1):
+            steps += 1
+            research_ctx = await step("research", f"research-{steps}", turn)
+            decided = await decide(runtime, DecideInput(job=job, context=research_ctx,
+                                                        turn=turn))
+            results = [await run_tool_call(runtime, ToolCallInput(
+                job=job, call_id=call.call_id, tool_name=call.tool_name,
+                arguments=call.arguments, turn=turn, refusal=call.refusal))
+                for call in decided.calls]
+            recorded = await record_turn(runtime, RecordTurnInput(
+                job=job, turn=turn, state=state, results=results, as_of=AS_OF))
             state = state.model_copy(update={
-                "source_records": found.source_records, "evidence_pack": found.evidence_pack,
-                "tool_records": found.tool_records})
-        for name in ("source_records", "evidence_pack", "tool_records"):
-            ref = getattr(found, name)
-            out[name] = ref.content_hash
-        draft_ctx = await step("draft", "draft-3")
+                "tool_records": recorded.tool_records, "agent_plan": recorded.agent_plan,
+                "notes": recorded.notes or state.notes})
+            out[f"turn-{turn}"] = [f"{c.tool_name} {r.status} {r.result_hash}"
+                                   for c, r in zip(decided.calls, results, strict=True)]
+            finished = any(c.tool_name == "finish" and r.status == "success"
+                           for c, r in zip(decided.calls, results, strict=True))
+            if finished or not decided.calls:
+                break
+        assert finished, "the offline agent did not finish the example job"
+        for name in ("tool_records", "notes", "agent_plan"):
+            ref = getattr(state, name)
+            out[name] = ref.content_hash if ref is not None else None
+        steps += 1
+        draft_ctx = await step("draft", f"draft-{steps}")
         written = await draft.draft(runtime, DraftInput(job=job, context=draft_ctx,
                                                         state=state))
         out["draft"] = written.draft.content_hash

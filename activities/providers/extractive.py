@@ -347,7 +347,9 @@ def _failed_tools(view: RequestView) -> list[str]:
             continue
         reason = ""
         try:
-            reason = str(json.loads(block.content).get("reason") or "")
+            # a refused tool call names why in ``detail`` (activities/tool_call.py)
+            content = json.loads(block.content)
+            reason = str(content.get("detail") or content.get("reason") or "")
         except (ValueError, AttributeError):
             pass
         suffix = f": {reason}" if reason else ""

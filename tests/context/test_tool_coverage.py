@@ -24,7 +24,8 @@ ARGS = {"name": "handbook", "path": "/srv/docs",
 
 
 def _acquisition_summary(missing: list[str], records: list[dict[str, object]]) -> str:
-    """The shape ``activities.sources.acquire`` writes (canonical JSON)."""
+    """The shape the retired one-shot acquisition wrote (canonical JSON), which the tool
+    histories of jobs started with it still hold."""
     return json.dumps({"source": "handbook", "outcome": "retrieved", "reason": None,
                        "revision": "sha256:ab", "records": records, "missing_topics": missing,
                        "warnings": []}, sort_keys=True, separators=(",", ":"))

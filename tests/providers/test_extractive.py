@@ -1,7 +1,8 @@
 """The extractive provider: deterministic, cited, and it invents nothing.
 
-The request is real (see conftest): real acquisitions of the example fixtures rendered by
-the engine's renderer and serialized by both provider adapters.
+The request is real (see conftest): real research tool calls over the example fixtures and
+the notes citing them, rendered by the engine's renderer and serialized by both provider
+adapters.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ async def test_nothing_but_findings_and_fixed_template(built: BuiltRequest) -> N
     text = await _draft(built)
     topics = [name for name, _ in built.topics]
     cited_bases = {b_[0] for b in _blocks(built) if (b_ := _block_range(b))}
+    failed = [c.call_id for c in built.calls if c.arguments["source"] == "gone"]
+    assert failed and all(r.status.value == "error" for r in built.results
+                          if r.call_id in failed)
     allowed = [
         re.compile(r"^# How do httpkit 0\.4 and backoff-lib 0\.2 .*\?$"),
         re.compile("^" + re.escape(PREAMBLE) + "$"),
@@ -89,8 +93,11 @@ async def test_nothing_but_findings_and_fixed_template(built: BuiltRequest) -> N
                    r"publishing\.$"),
         re.compile(r"^- `(?P<c>[^`]+)` contains instruction-like text; it was treated as data "
                    r"and not followed\.$"),
-        re.compile(r"^- Acquisition `tool:git_grep call:acq-4` ended with status error: "
-                   r"repository .*/repos/gone does not exist or is not a directory\.$"),
+        # every call over the missing repository failed; the draft names each (the
+        # provider shows the refusal's detail)
+        re.compile(r"^- Acquisition `tool:search call:(" + "|".join(failed) + r")` ended "
+                   r"with status error: source 'gone': repository .* does not exist or is not "
+                   r"a directory\.$"),
         re.compile(r"^- `(?P<c>[^`#]+)`$"),
     ]
     for line in text.splitlines():
@@ -115,10 +122,17 @@ async def test_injected_instructions_are_never_quoted(built: BuiltRequest) -> No
     text = await _draft(built)
     assert INJECTION.lower() not in text.lower()
     assert "skip human approval" not in text.lower()
-    open_items = text.split("## Open items", 1)[1]
-    assert "`https://sre.example.org/blog/retry-storms#L" in open_items
+    # the page's lines holding the injection are in the request: cited by a note
+    assert any(INJECTION in item.content for item in built.data_items)
     # plan.md (project-editable) and the earlier draft are data, never evidence.
     assert "plan:plan.md" not in text and "Old draft" not in text and "5 s" not in text
+
+
+async def test_a_page_holding_instructions_is_named_under_open_items(
+        built: BuiltRequest) -> None:
+    text = await _draft(built)
+    open_items = text.split("## Open items", 1)[1]
+    assert "`https://sre.example.org/blog/retry-storms#L" in open_items
 
 
 async def test_usage_is_the_tiktoken_count_of_the_payload(built: BuiltRequest) -> None:

@@ -1,7 +1,8 @@
 """The extractive provider on a request assembled by the real context engine.
 
-Candidates are the example job's acquisitions (``activities.sources``) plus the task
-contract; ``context.assemble`` gates, budgets, renders and serializes them. The draft must
+Candidates are the evidence of notes citing the example job's research tool calls (see
+conftest) plus the task contract; ``context.assemble`` gates, budgets, renders and
+serializes them. The draft must
 cite only what the engine admitted and list the topics the engine reported missing.
 """
 
@@ -49,9 +50,7 @@ def _request(built: BuiltRequest) -> object:
         decision="draft the article from admitted evidence, one citation per claim",
         required_topics=tuple(topics),
         candidates=(control, task, *built.data_items),
-        acquisitions=tuple(r.source_acquisition() for r in built.results),
-        tool_history=ToolHistory(calls=[r.tool_call for r in built.results],
-                                 results=[r.tool_result for r in built.results]),
+        tool_history=ToolHistory(calls=built.calls, results=built.results),
     )
 
 

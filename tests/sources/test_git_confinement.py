@@ -1,8 +1,8 @@
 """Git repositories are read only inside the folder a job names (SECURITY.md §3).
 
 Real repositories built in temporary folders with the real ``git``, read through the real
-submit/spec check (``check_source`` / ``check_job_paths``), the worker's acquisition
-(``acquire_git``), the research tools (``run_source_tool``) and ``pressroom run``'s ref
+submit/spec check (``check_source`` / ``check_job_paths``), the research tools
+(``run_source_tool``: ``list``, ``search``, ``read``) and ``pressroom run``'s ref
 resolution (``workflows.pins.resolve_ref``). Each attack gave the attacker the other
 folder's files before ``contracts.git_safety``: a folder inside a larger repository, a
 ``.git`` file or worktree pointing out of the roots, alternates out of the roots, the
@@ -22,18 +22,14 @@ from typing import Any
 import pytest
 
 from activities.research_tools import ToolRejected, run_source_tool
-from activities.sources.errors import RetrievalFailed
-from activities.sources.gitrepo import acquire_git
 from contracts.errors import PathRefused, RepositoryRefused
 from contracts.git_safety import SAFE_OPTIONS
 from contracts.path_safety import PathRoots, check_source
-from contracts.source_specs import GitSourceSpec, TopicTerms
-from tests.sources.conftest import AS_OF
+from contracts.source_specs import GitSourceSpec
 from workflows.errors import UnresolvedRef
 from workflows.pins import resolve_ref
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TOPICS = [TopicTerms(name="salary", terms=["salary"])]
 #: what tenant B's file holds; it must appear in nothing tenant A's job gets
 SECRET_LINE = "tenant B salary table: 91000"
 LINES = {"start_line": 1, "end_line": 5}
@@ -93,7 +89,7 @@ def outer(tmp_path: Path) -> tuple[Path, str]:
 async def test_a_folder_inside_a_larger_repository_is_not_a_repository(
         tmp_path: Path, outer: tuple[Path, str]) -> None:
     """Before: the check passed, git walked up to ``outer``, ``list`` showed ``tenantB/``,
-    ``read`` returned its file, the acquisition quoted it and ``ref: main`` resolved to
+    ``read`` returned its file, ``search`` quoted it and ``ref: main`` resolved to
     ``outer``'s commit."""
     repo, sha = outer
     tenant_a = roots(repo / "tenantA")
@@ -107,9 +103,8 @@ async def test_a_folder_inside_a_larger_repository_is_not_a_repository(
             await tool(tmp_path, source, tenant_a, name, **arguments)
         assert caught.value.kind == "source_unavailable", caught.value
         assert "tenantB" not in str(caught.value) and "91000" not in str(caught.value)
-    with pytest.raises(RetrievalFailed, match="not a git repository"):
-        await acquire_git(source, TOPICS, call_id="c", as_of=AS_OF,
-                          locations=locations(tmp_path), roots=tenant_a)
+    with pytest.raises(ToolRejected, match="not a git repository"):
+        await tool(tmp_path, source, tenant_a, "search", query="salary")
     with pytest.raises(UnresolvedRef, match="not a git repository"):
         await resolve_ref(str(repo / "tenantA" / "notes"), "main", name="notes")
     # the repository's own folder, inside the roots, is still read
@@ -137,13 +132,11 @@ async def test_a_git_file_pointing_out_of_the_folder_is_refused(tmp_path: Path,
     with pytest.raises(RepositoryRefused, match="lies outside the repository folder") as got:
         check_source(source, roots(root), locations(tmp_path))
     assert str(outside) not in str(got.value)
-    for name, arguments in (("list", {}), ("read", {"path": "payroll.md", **LINES})):
+    for name, arguments in (("list", {}), ("read", {"path": "payroll.md", **LINES}),
+                            ("search", {"query": "salary"})):
         with pytest.raises(RepositoryRefused) as caught:
             await tool(tmp_path, source, roots(root), name, **arguments)
         assert str(outside) not in str(caught.value) and "91000" not in str(caught.value)
-    with pytest.raises(RepositoryRefused):
-        await acquire_git(source, TOPICS, call_id="c", as_of=AS_OF,
-                          locations=locations(tmp_path), roots=roots(root))
 
 
 async def test_alternates_out_of_the_roots_are_refused_inside_them_read(
@@ -166,8 +159,7 @@ async def test_alternates_out_of_the_roots_are_refused_inside_them_read(
         with pytest.raises(RepositoryRefused):
             await tool(tmp_path, source, roots(root), "read", path="payroll.md", **LINES)
         with pytest.raises(RepositoryRefused):
-            await acquire_git(source, TOPICS, call_id="c", as_of=AS_OF,
-                              locations=locations(tmp_path), roots=roots(root))
+            await tool(tmp_path, source, roots(root), "search", query="salary")
     # an alternate of an alternate is followed as git follows it
     git(root, "clone", "-q", "--shared", str(root / "thin"), str(root / "thinner"))
     with pytest.raises(RepositoryRefused, match="alternates"):
@@ -262,9 +254,9 @@ def test_no_runtime_module_spawns_git_but_through_git_invocation() -> None:
 
 async def test_every_git_process_runs_confined(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the processes really got, through a real acquisition, tool call, ref resolution
-    and submit check: each ran ``git`` with the safe options and a ceiling at its folder's
-    parent, and none inherited ``GIT_DIR``."""
+    """What the processes really got, through real tool calls (a ``search`` and a
+    ``read``), ref resolution and submit check: each ran ``git`` with the safe options and
+    a ceiling at its folder's parent, and none inherited ``GIT_DIR``."""
     repo = tmp_path / "root" / "proj"
     sha = new_repo(repo, {"plan.md": "the salary plan\n"})
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
@@ -283,13 +275,15 @@ async def test_every_git_process_runs_confined(tmp_path: Path,
     monkeypatch.setattr(subprocess, "run", record_run)
     root = roots(tmp_path / "root")
     check_source(spec(repo, sha), root, locations(tmp_path))
-    await acquire_git(spec(repo, sha), TOPICS, call_id="c", as_of=AS_OF,
-                      locations=locations(tmp_path), roots=root)
+    found = await tool(tmp_path, spec(repo, sha), root, "search", query="salary")
+    assert found["hit_count"] == 1
     await tool(tmp_path, spec(repo, sha), root, "read", path="plan.md", **LINES)
     await resolve_ref(str(repo), "main", name="notes")
     with pytest.raises(UnresolvedRef):
         await resolve_ref(f"file://{tmp_path}/none.git", "main", name="notes")
     assert len(seen) >= 6
+    # the blobs a search reads are streamed by their own process: confined like the rest
+    assert {"ls-tree", "cat-file"} <= {arg for argv, _ in seen for arg in argv}
     for argv, env in seen:
         assert argv[0] == "git" and argv[1:1 + len(SAFE_OPTIONS)] == SAFE_OPTIONS, argv
         folder = Path(os.path.realpath(argv[argv.index("-C") + 1]))

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from activities.sources import acquire, gitrepo
-from context.vocabulary import AcquisitionOutcome
+import activities.sources.gitrepo as gitrepo
+from activities.research_tools import ToolRejected
 from contracts.errors import JobSpecError, UnpinnedSource
 from contracts.job_spec import parse_job_spec
 from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
 from contracts.workflow_messages import ResolveInput
 from examples.build_fixtures import EXPECTED_COMMITS
-from tests.sources.conftest import AS_OF, TOPICS, locations, roots
+from tests.sources.conftest import locations, tool
 from tests.workflows.jobkit import job_dict
 from workflows.errors import UnresolvedRef
 from workflows.pins import pin_refs, pin_resolution, resolve_ref
@@ -122,7 +122,7 @@ def test_a_ref_alone_parses_and_neither_is_refused(tmp_path: Path) -> None:
             {"kind": "git", "name": "r", "repo": "/r"}]))
 
 
-# --- the worker: nothing but a full commit id is ever acquired ---
+# --- the worker: nothing but a full commit id is ever read ---
 
 async def test_an_unpinned_source_is_refused_before_any_git_process(
         shared_fixtures: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,16 +134,16 @@ async def test_an_unpinned_source_is_refused_before_any_git_process(
 
     monkeypatch.setattr(gitrepo, "run_git", no_git)
     repo = str(shared_fixtures / "repos" / "backoff-lib")
-    with pytest.raises(UnpinnedSource, match="names ref 'v2' but has no commit"):
-        await acquire(git_source(repo, ref="v2"), TOPICS, call_id="c", as_of=AS_OF,
-                      locations=locations(), roots=roots())
-    # a value built around the spec's validation is refused just the same
-    for bad in (ATTACK, "v2", V2[:12]):
-        smuggled = GitSourceSpec.model_construct(name="backoff-lib", repo=repo, commit=bad,
-                                                 ref=None, paths=[])
-        with pytest.raises(UnpinnedSource, match="not a full commit id"):
-            await acquire(smuggled, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
-                          roots=roots())
+    for name, arguments in (("list", {}), ("search", {"query": "jitter"}),
+                            ("read", {"path": "README.md", "start_line": 1, "end_line": 2})):
+        with pytest.raises(UnpinnedSource, match="names ref 'v2' but has no commit"):
+            await tool(name, git_source(repo, ref="v2"), **arguments)
+        # a value built around the spec's validation is refused just the same
+        for bad in (ATTACK, "v2", V2[:12]):
+            smuggled = GitSourceSpec.model_construct(name="backoff-lib", repo=repo,
+                                                     commit=bad, ref=None, paths=[])
+            with pytest.raises(UnpinnedSource, match="not a full commit id"):
+                await tool(name, smuggled, **arguments)
     assert ran == []
 
 
@@ -155,21 +155,20 @@ async def test_a_refspec_never_rewrites_a_tag_in_the_shared_clone(
     evil = new_commit(origin, "EVIL pull request head")
     git(origin, "update-ref", "refs/pull/123/head", evil)
     url = f"file://{origin}"
-    first = await acquire(git_source(url, commit=V2), TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations(), roots=roots())
-    assert first.outcome is AcquisitionOutcome.RETRIEVED and first.revision == V2
+    first = await tool("search", git_source(url, commit=V2), query="jitter")
+    assert first["files"] and {f["revision"] for f in first["files"]} == {V2}
     before = cache_refs(home)
     assert before["refs/tags/v2"] == git(origin, "rev-parse", "refs/tags/v2")
 
     smuggled = GitSourceSpec.model_construct(name="backoff-lib", repo=url, commit=ATTACK,
                                              ref=None, paths=[])
-    with pytest.raises(UnpinnedSource):
-        await acquire(smuggled, TOPICS, call_id="b", as_of=AS_OF, locations=locations(),
-                      roots=roots())
+    for name, arguments in (("list", {}), ("search", {"query": "EVIL"})):
+        with pytest.raises(UnpinnedSource):
+            await tool(name, smuggled, **arguments)
     assert cache_refs(home) == before
-    again = await acquire(git_source(url, commit=V2), TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations(), roots=roots())
-    assert again.revision == V2 and again.records == first.records
+    again = await tool("search", git_source(url, commit=V2), query="jitter")
+    assert again == first
+    assert (await tool("search", git_source(url, commit=V2), query="EVIL"))["hit_count"] == 0
 
 
 # --- the shared clone: fetched by id, refs untouched ---
@@ -179,26 +178,22 @@ async def test_jobs_sharing_the_clone_fetch_by_id_and_leave_its_refs_alone(
     origin = fresh_fixtures / "repos" / "backoff-lib"
     url = f"file://{origin}"
     job_a = git_source(url, commit=V1)
-    read_a = await acquire(job_a, TOPICS, call_id="a", as_of=AS_OF, locations=locations(),
-                           roots=roots())
-    assert read_a.revision == V1
+    read_a = await tool("search", job_a, query="jitter")
+    assert read_a["files"] and {f["revision"] for f in read_a["files"]} == {V1}
     before = cache_refs(home)
 
     # upstream moves on: a new commit, v2 force-moved onto it
     newer = new_commit(origin, "after the clone")
     git(origin, "tag", "-f", "v2", newer)
     job_b = git_source(url, commit=newer, ref="v2", paths=["NOTES.md"])
-    read_b = await acquire(job_b, TOPICS, call_id="b", as_of=AS_OF, locations=locations(),
-                           roots=roots())
-    assert read_b.outcome is AcquisitionOutcome.RETRIEVED, read_b.reason
-    assert read_b.revision == newer and [r.path for r in read_b.records] == ["NOTES.md"]
+    read_b = await tool("search", job_b, query="jitter")
+    assert [(f["path"], f["revision"]) for f in read_b["files"]] == [("NOTES.md", newer)]
     assert cache_refs(home) == before  # job B's fetch wrote no ref, moved no tag
     # ... and each job still reads exactly its own pin
-    assert (await acquire(job_a, TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations(), roots=roots())).records == read_a.records
-    old_v2 = await acquire(git_source(url, commit=V2), TOPICS, call_id="c", as_of=AS_OF,
-                           locations=locations(), roots=roots())
-    assert old_v2.revision == V2 and {r.commit for r in old_v2.records} == {V2}
+    assert await tool("search", job_a, query="jitter") == read_a
+    old_v2 = await tool("search", git_source(url, commit=V2), query="jitter")
+    assert old_v2["files"] and {f["revision"] for f in old_v2["files"]} == {V2}
+    assert "NOTES.md" not in (await tool("list", git_source(url, commit=V2)))["entries"]
 
 
 async def test_a_commit_the_server_will_not_serve_by_id_comes_from_its_branches(
@@ -210,16 +205,15 @@ async def test_a_commit_the_server_will_not_serve_by_id_comes_from_its_branches(
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "protocol.version")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "0")
     url = f"file://{origin}"
-    assert (await acquire(git_source(url, commit=V2), TOPICS, call_id="a", as_of=AS_OF,
-                          locations=locations(), roots=roots())).revision == V2
+    read = await tool("read", git_source(url, commit=V2), path="README.md", start_line=1,
+                      end_line=1)
+    assert read["revision"] == V2
     before = cache_refs(home)
     inner = new_commit(origin, "not a branch tip")
     tip = new_commit(origin, "the tip")
     spec = git_source(url, commit=inner, paths=["NOTES.md"])
-    result = await acquire(spec, TOPICS, call_id="b", as_of=AS_OF, locations=locations(),
-                           roots=roots())
-    assert result.outcome is AcquisitionOutcome.RETRIEVED, result.reason
-    assert result.revision == inner
+    result = await tool("read", spec, path="NOTES.md", start_line=1, end_line=1)
+    assert result["revision"] == inner and result["lines"] == ["jitter not a branch tip"]
     after = cache_refs(home)
     ours = {k: v for k, v in after.items() if k.startswith("refs/pressroom/")}
     assert {k: v for k, v in after.items() if k not in ours} == before
@@ -227,10 +221,10 @@ async def test_a_commit_the_server_will_not_serve_by_id_comes_from_its_branches(
     assert ours[f"refs/pressroom/heads/{branch}"] == tip
     # a commit on no branch or tag is not found, and says so
     gone = "f" * 40
-    missing = await acquire(git_source(url, commit=gone), TOPICS, call_id="c", as_of=AS_OF,
-                            locations=locations(), roots=roots())
-    assert missing.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
-    assert gone in (missing.reason or "") and "not found" in (missing.reason or "")
+    with pytest.raises(ToolRejected) as missing:
+        await tool("list", git_source(url, commit=gone))
+    assert missing.value.kind == "source_unavailable"
+    assert gone in missing.value.detail and "not found" in missing.value.detail
 
 
 async def test_an_annotated_tag_object_id_is_not_a_commit(fresh_fixtures: Path) -> None:
@@ -238,10 +232,10 @@ async def test_an_annotated_tag_object_id_is_not_a_commit(fresh_fixtures: Path) 
     git(repo, "tag", "-a", "annotated", "-m", "an annotated tag", V1)
     tag_object = git(repo, "rev-parse", "refs/tags/annotated")
     assert tag_object != V1
-    result = await acquire(git_source(str(repo), commit=tag_object), TOPICS, call_id="c",
-                           as_of=AS_OF, locations=locations(), roots=roots())
-    assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
-    assert "is not a commit" in (result.reason or "") and V1 in (result.reason or "")
+    with pytest.raises(ToolRejected) as result:
+        await tool("list", git_source(str(repo), commit=tag_object))
+    assert result.value.kind == "source_unavailable"
+    assert "is not a commit" in result.value.detail and V1 in result.value.detail
 
 
 # --- submit time: a ref is resolved once, and the job keeps that commit ---
@@ -302,12 +296,10 @@ async def test_pin_refs_fills_the_commit_keeps_the_ref_and_a_moved_tag_changes_n
     moved = new_commit(origin, "MOVED after submit")
     git(origin, "tag", "-f", "v2", moved)
     assert await resolve_ref(f"file://{origin}", "v2", name="x") == moved
-    read = await acquire(by_url, TOPICS, call_id="c", as_of=AS_OF, locations=locations(),
-                         roots=roots())
-    assert read.revision == V2 and {r.commit for r in read.records} == {V2}
-    assert all("MOVED" not in r.content for r in read.records)
-    # the acquisition's recorded arguments name the commit read, not the name it came from
-    assert read.tool_call.arguments["commit"] == V2 and "ref" not in read.tool_call.arguments
+    read = await tool("search", by_url, query="jitter")
+    assert read["files"] and {f["revision"] for f in read["files"]} == {V2}
+    assert (await tool("search", by_url, query="MOVED"))["hit_count"] == 0
+    assert "NOTES.md" not in (await tool("list", by_url))["entries"]
 
     with pytest.raises(UnresolvedRef, match=r"'nope'.*names no tag or branch"):
         await pin_refs(spec.model_copy(update={"sources": [

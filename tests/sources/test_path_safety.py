@@ -1,5 +1,6 @@
 """Operator-set roots for every path a job names (``contracts.path_safety``), at the level of
-the readers: acquisitions, the research tools' views of a source, the submit-time check.
+the readers: the research tools' views of a source (``list``, ``search``, ``read``), the
+submit-time check.
 
 Real files, links, FIFOs and sparse files in a temporary folder; nothing is faked.
 """
@@ -12,11 +13,9 @@ from typing import Any
 
 import pytest
 
-from activities.research_tools import run_source_tool
-from activities.sources import acquire
+from activities.research_tools import ToolRejected, run_source_tool
 from activities.sources.documents import MAX_FILE_BYTES
 from activities.sources.webpages import MAX_PAGE_BYTES
-from context.vocabulary import AcquisitionOutcome, ToolStatus
 from contracts.errors import PathOutsideRoots, PathRefused
 from contracts.job_spec import parse_job_spec
 from contracts.path_safety import (
@@ -27,9 +26,13 @@ from contracts.path_safety import (
     locate,
     read_file,
 )
-from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, WebPageSourceSpec
+from contracts.source_specs import (
+    DocumentSourceSpec,
+    GitSourceSpec,
+    SourceSpec,
+    WebPageSourceSpec,
+)
 from settings import Settings
-from tests.sources.conftest import AS_OF, TOPICS
 
 SECRET = "the api key is hunter2"
 
@@ -42,6 +45,18 @@ def only(root: Path) -> PathRoots:
 def locations(tmp_path: Path) -> dict[str, str]:
     return {"PRESSROOM_HOME": str(tmp_path / "home"),
             "PRESSROOM_FIXTURES": str(tmp_path / "fixtures")}
+
+
+async def call(tmp_path: Path, source: SourceSpec, roots: PathRoots, name: str,
+               **arguments: Any) -> dict[str, Any]:
+    return await run_source_tool(name, {"source": source.name, **arguments}, [source],
+                                 locations(tmp_path), roots=roots)
+
+
+#: every tool over a source, each asking for what would reveal a secret
+CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("list", {}), ("search", {"query": "jitter"}),
+    ("read", {"path": "secret.md", "start_line": 1, "end_line": 5}))
 
 
 @pytest.fixture
@@ -63,9 +78,9 @@ async def test_proc_self_environ_is_refused_as_a_document(tmp_path: Path) -> Non
     ``DATABASE_URL`` put the worker's environment into evidence."""
     spec = DocumentSourceSpec(name="env", path="/proc/self/environ")
     roots = PathRoots(sources=(Path("/"),), publish=(tmp_path,))  # even with / as a root
-    with pytest.raises(PathRefused, match="/proc"):
-        await acquire(spec, TOPICS, call_id="c", as_of=AS_OF, locations=locations(tmp_path),
-                      roots=roots)
+    for name, arguments in CALLS:
+        with pytest.raises(PathRefused, match="/proc"):
+            await call(tmp_path, spec, roots, name, **arguments)
     with pytest.raises(PathRefused, match="/proc"):
         locate("/proc/self/environ", roots, "source", what="document")
     for special in ("/sys/kernel/hostname", "/dev/null", "/dev/zero"):
@@ -76,9 +91,11 @@ async def test_proc_self_environ_is_refused_as_a_document(tmp_path: Path) -> Non
 async def test_a_link_into_proc_is_refused_too(tmp_path: Path) -> None:
     (tmp_path / "env.md").symlink_to("/proc/self/environ")
     page = WebPageSourceSpec(name="p", path=str(tmp_path / "env.md"), url="https://x.test/")
-    with pytest.raises(PathRefused, match="/proc"):
-        await acquire(page, TOPICS, call_id="c", as_of=AS_OF, locations=locations(tmp_path),
-                      roots=only(tmp_path))
+    doc = DocumentSourceSpec(name="d", path=str(tmp_path / "env.md"))
+    for spec in (page, doc):
+        for name, arguments in CALLS:
+            with pytest.raises(PathRefused, match="/proc"):
+                await call(tmp_path, spec, only(tmp_path), name, **arguments)
 
 
 async def test_a_path_outside_the_roots_is_refused_for_every_kind(
@@ -90,9 +107,10 @@ async def test_a_path_outside_the_roots_is_refused_for_every_kind(
                  WebPageSourceSpec(name="p", path=secret, url="https://x.test/"),
                  GitSourceSpec(name="g", repo=str(layout["outside"]), commit="a" * 40),
                  GitSourceSpec(name="g", repo=f"file://{layout['outside']}", commit="a" * 40)):
-        with pytest.raises(PathOutsideRoots, match="outside the source roots"):
-            await acquire(spec, TOPICS, call_id="c", as_of=AS_OF,
-                          locations=locations(tmp_path), roots=roots)
+        for name, arguments in CALLS:
+            with pytest.raises(PathOutsideRoots, match="outside the source roots") as refused:
+                await call(tmp_path, spec, roots, name, **arguments)
+            assert SECRET not in str(refused.value)
 
 
 async def test_a_link_out_of_a_document_folder_is_recorded_not_read(
@@ -102,15 +120,20 @@ async def test_a_link_out_of_a_document_folder_is_recorded_not_read(
     (docs / "linked.md").symlink_to(layout["outside"] / "secret.md")
     (docs / "linked-folder").symlink_to(layout["outside"], target_is_directory=True)
     spec = DocumentSourceSpec(name="d", path=str(docs))
-    result = await acquire(spec, TOPICS, call_id="c", as_of=AS_OF,
-                           locations=locations(tmp_path), roots=only(layout["root"]))
-    assert result.outcome is AcquisitionOutcome.RETRIEVED
-    assert result.tool_result.status is ToolStatus.PARTIAL
-    assert all(SECRET not in r.content for r in result.records)
-    assert [r.path for r in result.records] == ["retries.md"]
-    assert "linked.md: symbolic link to a path outside the source roots" in (result.reason or "")
-    assert "linked-folder: symbolic link" in (result.reason or "")
-    assert SECRET not in result.tool_result.content
+    roots = only(layout["root"])
+    listed = await call(tmp_path, spec, roots, "list")
+    assert listed["entries"] == ["retries.md"]
+    excluded = {e["path"]: e["reason"] for e in listed["excluded"]}
+    assert excluded["linked.md"].startswith("symbolic link to a path outside the source roots")
+    assert excluded["linked-folder"].startswith("symbolic link")
+    found = await call(tmp_path, spec, roots, "search", query="jitter")
+    assert [f["path"] for f in found["files"]] == ["retries.md"]
+    for path in ("linked.md", "linked-folder/secret.md"):
+        with pytest.raises(ToolRejected) as refused:
+            await call(tmp_path, spec, roots, "read", path=path, start_line=1, end_line=5)
+        assert refused.value.kind == "not_found" and SECRET not in refused.value.detail
+    assert SECRET not in str(listed) and SECRET not in str(found)
+    assert (await call(tmp_path, spec, roots, "search", query="hunter2"))["hit_count"] == 0
 
 
 async def test_a_link_inside_the_roots_is_read(layout: dict[str, Path], tmp_path: Path) -> None:
@@ -118,10 +141,11 @@ async def test_a_link_inside_the_roots_is_read(layout: dict[str, Path], tmp_path
     elsewhere.parent.mkdir()
     elsewhere.write_text("# Jitter\n\nfull jitter\n", encoding="utf-8")
     (layout["docs"] / "jitter.md").symlink_to(elsewhere)
-    result = await acquire(DocumentSourceSpec(name="d", path=str(layout["docs"])), TOPICS,
-                           call_id="c", as_of=AS_OF, locations=locations(tmp_path),
-                           roots=only(layout["root"]))
-    assert "jitter.md" in {r.path for r in result.records}
+    spec = DocumentSourceSpec(name="d", path=str(layout["docs"]))
+    roots = only(layout["root"])
+    assert "jitter.md" in (await call(tmp_path, spec, roots, "list"))["entries"]
+    read = await call(tmp_path, spec, roots, "read", path="jitter.md", start_line=1, end_line=3)
+    assert read["lines"] == ["# Jitter", "", "full jitter"]
 
 
 async def test_a_fifo_is_never_opened(layout: dict[str, Path], tmp_path: Path) -> None:
@@ -130,17 +154,21 @@ async def test_a_fifo_is_never_opened(layout: dict[str, Path], tmp_path: Path) -
     fifo = layout["docs"] / "pipe.md"
     os.mkfifo(fifo)
     roots = only(layout["root"])
-    with pytest.raises(PathRefused, match="FIFO"):
-        await acquire(DocumentSourceSpec(name="d", path=str(fifo)), TOPICS, call_id="c",
-                      as_of=AS_OF, locations=locations(tmp_path), roots=roots)
-    with pytest.raises(PathRefused, match="FIFO"):
-        await acquire(WebPageSourceSpec(name="p", path=str(fifo), url="https://x.test/"),
-                      TOPICS, call_id="c", as_of=AS_OF, locations=locations(tmp_path),
-                      roots=roots)
-    folder = await acquire(DocumentSourceSpec(name="d", path=str(layout["docs"])), TOPICS,
-                           call_id="c", as_of=AS_OF, locations=locations(tmp_path),
-                           roots=roots)
-    assert "pipe.md: a FIFO, not a regular file; not read" in (folder.reason or "")
+    for name, arguments in CALLS:
+        with pytest.raises(PathRefused, match="FIFO"):
+            await call(tmp_path, DocumentSourceSpec(name="d", path=str(fifo)), roots, name,
+                       **arguments)
+    # a saved page is one file: it is listed under its name, and reading it is refused
+    # before it is opened
+    page = WebPageSourceSpec(name="p", path=str(fifo), url="https://x.test/")
+    with pytest.raises(ToolRejected, match="FIFO"):
+        await call(tmp_path, page, roots, "read", path="pipe.md", start_line=1, end_line=5)
+    found = await call(tmp_path, page, roots, "search", query="jitter")
+    assert found["hit_count"] == 0 and found["files_searched"] == 0
+    folder = await call(tmp_path, DocumentSourceSpec(name="d", path=str(layout["docs"])), roots,
+                        "list")
+    assert {"path": "pipe.md", "reason": "a FIFO, not a regular file; not read"} in \
+        folder["excluded"]
     with pytest.raises(PathRefused, match="FIFO"):
         read_file(locate(str(fifo), roots, "source", what="file"), what="file")
 
@@ -155,13 +183,13 @@ async def test_an_oversized_file_is_refused_before_it_is_read(
     with big_page.open("wb") as fh:
         fh.truncate(MAX_PAGE_BYTES + 1)
     roots = only(layout["root"])
-    result = await acquire(DocumentSourceSpec(name="d", path=str(layout["docs"])), TOPICS,
-                           call_id="c", as_of=AS_OF, locations=locations(tmp_path), roots=roots)
-    assert f"big.md: {MAX_FILE_BYTES + 1} bytes, over the limit" in (result.reason or "")
-    with pytest.raises(PathRefused, match="over the limit"):
-        await acquire(WebPageSourceSpec(name="p", path=str(big_page), url="https://x.test/"),
-                      TOPICS, call_id="c", as_of=AS_OF, locations=locations(tmp_path),
-                      roots=roots)
+    page = WebPageSourceSpec(name="p", path=str(big_page), url="https://x.test/")
+    with pytest.raises(ToolRejected, match="over the limit") as refused:
+        await call(tmp_path, page, roots, "read", path="big.html", start_line=1, end_line=5)
+    assert refused.value.kind == "not_found"
+    with pytest.raises(ToolRejected, match="no file of this source"):
+        await call(tmp_path, DocumentSourceSpec(name="d", path=str(layout["docs"])), roots,
+                   "read", path="big.md", start_line=1, end_line=5)
     # the research tools list it as excluded, with why, instead of offering it
     listed = await run_source_tool("list", {"source": "d"},
                                    [DocumentSourceSpec(name="d", path=str(layout["docs"]))],

@@ -143,3 +143,16 @@ def test_a_new_tool_produces_citable_evidence_through_the_registry() -> None:
     assert refused.value.kind == "citation_mismatch"
     with pytest.raises(ToolRejected):  # the same exchange under the real registry: unknown
         verify_note(note(7, 7), ["retries"], {"c1": exchange}, tool_named)
+
+
+async def test_a_declared_git_path_the_commit_lacks_makes_the_source_unavailable(
+        shared_fixtures: Path) -> None:
+    commit = EXPECTED_COMMITS["backoff-lib"]["v2"]
+    git = GitSourceSpec(name="lib", repo=str(shared_fixtures / "repos" / "backoff-lib"),
+                        commit=commit, paths=["backoff_lib", "no_such_dir"])
+    locations = {"PRESSROOM_HOME": str(shared_fixtures / "home"),
+                 "PRESSROOM_FIXTURES": str(shared_fixtures)}
+    with pytest.raises(ToolRejected) as refused:
+        await run_source_tool("list", {"source": "lib"}, [git], locations)
+    assert refused.value.kind == "source_unavailable"
+    assert "'no_such_dir' does not exist at commit" in refused.value.detail

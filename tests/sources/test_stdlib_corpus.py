@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from activities.sources import acquire
-from context.vocabulary import AcquisitionOutcome
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec, load_job_spec
-from contracts.source_specs import GitSourceSpec, TopicTerms
+from contracts.source_specs import GitSourceSpec
 from examples.build_fixtures import (
     STDLIB_FILES,
     STDLIB_JOB,
@@ -26,7 +23,7 @@ from examples.build_fixtures import (
     render_template,
     stdlib_dir,
 )
-from tests.sources.conftest import locations
+from tests.sources.conftest import tool
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -109,7 +106,8 @@ def test_rendered_job_pins_the_built_commit(shared_fixtures: Path) -> None:
 
 
 def test_every_topic_term_occurs_in_the_corpus(shared_fixtures: Path) -> None:
-    # The rule acquisition applies (git grep -i -F) at the pinned commit and paths.
+    # Case-insensitive, literal (git grep -i -F), as the search tool matches, at the
+    # pinned commit and paths.
     job = _job(shared_fixtures)
     source = _source(job)
     repo = shared_fixtures / "repos" / STDLIB_REPO
@@ -129,18 +127,24 @@ def test_every_topic_term_occurs_in_the_corpus(shared_fixtures: Path) -> None:
     assert len(covered) >= len(job.topics) // 2, covered
 
 
-async def test_rendered_job_acquires_evidence_for_every_topic(
+async def test_the_search_tool_finds_every_topic_of_the_rendered_job(
     shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PRESSROOM_FIXTURES", str(shared_fixtures))
     monkeypatch.setenv("PRESSROOM_HOME", str(tmp_path / "home"))
     job = _job(shared_fixtures)
-    topics = [TopicTerms(name=t.name, terms=t.terms) for t in job.topics]
-    result = await acquire(_source(job), topics, call_id="c", as_of=datetime.now(UTC),
-                           locations=locations())
-    assert result.outcome is AcquisitionOutcome.RETRIEVED
-    assert result.missing_topics == []
-    assert "Lib/asyncio/taskgroups.py" in {r.path for r in result.records}
+    source = _source(job)
+    missing, paths = [], set()
+    for topic in job.topics:
+        found = [await tool("search", source, query=term) for term in topic.terms]
+        if not any(f["files"] for f in found):
+            missing.append(topic.name)
+        for f in found:
+            assert "skipped" not in f, f["skipped"]
+            assert {hit["revision"] for hit in f["files"]} <= {source.commit}
+            paths |= {hit["path"] for hit in f["files"]}
+    assert missing == []
+    assert "Lib/asyncio/taskgroups.py" in paths
 
 
 def test_rebuild_is_a_no_op(fresh_fixtures: Path) -> None:

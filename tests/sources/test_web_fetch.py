@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.sources import web_fetch
+import activities.sources.web_fetch as web_fetch
 from activities.sources.web_fetch import address_problem, fetch_page
 from contracts.errors import (
     WebAddressRefused,

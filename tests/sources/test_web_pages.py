@@ -1,8 +1,8 @@
 """Live web pages as versioned sources: fetched once, stored, read from the store after.
 
 A real loopback HTTP server counts requests; a real SQLite artifact store holds the
-revisions; the research tools (``list``/``search``/``read``) and the one-shot acquisition
-read through ``WebPages`` exactly as a worker does. Also: the main-text extraction keeps
+revisions; the research tools (``list``/``search``/``read``) read through ``WebPages``
+exactly as a worker does. Also: the main-text extraction keeps
 hidden text where the security gate sees it, and drops boilerplate.
 """
 
@@ -20,14 +20,15 @@ import pytest_asyncio
 
 from activities.research_tools import ToolRejected, run_source_tool
 from activities.runtime import ActivityRuntime, principal_of
-from activities.sources import acquire
+from activities.sources.kind import CitedRange
+from activities.sources.registry import source_kind
 from activities.sources.web_extract import HIDDEN_HEADING, html_to_lines
 from activities.sources.web_revisions import WebPages, revision_artifact_id
 from activities.web_refresh import web_pages
 from context.admission.security import Detector
-from context.vocabulary import AcquisitionOutcome, Trust
+from context.vocabulary import SourceType, Trust
 from contracts.job_spec import JobSpec, parse_job_spec
-from contracts.source_specs import TopicTerms, WebPageSourceSpec
+from contracts.source_specs import WebPageSourceSpec
 from contracts.web_policy import WebFetchPolicy
 from tests.web_server import PageServer, Route, article, page_server
 
@@ -37,7 +38,6 @@ FIRST = article("Retry storms", ("Backoff", "Retry with exponential backoff and 
 SECOND = article("Retry storms", ("Backoff", "Retry with full jitter, capped at 30 s."),
                  ("Resume", "Resume a download with a Range request."))
 RULES = WebFetchPolicy(allowed_domains=("127.0.0.1",), allowed_networks=("127.0.0.0/8",))
-TOPICS = [TopicTerms(name="retries", terms=["backoff", "jitter"])]
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ async def test_refresh_stores_a_new_revision_once_per_write(
     assert body == FIRST.encode() and old.metadata["headers"]["etag"] == '"one"'
 
 
-async def test_a_refused_fetch_is_a_typed_tool_error_and_a_recorded_failure(
+async def test_a_refused_fetch_is_a_typed_tool_error_and_nothing_is_stored(
         server: PageServer, tmp_path: Path) -> None:
     spec = job(server.url("/blog/retry-storms"), tmp_path)
     closed = ActivityRuntime(f"sqlite+aiosqlite:///{tmp_path / 's.db'}", locations={},
@@ -138,11 +138,12 @@ async def test_a_refused_fetch_is_a_typed_tool_error_and_a_recorded_failure(
             await tool(await web_pages(closed, spec), spec, "list")
         assert refused.value.kind == "source_unavailable"
         assert "127.0.0.1 is loopback" in refused.value.detail
-        result = await acquire(spec.sources[0], TOPICS, call_id="w1",
-                               as_of=datetime.now(UTC), locations={},
-                               web_pages=await web_pages(closed, spec))
-        assert result.outcome is AcquisitionOutcome.RETRIEVAL_FAILED
-        assert "loopback" in (result.reason or "")
+        for name, arguments in (("search", {"query": "jitter"}),
+                                ("read", {"path": "retry-storms", "start_line": 1,
+                                          "end_line": 5})):
+            with pytest.raises(ToolRejected, match="loopback") as again:
+                await tool(await web_pages(closed, spec), spec, name, **arguments)
+            assert again.value.kind == "source_unavailable"
         store = await closed.store()
         assert await store.head("web_page", revision_artifact_id(spec.job_id, "blog"),
                                 principal=principal_of(spec)) is None
@@ -154,21 +155,24 @@ async def test_a_refused_fetch_is_a_typed_tool_error_and_a_recorded_failure(
         await run_source_tool("list", {"source": "blog"}, spec.sources, {})
 
 
-async def test_the_one_shot_acquisition_reads_the_stored_revision(
+async def test_a_live_page_s_evidence_is_untrusted_and_names_its_url(
         server: PageServer, runtime: ActivityRuntime, tmp_path: Path) -> None:
     spec = job(server.url("/blog/retry-storms"), tmp_path)
     pages = await web_pages(runtime, spec)
-    results = [await acquire(spec.sources[0], TOPICS, call_id=f"w{i}",
-                             as_of=datetime.now(UTC), locations={}, web_pages=pages)
-               for i in range(2)]
+    results = [await tool(pages, spec, "search", query="jitter") for _ in range(2)]
     assert server.counts["/blog/retry-storms"] == 1
+    assert results[0] == results[1]
     digest = "sha256:" + hashlib.sha256(FIRST.encode()).hexdigest()
-    for result in results:
-        assert result.outcome is AcquisitionOutcome.RETRIEVED and result.revision == digest
-        assert "path" not in result.tool_call.arguments  # a live page names its URL only
-        for rec in result.records:
-            assert rec.trust is Trust.UNTRUSTED_EXTERNAL_DATA
-            assert rec.citation().startswith(server.url("/blog/retry-storms") + "#L")
+    [hit_file] = results[0]["files"]
+    assert hit_file["revision"] == digest
+    number = hit_file["lines"][0][0]
+    source = spec.sources[0]
+    evidence = source_kind(source).evidence(source, CitedRange(
+        path=hit_file["path"], start=number, end=number, revision=digest))
+    assert evidence["trust"] is Trust.UNTRUSTED_EXTERNAL_DATA and evidence["authority"] == 0
+    assert evidence["source_type"] is SourceType.WEB_PAGE
+    assert evidence["url"] == server.url("/blog/retry-storms")
+    assert evidence["locator"] == f"L{number}-L{number}"
 
 
 def test_extraction_drops_boilerplate_and_keeps_hidden_text_for_the_gate() -> None:

@@ -1,13 +1,18 @@
 """The job page: stage timeline with times, the research loop's turn-by-turn tool calls,
-the blocked reason with the ``resolve`` actions it allows, manifests, and the receipt."""
+the blocked reason with the ``resolve`` actions it allows, the tool calls waiting for a
+reviewer's signed approval (with their arguments and ``approve-call`` commands),
+manifests, and the receipt."""
 
 from __future__ import annotations
 
+import json
+
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
 from contracts.pricing import format_usd
-from contracts.workflow_messages import ResearchProgress
+from contracts.workflow_messages import JobStatus, ResearchProgress
 from webconsole.pages.common import Deps, render, signed_in
 
 #: the ``--add-source`` value a hint shows: the option takes the source spec itself as
@@ -55,6 +60,29 @@ def _cost(research: ResearchProgress | None) -> str | None:
         f" of {format_usd(budget)} budget" if budget else "")
 
 
+class PendingCall(BaseModel):
+    """A waiting ``effect: write`` call as the page shows it: its arguments as indented
+    JSON (escaped by the template like every other value)."""
+
+    call_id: str
+    server: str
+    tool: str
+    turn: int
+    arguments_text: str
+    arguments_sha256: str
+
+
+def pending_calls(live: JobStatus | None) -> list[PendingCall]:
+    """The calls waiting for a reviewer's signed approval (docs/mcp.md)."""
+    if live is None:
+        return []
+    return [PendingCall(call_id=p.call_id, server=p.server, tool=p.tool, turn=p.turn,
+                        arguments_text=json.dumps(p.arguments, indent=2, sort_keys=True,
+                                                  ensure_ascii=False),
+                        arguments_sha256=p.arguments_sha256)
+            for p in live.pending_tool_approvals]
+
+
 async def job_page(request: Request, deps: Deps) -> Response:
     session = signed_in(request, deps)
     job_id = request.path_params["job_id"]
@@ -67,7 +95,8 @@ async def job_page(request: Request, deps: Deps) -> Response:
         "tokens": (detail.view.live.research.tokens_used
                    if detail.view.live is not None and detail.view.live.research else None),
         "cost": _cost(detail.view.live.research if detail.view.live is not None else None),
+        "pending_calls": pending_calls(detail.view.live), "job_id": detail.job_id,
     }, session=session)
 
 
-__all__ = ["ADD_SOURCE_HINT", "job_page", "resolve_actions"]
+__all__ = ["ADD_SOURCE_HINT", "PendingCall", "job_page", "pending_calls", "resolve_actions"]
