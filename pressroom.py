@@ -716,6 +716,10 @@ def resolve(
 def explain(ctx: typer.Context, job: str,
             step: str | None = typer.Option(None, help="Only this step or stage."),
             turn: int | None = typer.Option(None, help="Only this research turn's manifest."),
+            diff: str | None = typer.Option(None, "--diff", metavar="JOB_B",
+                                            help="Compare --turn N of JOB with --turn-b M "
+                                                 "of JOB_B, item by item."),
+            turn_b: int | None = typer.Option(None, "--turn-b", help="JOB_B's turn."),
             address: str | None = typer.Option(None, help=_ADDR_HELP),
             as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Show the job's context manifests: included and excluded items with their reasons and
@@ -723,10 +727,57 @@ def explain(ctx: typer.Context, job: str,
     from cli import commands
 
     settings = _settings(ctx)
+    if diff is not None:
+        from cli import fork_command
+
+        if turn is None or turn_b is None:
+            raise typer.BadParameter("--diff needs --turn and --turn-b", param_hint="--diff")
+        _job_cmd(fork_command.diff_command(console, settings, job, turn, diff, turn_b,
+                                           address), settings)
+        return
     report = _job_cmd(commands.explain(_out(as_json), settings, job, step, address, turn=turn),
                       settings)
     if as_json:
         _print_json(report)
+
+
+@app.command()
+def fork(
+    ctx: typer.Context, job: str,
+    at_turn: int = typer.Option(..., "--at-turn", min=1, help="The parent's research turn."),
+    new_id: str = typer.Option(..., "--as", help="The fork's job id."),
+    add_source: Annotated[list[str] | None,
+                      typer.Option(help="A source to add, as YAML/JSON.")] = None,
+    refresh_source: Annotated[list[str] | None,
+                      typer.Option(help="A source to refresh first.")] = None,
+    drop_source: Annotated[list[str] | None,
+                      typer.Option(help="A source to drop (and its notes).")] = None,
+    drop_note: Annotated[list[str] | None,
+                      typer.Option(help="A note id (or note call id) to drop.")] = None,
+    plan: Annotated[Path | None, typer.Option(help="A file replacing the agent's plan.")] = None,
+    question: str | None = typer.Option(None, help="A new research question."),
+    token_budget: int | None = typer.Option(None, help="The fork's token budget."),
+    cost_budget: str | None = typer.Option(None, metavar="USD", help="The fork's cost budget."),
+    signer: str | None = typer.Option(None, "--signer", help=_SIGNER_HELP),
+    key: Annotated[Path | None, typer.Option("--key", help=_KEY_HELP)] = None,
+    password_stdin: bool = typer.Option(False, "--password-stdin", help=_PASSWORD_STDIN_HELP),
+    task_queue: str | None = typer.Option(None, help=_QUEUE_HELP),
+    address: str | None = typer.Option(None, help=_ADDR_HELP),
+) -> None:
+    """Start a new job from JOB's state after research turn N, with signed edits."""
+    from cli import fork_command
+
+    settings = _settings(ctx)
+    name = _reviewer(signer, settings)
+    status = _job_cmd(fork_command.fork_command(
+        settings, job, turn=at_turn, new_id=new_id, add_sources=add_source or [],
+        refresh_sources=refresh_source or [], drop_sources=drop_source or [],
+        drop_notes=drop_note or [],
+        plan=plan, question=question, token_budget=token_budget, cost_budget=cost_budget,
+        signer=name, key_path=key, key=_account_key(settings, name, key, password_stdin),
+        task_queue=_queue(task_queue, settings), address=address), settings)
+    console.print(f"forked {job} at turn {at_turn} as {new_id}: {status.stage}, "
+                  f"{status.status}", highlight=False)
 
 
 @app.command()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -101,6 +102,9 @@ class CandidateSet:
     required_revisions: dict[str, str] = field(default_factory=dict)
     #: ``kind:artifact_id@revision`` of every stored revision read, and its verdict
     attestations: dict[str, AttestationCheck] = field(default_factory=dict)
+    #: a fork's items that came from its parent: item id -> ``<parent>@turn N``
+    #: (docs/architecture.md#forking-a-job)
+    inherited: dict[str, str] = field(default_factory=dict)
 
 
 _WORST = {AttestationStatus.INVALID: 2, AttestationStatus.UNSIGNED: 1,
@@ -213,6 +217,8 @@ class _Loader:
                  content=text, revision=str(ref.revision), ref=ref, observed_at=rec.created_at,
                  producer=rec.writer, required=required, key=f"{ref.kind}:{ref.artifact_id}",
                  attestation=self.attest(rec))
+        if rec.metadata.get("inherited_from"):
+            self.out.inherited[item_id] = str(rec.metadata["inherited_from"])
         return {"record": rec, "body": body}
 
     async def evidence(self) -> None:
@@ -252,6 +258,7 @@ class _Loader:
                 notes += PARSED.get("evidence_items", rec.content_hash,
                                     functools.partial(_evidence_items, body, scope, check),
                                     scope, check)
+            self.mark_inherited(notes)
             if self.inp.stage != "research":
                 self.out.items.extend(notes)  # the evidence a draft is written from
                 return
@@ -267,6 +274,16 @@ class _Loader:
                         if self.policy is not None else None)
             self.notes([n for n in notes if aged_ids is None
                         or n.source_request_id in aged_ids], state.notes)
+
+    def mark_inherited(self, notes: list[ContextItem]) -> None:
+        """A fork's notes made by its parent's turns (up to the turn it forked at)."""
+        lineage = self.spec.lineage
+        if lineage is None:
+            return
+        for note in notes:
+            turn = note_turn(note.item_id)
+            if turn is not None and turn <= lineage.turn:
+                self.out.inherited[note.item_id] = lineage.label()
 
     def notes(self, notes: list[ContextItem], pack: ArtifactRef) -> None:
         """The notes of a research turn: the newest ``LEDGER_CHUNKS_SHOWN`` chunks of
@@ -293,6 +310,9 @@ class _Loader:
         first = len(chunks) - len(chunks[-LEDGER_CHUNKS_SHOWN:])
         for number, chunk in enumerate(chunks[-LEDGER_CHUNKS_SHOWN:], start=first + 1):
             start = (number - 1) * LEDGER_CHUNK
+            marks = {self.out.inherited.get(note.item_id) for note in chunk}
+            if len(marks) == 1 and None not in marks:  # every note of it is the parent's
+                self.out.inherited[f"notes:{job}:{number:03d}"] = str(marks.pop())
             self.add(item_id=f"notes:{job}:{number:03d}", source_type=SourceType.AGENT_OUTPUT,
                      trust=Trust.UNTRUSTED_EXTERNAL_DATA, role=Role.UNTRUSTED_DATA,
                      content=notes_ledger(chunk),
@@ -312,6 +332,8 @@ class _Loader:
                  trust=Trust.DERIVED_CONTEXT, role=Role.DERIVED_CONTEXT,
                  content=render_checkpoint(body), revision=str(cp_id),
                  key=f"checkpoint:{self.spec.job_id}")
+        if body.get("inherited_from"):
+            self.out.inherited[f"checkpoint:{cp_id}"] = str(body["inherited_from"])
 
     async def workspace(self) -> None:
         """The workspace's text files, read inside the source roots (``PathRefused`` when
@@ -360,6 +382,15 @@ class _Loader:
                 source_request_id=f"workspace:{rel}",
                 source_type=SourceType.EDITABLE_PROJECT_FILE.value, source_id="workspace",
                 outcome=AcquisitionOutcome.NOT_RETRIEVED, reason=reason))
+
+
+_NOTE_CALL_TURN = re.compile(r":t(\d{4,})-\d+#\d+$")
+
+
+def note_turn(item_id: str) -> int | None:
+    """The research turn a note item was made in (``note:<topic>:t0003-1#1`` → 3)."""
+    found = _NOTE_CALL_TURN.search(item_id)
+    return int(found.group(1)) if found else None
 
 
 #: a note's quoted text is shown up to this many characters in the ledger

@@ -39,6 +39,7 @@ from context import (
 )
 from contracts.activity_messages import AssembleContextInput, ContextRef
 from contracts.job_spec import JobSpec
+from contracts.lineage import ForkLineage
 from contracts.steps import ASSEMBLY_STAGES, AssemblyStage
 
 #: What each stage is deciding; the engine ranks relevance against it.
@@ -127,6 +128,8 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
                                  candidates.attestations)
     if signed is not None:  # without a key nothing is recorded: `explain` says "unsigned"
         body["attestation"] = signed
+    if spec.lineage is not None:  # a fork: which items and tool calls are its parent's
+        body["inherited"] = inherited_section(body, candidates.inherited, spec.lineage)
     blocked = isinstance(outcome, context.ContextAssemblyBlocked)
     input_hash = None
     if isinstance(outcome, context.Ready):
@@ -158,6 +161,19 @@ async def assemble_context(runtime: ActivityRuntime, inp: AssembleContextInput) 
                       block_timeout_s=request.policy.blocking.block_timeout,
                       history_transformed=bool(body.get("summaries")),
                       input_tokens=_input_tokens(body))
+
+
+def inherited_section(body: dict[str, Any], items: dict[str, str],
+                      lineage: ForkLineage) -> dict[str, Any]:
+    """A fork's manifest's ``inherited`` section: ``inherited_from`` (``<parent>@turn N``)
+    and the candidate items and tool calls that came from the parent, by id
+    (docs/architecture.md#forking-a-job; ``pressroom explain`` shows it)."""
+    candidates = {str(entry.get("item_id")) for entry in body.get("candidate_items") or []}
+    calls = sorted({str(pair.get("call_id")) for pair in body.get("tool_pairs") or []
+                    if int(pair.get("turn") or 0) <= lineage.turn})
+    return {"inherited_from": lineage.label(),
+            "items": {item: mark for item, mark in sorted(items.items()) if item in candidates},
+            "tool_calls": calls}
 
 
 def _input_tokens(body: dict[str, Any]) -> int | None:

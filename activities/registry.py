@@ -18,6 +18,7 @@ from activities import (
     context_activity,
     decide,
     draft,
+    fork_state,
     publish,
     record_turn,
     store_activities,
@@ -55,6 +56,7 @@ from contracts.activity_messages import (
     WebPageRevisionResult,
 )
 from contracts.errors import PathOutsideRoots, WebUrlRefused
+from contracts.fork import ForkStateInput, ForkStateResult
 from contracts.job_spec import JobSpec
 from contracts.model_endpoints import ModelEndpointRefused, endpoint_of
 from contracts.path_check import verdict, with_allow_hint
@@ -162,6 +164,11 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
         async with heartbeating(), logged(inp):
             return await web_refresh.refresh_web_page(runtime, inp)
 
+    @activity.defn(name="fork_state")
+    async def fork_job_state(inp: ForkStateInput) -> ForkStateResult:
+        async with heartbeating(), logged(inp):
+            return await fork_state.fork_state(runtime, inp)
+
     @activity.defn(name="check_job_paths_here")
     async def check_job_paths_here(inp: PathCheckInput) -> PathCheckResult:
         # the check store_job_spec runs, with this worker's roots (contracts.path_check)
@@ -182,4 +189,4 @@ def build_activities(runtime: ActivityRuntime) -> list[Callable[..., Any]]:
 
     return [store_job_spec, assemble_context, write_plan, draft_article,
             record_review, write_checkpoint, publish_article, run_tool, decide_turn,
-            record_research_turn, refresh_web_page, check_job_paths_here]
+            record_research_turn, refresh_web_page, fork_job_state, check_job_paths_here]

@@ -37,6 +37,7 @@ from artifacts.validate import (
 
 __all__ = [
     "canonical_text",
+    "checkpoints",
     "get_manifest",
     "get_receipt",
     "json_hash",
@@ -296,6 +297,23 @@ def latest_checkpoint(
     if row is None:
         return None
     return _verified("checkpoint", row[0], row[1], row[2])
+
+
+def checkpoints(
+    tx: Tx, run_id: str, *, principal: Principal
+) -> list[dict[str, Any]]:
+    """Every checkpoint of ``run_id`` visible to ``principal``, oldest first, each body
+    proven against its seal hash (``IntegrityError`` for one that is not): what
+    ``pressroom fork`` reads a parent's checkpoint as of a research turn from."""
+    check_identifier(run_id, "run_id")
+    principal = check_principal(principal)
+    rows = tx.all(
+        "SELECT checkpoint_id, CAST(body AS TEXT), body_hash FROM checkpoints "
+        "WHERE run_id = :run AND tenant = :tenant AND project = :project ORDER BY seq",
+        {"run": run_id, "tenant": principal.tenant, "project": principal.project},
+    )
+    return [{**_verified("checkpoint", row[0], row[1], row[2]), "_body_hash": row[2]}
+            for row in rows]
 
 
 def put_receipt(

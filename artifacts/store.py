@@ -177,6 +177,14 @@ class ArtifactStore:
         return await self.db.call(False, sealed_records.latest_checkpoint, run_id,
                                   principal=principal)
 
+    async def checkpoints(
+        self, run_id: str, *, principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Every checkpoint body of ``run_id``, oldest first, each verified against its
+        seal (``_body_hash`` holds that hash)."""
+        return await self.db.call(False, sealed_records.checkpoints, run_id,
+                                  principal=principal)
+
     async def put_receipt(
         self, receipt_key: str, *, body: dict[str, Any], scope: Scope
     ) -> dict[str, Any]:

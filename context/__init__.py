@@ -39,6 +39,7 @@ from context.items import (
 )
 from context.limits.blocks import LINE_RANGE, block_citation
 from context.manifest import ContextAssemblyManifest
+from context.manifest_diff import ItemDiff, ManifestDiff, diff_manifests
 from context.policy import ContextPolicy, is_policy_name, load_policy, policy_from_mapping
 from context.request import AssemblyRequest, ModelSpec, PrincipalContext, TopicSpec
 from context.seal.adapters import SerializationError, SerializedRequest, get_adapter
@@ -122,7 +123,9 @@ __all__ = [
     "Gate",
     "GateRunner",
     "InvariantViolation",
+    "ItemDiff",
     "LineageNode",
+    "ManifestDiff",
     "ModelSpec",
     "Partition",
     "PolicyError",
@@ -157,6 +160,7 @@ __all__ = [
     "data_block",
     "default_counter",
     "detector_for",
+    "diff_manifests",
     "folds_history",
     "get_adapter",
     "has_invisible",

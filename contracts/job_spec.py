@@ -45,6 +45,7 @@ from context.policy import is_policy_name
 from context.vocabulary import AdapterName, SecurityClass
 from contracts.errors import JobSpecError
 from contracts.identifiers import StoreName
+from contracts.lineage import ForkLineage
 from contracts.mcp_servers import ToolGrant
 from contracts.signing import SignatureError, normalize_name, parse_public_key
 from contracts.source_specs import SourceSpec
@@ -342,6 +343,18 @@ class JobSpec(_Spec):
     research: ResearchSpec = ResearchSpec()
     #: the operator-defined MCP servers and tools the job may call (``contracts.mcp_servers``)
     tools: list[ToolGrant] = Field(default_factory=list, max_length=20)
+    #: a forked job's origin and signed edits (``pressroom fork``; contracts/lineage.py);
+    #: set only by ``contracts.fork.fork_spec``, never in a submitted spec
+    lineage: ForkLineage | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_lineage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a job that is no fork serializes exactly as before the field existed (its stored
+        # spec's hash is checked on every continued run, as for ``model.base_url``)
+        data: dict[str, Any] = handler(self)
+        if data.get("lineage") is None:
+            data.pop("lineage", None)
+        return data
 
     @field_validator("block_timeout", mode="before")
     @classmethod

@@ -66,7 +66,7 @@ __all__ = [
 PUBLIC_KEY_PREFIX = "ed25519:"
 #: what a signature is for; part of the signed statement, so a signed resolution can never
 #: be replayed as a review decision
-Purpose = Literal["review", "resolve", "cancel", "tool_approval", "tool_rejection"]
+Purpose = Literal["review", "resolve", "cancel", "tool_approval", "tool_rejection", "fork"]
 _STATEMENT_VERSION = "pressroom-signed-command-v1"
 _NONCE = re.compile(r"^[0-9a-f]{32}$")
 #: a signature dated this far after the verifier's clock is refused (clock skew allowance)

@@ -39,7 +39,7 @@ CHECKPOINT_STAGES: tuple[Stage, ...] = tuple(s for s in STAGES if s not in ("sta
 
 ActivityName = Literal["store_job_spec", "assemble_context", "write_plan", "draft",
                        "record_review", "write_checkpoint", "publish", "run_tool", "decide",
-                       "record_turn", "refresh_web_page"]
+                       "record_turn", "refresh_web_page", "fork_state"]
 ACTIVITY_NAMES: tuple[ActivityName, ...] = get_args(ActivityName)
 
 #: ``research``: the one-shot acquisition of ``research.mode: acquire`` (README.md,
@@ -56,6 +56,7 @@ ACTIVITY_STAGE: dict[AnyActivityName, Stage] = {
     "store_job_spec": "start", "write_plan": "plan", "research": "research",
     "decide": "research", "run_tool": "research", "record_turn": "research",
     "draft": "draft", "record_review": "review", "publish": "publish",
+    "fork_state": "start",
 }
 
 assert all(s in ASSEMBLY_STAGES or s in ("start", "review") for s in ACTIVITY_STAGE.values())

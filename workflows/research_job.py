@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         WebPageRevisionResult,
     )
+    from contracts.fork import ForkRefused, ForkStateInput, ForkStateResult, check_signature
     from contracts.job_spec import JobSpec
     from contracts.mcp_servers import arguments_sha256
     from contracts.ownership import owns
@@ -236,7 +237,9 @@ class ResearchJobWorkflow:
         while True:
             self._sync_visibility()  # the last stage, turn or token count, before any wait
             self._maybe_continue_as_new()
-            if state.stage == "start":
+            if state.stage == "start" and self._spec.lineage is not None:
+                await self._start_fork()  # a fork's first state is its parent's turn N
+            elif state.stage == "start":
                 ref = await self._act("store_job_spec", self._spec_input(), ArtifactRef)
                 state.refs = StepState(job_spec=ref)
                 state.stage = "plan"
@@ -271,6 +274,50 @@ class ResearchJobWorkflow:
                 raise ApplicationError(f"unexpected stage {state.stage!r}", non_retryable=True)
 
     # --------------------------------------------------------------- stages
+    async def _start_fork(self) -> None:
+        """A forked job's first step (docs/architecture.md#forking-a-job): the signed fork
+        request is verified here first (a listed reviewer or operator of the spec, which
+        ``fork_state`` proves is the parent's with only the signed edits), then
+        ``fork_state`` copies the parent's state after turn N into the fork's own
+        artifacts, and the research loop goes on from turn N+1. Only a spec with a lineage
+        reaches this path, so no history recorded before it changes; a refusal ends the
+        fork ``failed`` with its one line, nothing of the parent written."""
+        lineage, state = self._spec.lineage, self._state
+        assert lineage is not None
+        try:
+            check_signature(lineage, self._spec, now=workflow.now())
+        except ForkRefused as refused:
+            state.status = "failed"
+            self._sync_visibility()
+            raise ApplicationError(refused.message, type="ForkRefused",
+                                   non_retryable=True) from None
+        assert lineage.signature is not None
+        self._remember(lineage.signature)
+        while True:
+            try:
+                forked = await self._act("fork_state", ForkStateInput(
+                    spec=self._spec, first_run_id=self._first_run_id()), ForkStateResult,
+                    stop_for_operator=False)
+                break
+            except ActivityError as failed:
+                cause = failed.cause
+                if isinstance(cause, CancelledError):
+                    raise
+                if isinstance(cause, ApplicationError) and cause.type == "ForkRefused":
+                    state.status = "failed"
+                    self._sync_visibility()
+                    raise ApplicationError(cause.message, type="ForkRefused",
+                                           non_retryable=True) from None
+                await self._needs_operator("fork_state", failed)
+        state.refs = forked.refs
+        research = state.research
+        research.turn = research.round_start_turn = research.run_start_turn = forked.turn
+        research.covered_topics = list(forked.covered_topics)
+        state.checkpoint_seq = 1 if forked.checkpoint_id else 0
+        state.stage = "research"
+        await self._refresh_live_pages([src for src in self._spec.sources
+                                        if src.name in lineage.edits.refresh_sources])
+
     async def _research(self, sources: list[Any]) -> None:
         """The retired one-shot acquisition (``research.mode: acquire``): kept so that the
         histories of jobs started with it replay; no job can be submitted with it now, and

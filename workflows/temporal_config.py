@@ -159,6 +159,11 @@ ACTIVITY_LIMITS: dict[steps.AnyActivityName, ActivityLimit] = {
         "one fetch of a live web page under the worker's rules and one store write: a "
         "refusal by the rules is permanent (one attempt), a server or network failure gets "
         "about 15 s of backoff"),
+    "fork_state": ActivityLimit(
+        20, None, NEEDS_OPERATOR,
+        "reads a parent's state and writes the fork's copies under their turns' write ids, "
+        "as record_turn; a refused fork (signature, spec or state hash) is permanent and "
+        "ends the fork failed at once"),
     "publish": ActivityLimit(
         10, None, NEEDS_OPERATOR,
         "the irreversible write: permission, read-only file system, disk full and a "

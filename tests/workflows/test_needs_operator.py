@@ -142,8 +142,10 @@ async def test_the_docs_show_the_limits_table() -> None:
 
 #: the activities a job reaches in the default (agent) research mode, and what a job that
 #: fails in them shows (``refresh_web_page`` runs only when ``resolve`` refreshes a live web
-#: page: tests/workflows/test_live_web_page.py parks a job on its permanent error)
-MATRIX = [name for name in ACTIVITY_NAMES if name not in ("record_review", "refresh_web_page")]
+#: page: tests/workflows/test_live_web_page.py parks a job on its permanent error;
+#: ``fork_state`` runs only as a forked job's first step: tests/workflows/test_fork.py)
+MATRIX = [name for name in ACTIVITY_NAMES
+          if name not in ("record_review", "refresh_web_page", "fork_state")]
 
 
 @pytest.mark.parametrize("activity", MATRIX)

@@ -1,0 +1,243 @@
+"""``pressroom fork``: start a new job from a parent job's state after research turn N,
+with signed edits (docs/architecture.md#forking-a-job). Client-side only.
+
+The parent's state is read from the store first (``contracts.fork_reader``, content hashes
+checked): a turn that was never recorded or a state that fails its hash is refused here
+in one line, before anything starts. The operator signs (purpose ``fork``, for the parent
+job) the lineage — parent, its first run, the turn, that state's hash, the new id and
+every edit — and the fork starts with the spec ``contracts.fork.fork_spec`` makes. The
+worker checks all of it again (``fork_state``) before it writes anything; this command
+waits until the fork has copied its state, or prints the worker's one-line refusal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+
+import artifacts
+from client import jobs
+from context import ManifestDiff, diff_manifests
+from contracts.errors import JobError
+from contracts.fork import ForkError, ForkRefused, fork_spec
+from contracts.fork_reader import parent_state, plan_artifact_id
+from contracts.job_spec import JobSpec
+from contracts.lineage import ForkEdits, ForkLineage, ForkPlan
+from contracts.signing import sign
+from contracts.source_specs import SourceSpec
+from contracts.workflow_messages import JobStatus
+from workflows.research_job import ResearchJobWorkflow
+
+#: the CLI's principal in the store (``workflows.commands.CLI_PRINCIPAL``)
+CLI_PRINCIPAL = "pressroom-cli"
+#: how long ``fork`` waits for the fork to copy its state
+FORK_WAIT_SECONDS = 120.0
+
+
+class ForkNotStarted(JobError):
+    """The fork was refused (before it started, or by the worker); one line."""
+
+
+@dataclass
+class EditFlags:
+    """The command's edit options as typed."""
+
+    add_sources: list[SourceSpec]
+    refresh_sources: list[str]
+    drop_sources: list[str]
+    drop_notes: list[str]
+    plan_file: Path | None = None
+    question: str | None = None
+    token_budget: int | None = None
+    cost_budget: str | None = None
+
+
+async def _parent(client: Client, parent_id: str) -> tuple[JobSpec, str]:
+    """The parent's start spec (its scope) and first run id."""
+    spec = await jobs.job_spec_of(client, parent_id)
+    desc = await client.get_workflow_handle(parent_id).describe()
+    first = desc.raw_description.workflow_execution_info.first_run_id or desc.run_id
+    if not first:
+        raise ForkNotStarted(f"job {parent_id!r} has no first run id")
+    return spec, first
+
+
+async def fork_job(client: Client, store_url: str, parent_id: str, *, turn: int, new_id: str,
+                   flags: EditFlags, signer: str, key: Ed25519PrivateKey,
+                   task_queue: str, wait_seconds: float = FORK_WAIT_SECONDS) -> JobStatus:
+    """Sign and start the fork; the fork's live status once it holds its copied state.
+    ``ForkNotStarted`` (one line) when it is refused."""
+    started_spec, parent_run = await _parent(client, parent_id)
+    principal = artifacts.Principal(principal_id=CLI_PRINCIPAL,
+                                    tenant=started_spec.scope.tenant,
+                                    project=started_spec.scope.project)
+    store = await artifacts.open_store(store_url)
+    try:
+        try:
+            state = await parent_state(store, parent_id, principal, turn)
+        except ForkRefused as exc:
+            raise ForkNotStarted(exc.message) from None
+        plan = None
+        if flags.plan_file is not None:
+            plan = await _store_plan(store, state.spec, new_id, flags.plan_file)
+    finally:
+        await store.close()
+    edits = ForkEdits(add_sources=flags.add_sources, refresh_sources=flags.refresh_sources,
+                      drop_sources=flags.drop_sources, drop_notes=flags.drop_notes, plan=plan,
+                      question=flags.question, token_budget=flags.token_budget,
+                      cost_budget_usd=flags.cost_budget)
+    lineage = ForkLineage(parent_job=parent_id, parent_run_id=parent_run, turn=turn,
+                          state_hash=state.state_hash(), new_job=new_id, edits=edits)
+    fork_spec(state.spec, lineage)  # an edit that does not apply: refused before signing
+    signed = lineage.model_copy(update={"signature": sign(
+        key, "fork", parent_id, lineage.signed_body(), signer=signer)})
+    spec = fork_spec(state.spec, signed)
+    handle = await jobs.start_job(client, spec, task_queue=task_queue)
+    return await wait_forked(handle, turn, wait_seconds)
+
+
+async def _store_plan(store: Any, parent: JobSpec, new_id: str, path: Path) -> ForkPlan:
+    """Store the ``--plan`` file's text as the fork's first agent plan revision."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ForkError(f"--plan {path}: cannot be read ({type(exc).__name__})") from None
+    body = text.encode("utf-8")
+    digest = hashlib.sha256(body).hexdigest()
+    artifact_id = plan_artifact_id(new_id)
+    principal = artifacts.Principal(principal_id=CLI_PRINCIPAL, tenant=parent.scope.tenant,
+                                    project=parent.scope.project)
+    head = await store.head("agent_plan", artifact_id, principal=principal)
+    if head is not None and head.content_hash == "sha256:" + digest:
+        return ForkPlan(artifact_id=artifact_id, revision=head.revision, sha256=digest)
+    if head is not None:
+        raise ForkError(f"job {new_id} already has an agent plan; a fork id is never reused")
+    rec = await store.put("agent_plan", artifact_id, body, principal=principal,
+                          scope=artifacts.Scope(tenant=parent.scope.tenant,
+                                                project=parent.scope.project,
+                                                task=parent.scope.task),
+                          trust="untrusted_external_data", parent_revision=None,
+                          media_type="text/markdown",
+                          metadata={"write_id": f"fork-plan:{digest}", "fork_edit": "plan"})
+    return ForkPlan(artifact_id=artifact_id, revision=rec.revision, sha256=digest)
+
+
+async def wait_forked(handle: Any, turn: int, wait_seconds: float) -> JobStatus:
+    """Wait until the fork left its start (its state copied) or ended; its refusal as
+    ``ForkNotStarted``."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        desc = await handle.describe()
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            try:
+                await handle.result()
+            except WorkflowFailureError as exc:
+                cause: Any = exc.cause
+                raise ForkNotStarted(str(getattr(cause, "message", None) or cause)) from None
+        else:
+            status: JobStatus = await handle.query(ResearchJobWorkflow.status)
+            if status.stage != "start":
+                return status
+        if time.monotonic() > deadline:
+            raise ForkNotStarted(f"fork {handle.id} did not copy its state within "
+                                 f"{wait_seconds:g}s (is a worker running?)")
+        await asyncio.sleep(0.2)
+
+
+
+
+async def turn_manifest(store: Any, job_id: str, turn: int, principal: Any) -> dict[str, Any]:
+    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on."""
+    from contracts.ownership import check_manifest
+
+    head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}", principal=principal)
+    if head is None:
+        raise ForkNotStarted(f"job {job_id!r} has no research turn {turn}")
+    _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
+                             revision=head.revision)
+    manifest_id = str(json.loads(raw)["manifest_id"])
+    manifest: dict[str, Any] = await store.get_manifest(manifest_id, principal=principal)
+    check_manifest(job_id, manifest, manifest_id)
+    return manifest
+
+
+async def explain_diff(client: Client, store_url: str, job_a: str, turn_a: int, job_b: str,
+                       turn_b: int) -> ManifestDiff:
+    """``explain --diff``: the two turns' sealed requests compared item by item."""
+    spec_a = await jobs.job_spec_of(client, job_a)
+    spec_b = await jobs.job_spec_of(client, job_b)
+    store = await artifacts.open_store(store_url)
+    try:
+        a = await turn_manifest(store, job_a, turn_a, artifacts.Principal(
+            principal_id=CLI_PRINCIPAL, tenant=spec_a.scope.tenant, project=spec_a.scope.project))
+        b = await turn_manifest(store, job_b, turn_b, artifacts.Principal(
+            principal_id=CLI_PRINCIPAL, tenant=spec_b.scope.tenant, project=spec_b.scope.project))
+    finally:
+        await store.close()
+    return diff_manifests(a, b)
+
+
+def render_diff(console: Any, diff: ManifestDiff) -> None:
+    """The diff as lines: one per item, then the token and cost difference."""
+    console.print(f"[bold]{diff.a} → {diff.b}[/bold]", highlight=False)
+    for item in diff.items:
+        mark = f" [inherited from {item.inherited_from}]" if item.inherited_from else ""
+        zones = f"{item.zone_a or '-'} → {item.zone_b or '-'}"
+        detail = f"; {item.detail}" if item.detail else ""
+        console.print(f"{item.change:8} {item.item_id} ({zones}; {item.tokens_a} → "
+                      f"{item.tokens_b} tokens) by {item.decided_by}{detail}{mark}",
+                      highlight=False, markup=False, soft_wrap=True)
+    cost = diff.cost_delta
+    console.print(f"tokens {diff.tokens_a} → {diff.tokens_b} ({diff.token_delta:+d})"
+                  + (f"; cost {cost:+d} micro-USD" if cost is not None else ""),
+                  highlight=False)
+
+
+async def fork_command(settings: Any, job: str, *, turn: int, new_id: str,
+                       add_sources: list[str], refresh_sources: list[str],
+                       drop_sources: list[str], drop_notes: list[str], plan: Path | None,
+                       question: str | None, token_budget: int | None,
+                       cost_budget: str | None, signer: str, key_path: Path | None,
+                       key: Ed25519PrivateKey | None, task_queue: str,
+                       address: str | None) -> JobStatus:
+    """``pressroom fork``'s body: the flags parsed, the key loaded, the fork started."""
+    import yaml
+    from pydantic import TypeAdapter, ValidationError
+    from workflows.commands import connect
+    from workflows.reviewer_keys import signing_key
+
+    sources: list[SourceSpec] = []
+    for text in add_sources:
+        try:
+            sources.append(TypeAdapter(SourceSpec).validate_python(yaml.safe_load(text)))
+        except (ValidationError, ValueError, yaml.YAMLError) as exc:
+            raise ForkError(f"--add-source: not a source ({type(exc).__name__})") from None
+    flags = EditFlags(add_sources=sources, refresh_sources=refresh_sources,
+                      drop_sources=drop_sources, drop_notes=drop_notes, plan_file=plan,
+                      question=question, token_budget=token_budget, cost_budget=cost_budget)
+    key = key or signing_key(settings, signer, key_path)
+    return await fork_job(await connect(settings, address), settings.store_url, job, turn=turn,
+                          new_id=new_id, flags=flags, signer=signer, key=key,
+                          task_queue=task_queue)
+
+
+async def diff_command(console: Any, settings: Any, job_a: str, turn_a: int, job_b: str,
+                       turn_b: int, address: str | None) -> ManifestDiff:
+    from workflows.commands import connect
+
+    diff = await explain_diff(await connect(settings, address), settings.store_url, job_a,
+                              turn_a, job_b, turn_b)
+    render_diff(console, diff)
+    return diff
+
+
+__all__ = ["EditFlags", "ForkNotStarted", "diff_command", "explain_diff", "fork_command",
+           "fork_job", "render_diff", "turn_manifest", "wait_forked"]

@@ -1,0 +1,139 @@
+"""The difference between two sealed requests, item by item (``pressroom explain --diff``).
+
+A pure function over two stored manifest bodies (``ContextAssemblyManifest`` dumps, as the
+store holds them): which items entered the request, left it, or changed zone, partition,
+content or load mode between A and B, each with the gate, exclusion reason or transform
+that decided it on the side where it is not included — and the difference in estimated
+input tokens and in the manifests' recorded cost. An item of a fork's manifest that came
+from its parent carries its ``inherited_from`` mark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Change = Literal["entered", "left", "changed"]
+
+
+@dataclass(frozen=True)
+class ItemDiff:
+    item_id: str
+    change: Change
+    zone_a: str | None
+    zone_b: str | None
+    #: what decided it: the exclusion (reason and hard gate) or transform on the side it is
+    #: not included, else the admission reason of the side it is included
+    decided_by: str
+    tokens_a: int
+    tokens_b: int
+    detail: str = ""
+    inherited_from: str | None = None
+
+
+@dataclass(frozen=True)
+class ManifestDiff:
+    a: str
+    b: str
+    items: list[ItemDiff] = field(default_factory=list)
+    tokens_a: int = 0
+    tokens_b: int = 0
+    cost_a: int | None = None
+    cost_b: int | None = None
+
+    @property
+    def token_delta(self) -> int:
+        return self.tokens_b - self.tokens_a
+
+    @property
+    def cost_delta(self) -> int | None:
+        if self.cost_a is None or self.cost_b is None:
+            return None
+        return self.cost_b - self.cost_a
+
+
+def _tokens(manifest: dict[str, Any]) -> int:
+    value = (manifest.get("budget") or {}).get("estimated_used")
+    return int(value) if isinstance(value, int) else 0
+
+
+def _cost(manifest: dict[str, Any]) -> int | None:
+    value = manifest.get("cost_micro_usd")
+    return int(value) if isinstance(value, int) else None
+
+
+def _exclusion(entry: dict[str, Any]) -> str:
+    gate = f" (gate {entry['hard_gate']})" if entry.get("hard_gate") else ""
+    return f"excluded: {entry.get('reason')}{gate}"
+
+
+def _transforms(manifest: dict[str, Any]) -> dict[str, str]:
+    """item id -> the transform that consumed it (``<type> <record id>``)."""
+    out: dict[str, str] = {}
+    for record in manifest.get("transforms") or []:
+        for item in record.get("input_item_ids") or []:
+            out[str(item)] = f"transform {record.get('type')} {record.get('record_id')}"
+        for item in record.get("dropped_item_ids") or []:
+            out[str(item)] = f"dropped by transform {record.get('type')} {record.get('record_id')}"
+    return out
+
+
+def _not_included(manifest: dict[str, Any], item_id: str,
+                  excluded: dict[str, dict[str, Any]], transforms: dict[str, str],
+                  candidates: set[str]) -> str:
+    if item_id in excluded:
+        return _exclusion(excluded[item_id])
+    if item_id in transforms:
+        return transforms[item_id]
+    if item_id not in candidates:
+        return "not a candidate"
+    return "not placed"
+
+
+def _inherited(manifest: dict[str, Any]) -> dict[str, str]:
+    section = manifest.get("inherited") or {}
+    items = section.get("items") or {}
+    return {str(k): str(v) for k, v in items.items()} if isinstance(items, dict) else {}
+
+
+def diff_manifests(a: dict[str, Any], b: dict[str, Any]) -> ManifestDiff:
+    """What changed from request ``a`` to request ``b``, item by item, sorted by item id."""
+    inc_a = {str(e["item_id"]): e for e in a.get("included") or []}
+    inc_b = {str(e["item_id"]): e for e in b.get("included") or []}
+    exc_a = {str(e["item_id"]): e for e in a.get("excluded") or []}
+    exc_b = {str(e["item_id"]): e for e in b.get("excluded") or []}
+    tr_a, tr_b = _transforms(a), _transforms(b)
+    cand_a = {str(e["item_id"]) for e in a.get("candidate_items") or []}
+    cand_b = {str(e["item_id"]) for e in b.get("candidate_items") or []}
+    marks = _inherited(b)
+    items: list[ItemDiff] = []
+    for item_id in sorted(set(inc_a) | set(inc_b)):
+        ea, eb = inc_a.get(item_id), inc_b.get(item_id)
+        if ea is None and eb is not None:
+            items.append(ItemDiff(item_id, "entered", None, str(eb.get("zone")),
+                                  _not_included(a, item_id, exc_a, tr_a, cand_a)
+                                  + f" → {eb.get('admission_reason')}",
+                                  0, int(eb.get("tokens") or 0),
+                                  inherited_from=marks.get(item_id)))
+        elif eb is None and ea is not None:
+            items.append(ItemDiff(item_id, "left", str(ea.get("zone")), None,
+                                  _not_included(b, item_id, exc_b, tr_b, cand_b),
+                                  int(ea.get("tokens") or 0), 0,
+                                  inherited_from=marks.get(item_id)))
+        elif ea is not None and eb is not None:
+            changed = [f"{key} {ea.get(key)} → {eb.get(key)}"
+                       for key in ("zone", "partition", "content_hash", "load_mode")
+                       if ea.get(key) != eb.get(key)]
+            if changed:
+                items.append(ItemDiff(item_id, "changed", str(ea.get("zone")),
+                                      str(eb.get("zone")), str(eb.get("admission_reason")),
+                                      int(ea.get("tokens") or 0), int(eb.get("tokens") or 0),
+                                      detail="; ".join(changed),
+                                      inherited_from=marks.get(item_id)))
+    return ManifestDiff(a=str(a.get("assembly_id") or a.get("step_id")),
+                        b=str(b.get("assembly_id") or b.get("step_id")), items=items,
+                        tokens_a=_tokens(a), tokens_b=_tokens(b), cost_a=_cost(a),
+                        cost_b=_cost(b))
+
+
+__all__ = ["ItemDiff", "ManifestDiff", "diff_manifests"]

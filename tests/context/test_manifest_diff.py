@@ -1,0 +1,32 @@
+"""``context.manifest_diff``: two sealed requests compared item by item (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context.manifest_diff import diff_manifests
+
+
+def _inc(item: str, zone: str = "evidence", tokens: int = 10, h: str = "a") -> dict[str, Any]:
+    return {"item_id": item, "zone": zone, "partition": "p", "content_hash": h,
+            "load_mode": "full", "tokens": tokens, "admission_reason": "admitted"}
+
+
+def test_entered_left_changed_with_what_decided_and_the_token_difference() -> None:
+    a = {"assembly_id": "A", "budget": {"estimated_used": 100},
+         "included": [_inc("job_spec:j", h="q1"), _inc("note:x"), _inc("same")],
+         "excluded": [{"item_id": "note:y", "reason": "over_budget", "hard_gate": None}],
+         "candidate_items": [{"item_id": i} for i in ("job_spec:j", "note:x", "note:y", "same")]}
+    b = {"assembly_id": "B", "budget": {"estimated_used": 90},
+         "included": [_inc("job_spec:j", h="q2"), _inc("note:y"), _inc("same")],
+         "excluded": [{"item_id": "note:x", "reason": "stale", "hard_gate": "freshness"}],
+         "candidate_items": [{"item_id": i} for i in ("job_spec:j", "note:x", "note:y", "same")],
+         "inherited": {"items": {"note:y": "p@turn 2"}}}
+    diff = diff_manifests(a, b)
+    got = {d.item_id: d for d in diff.items}
+    assert set(got) == {"job_spec:j", "note:x", "note:y"}
+    assert got["job_spec:j"].change == "changed" and "content_hash" in got["job_spec:j"].detail
+    assert got["note:x"].change == "left" and "freshness" in got["note:x"].decided_by
+    assert got["note:y"].change == "entered" and "over_budget" in got["note:y"].decided_by
+    assert got["note:y"].inherited_from == "p@turn 2"
+    assert diff.token_delta == -10 and diff.cost_delta is None
