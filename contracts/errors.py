@@ -92,6 +92,16 @@ class UnknownSourceKind(SourceSpecError):
     job spec, never read as another kind."""
 
 
+class ForkRefused(ApplicationError):
+    """A fork that may not start: unsigned or foreign-signed, a spec that is not its
+    parent's with the signed edits, or a parent state that cannot be verified. One line;
+    never retried (docs/architecture.md#forking-a-job)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split())[:500], type=ForkRefused.__name__,
+                         non_retryable=True)
+
+
 class PublishRefused(ApplicationError):
     """The stored review does not authorize this publication (never retried)."""
 

@@ -60,6 +60,7 @@ from artifacts.errors import (
 from context.errors import PolicyError, RequestError, ToolHistoryError
 from contracts.errors import (
     CarriedStateMismatch,
+    ForkRefused,
     JobIdReused,
     JobSpecError,
     PathOutsideRoots,
@@ -142,6 +143,8 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (
     ModelEndpointRefused,
     # a source kind with no registered reader (docs/architecture.md#source-kinds-and-research-tools)
     UnknownSourceKind,
+    # a fork that may not start (docs/architecture.md#forking-a-job)
+    ForkRefused,
 )
 
 #: ``OSError`` numbers no retry can fix (see the module docstring).

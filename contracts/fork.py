@@ -14,24 +14,13 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from temporalio.exceptions import ApplicationError
 
 from contracts.activity_messages import StepState
-from contracts.errors import JobError
+from contracts.errors import ForkRefused, JobError
 from contracts.job_spec import JobSpec
 from contracts.lineage import ForkLineage
 from contracts.signing import SignatureError, verify
 from contracts.workflow_messages import MAX_RESOLVE_AGE
-
-
-class ForkRefused(ApplicationError):
-    """A fork that may not start: unsigned or foreign-signed, a spec that is not its
-    parent's with the signed edits, or a parent state that cannot be verified. One line;
-    never retried."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split())[:500], type=ForkRefused.__name__,
-                         non_retryable=True)
 
 
 class ForkError(JobError, ValueError):

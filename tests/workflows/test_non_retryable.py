@@ -46,7 +46,7 @@ ROOTS: tuple[type[BaseException], ...] = (
     PathRefused,
     # permanent ApplicationErrors with no common base among the roots above
     contracts.errors.JobIdReused, contracts.errors.CarriedStateMismatch,
-    contracts.errors.ReviewerNotRegistered)
+    contracts.errors.ReviewerNotRegistered, contracts.errors.ForkRefused)
 
 #: error classes deliberately *not* on the list, and why
 RETRIED: dict[str, str] = {
