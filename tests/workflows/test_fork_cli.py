@@ -20,6 +20,7 @@ from contracts.fork import fork_spec
 from contracts.fork_reader import parent_state
 from contracts.job_spec import JobSpec
 from contracts.lineage import ForkEdits, ForkLineage
+from contracts.pricing import load_prices
 from contracts.signing import sign
 from contracts.workflow_messages import MAX_RESOLVE_AGE
 from settings import Settings
@@ -36,6 +37,14 @@ from tests.workflows.test_cli import LOCAL, pressroom
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
+#: the offline agent priced, so each turn's reply records a cost
+PRICES = """\
+as_of: "2026-01-01"
+models:
+  extractive:
+    extractive-v1: {input: 10.0, cached_input: 1.0, cache_write: 12.5, output: 30.0,
+                    source: "test table"}
+"""
 #: the changed question of the fork
 QUESTION = "How does a stopped download resume, and from which offset?"
 
@@ -85,7 +94,10 @@ async def test_fork_command_and_explain_diff_name_exactly_the_edits(
     home.mkdir()
     write_registry(home, "alice")
     store_url = f"sqlite+aiosqlite:///{home / 'pressroom.db'}"
-    runtime = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(PRICES, encoding="utf-8")
+    runtime = ActivityRuntime(store_url, locations=LOCAL, roots=roots_for(tmp_path),
+                              prices=load_prices(prices))
     parent = make_spec(research={"checkpoint_every": 1})
     extra = tmp_path / "extra"
     extra.mkdir()
@@ -142,14 +154,17 @@ async def test_fork_command_and_explain_diff_name_exactly_the_edits(
             assert "not in the tool history (note)" in \
                 by_id[f"tool-result:{note['call_id']}"]["decided_by"], listing
             assert by_id["job_spec:{job}"]["token_delta"] > 0, listing  # a source more
-            assert report["cost_delta_micro_usd"] is None  # no price table: not recorded
+            # the worker priced the offline model: each turn's cost, from its stored reply
+            cost_a, cost_b = report["a"]["cost_micro_usd"], report["b"]["cost_micro_usd"]
+            assert isinstance(cost_a, int) and isinstance(cost_b, int), report
+            assert report["cost_delta_micro_usd"] == cost_b - cost_a
             rc, text, err = await pressroom(
                 home, address, "explain", "--diff", parent.job_id, "--turn", str(turn + 1),
                 fork_id, "--turn", str(turn + 1))
             assert rc == 0, err
             assert f"{parent.job_id} turn {turn + 1} → {fork_id} turn {turn + 1}" in text
             assert "job_spec:{job}" in text and "tokens " in text
-            assert "cost not recorded" in text
+            assert f"cost {cost_a} → {cost_b} micro-USD" in text, text
 
             # a wrong count of turns is a usage error: one line, exit 2
             rc, _out, err = await pressroom(home, address, "explain", "--diff", parent.job_id,
