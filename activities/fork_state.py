@@ -129,11 +129,13 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
 
     async def copy(kind: str, artifact_id: str, src: Any, body: bytes, *,
                    metadata: dict[str, Any] | None = None) -> ArtifactRef:
-        head = await store.head(kind, artifact_id, principal=principal)
+        # every copy is the first revision of the fork's own artifact (a fork id is never
+        # reused): a retry after it landed meets a revision conflict and ``put_once``
+        # answers with that revision — never a second copy (the fault matrix's
+        # kill:fork_state_after_write)
         turn = write_turn(src)
         rec = await put_once(store, kind, artifact_id, body, spec=spec, trust=src.trust,
-                             parent_revision=head.revision if head else None,
-                             write_id=f"turn-{turn}" if turn else "fork",
+                             parent_revision=None, write_id=f"turn-{turn}" if turn else "fork",
                              media_type=src.media_type, metadata={**mark, **(metadata or {})})
         return ref_of(rec)
 

@@ -78,6 +78,15 @@ async def fork_job(client: Client, store_url: str, parent_id: str, *, turn: int,
                    task_queue: str, wait_seconds: float = FORK_WAIT_SECONDS) -> JobStatus:
     """Sign and start the fork; the fork's live status once it holds its copied state.
     ``ForkNotStarted`` (one line) when it is refused."""
+    handle = await start_fork(client, store_url, parent_id, turn=turn, new_id=new_id,
+                              flags=flags, signer=signer, key=key, task_queue=task_queue)
+    return await wait_forked(handle, turn, wait_seconds)
+
+
+async def start_fork(client: Client, store_url: str, parent_id: str, *, turn: int,
+                     new_id: str, flags: EditFlags, signer: str, key: Ed25519PrivateKey,
+                     task_queue: str) -> Any:
+    """Sign and start the fork without waiting for it; its workflow handle."""
     started_spec, parent_run = await _parent(client, parent_id)
     principal = artifacts.Principal(principal_id=CLI_PRINCIPAL,
                                     tenant=started_spec.scope.tenant,
@@ -103,8 +112,7 @@ async def fork_job(client: Client, store_url: str, parent_id: str, *, turn: int,
     signed = lineage.model_copy(update={"signature": sign(
         key, "fork", parent_id, lineage.signed_body(), signer=signer)})
     spec = fork_spec(state.spec, signed)
-    handle = await jobs.start_job(client, spec, task_queue=task_queue)
-    return await wait_forked(handle, turn, wait_seconds)
+    return await jobs.start_job(client, spec, task_queue=task_queue)
 
 
 async def _store_plan(store: Any, parent: JobSpec, new_id: str, path: Path) -> ForkPlan:
@@ -315,5 +323,5 @@ async def diff_command(console: Any, settings: Any, job_a: str, turn_a: int, job
 
 
 __all__ = ["DiffItem", "DiffReport", "DiffSide", "EditFlags", "ForkNotStarted", "diff_command",
-           "diff_report", "explain_diff", "fork_command", "fork_job", "render_diff",
+           "diff_report", "explain_diff", "fork_command", "fork_job", "render_diff", "start_fork",
            "turn_manifest", "turn_request", "wait_forked"]
