@@ -712,31 +712,48 @@ def resolve(
         key=_account_key(settings, name, key, password_stdin)), settings)
 
 
+_EXPLAIN_DIFF_USAGE = "explain --diff JOB_A --turn N JOB_B --turn M"
+
+
+def _usage_error(message: str) -> typer.Exit:
+    """A usage error as one line on stderr; exit code 2."""
+    err_console.print(f"[red]usage:[/red] {message}", soft_wrap=True, highlight=False)
+    return typer.Exit(2)
+
+
 @app.command()
 def explain(ctx: typer.Context, job: str,
             step: str | None = typer.Option(None, help="Only this step or stage."),
-            turn: int | None = typer.Option(None, help="Only this research turn's manifest."),
-            diff: str | None = typer.Option(None, "--diff", metavar="JOB_B",
-                                            help="Compare --turn N of JOB with --turn-b M "
-                                                 "of JOB_B, item by item."),
-            turn_b: int | None = typer.Option(None, "--turn-b", help="JOB_B's turn."),
+            turn: Annotated[list[int] | None, typer.Option(
+                "--turn", help="Only this research turn's manifest; with --diff JOB_A give it "
+                               "twice: JOB_A's turn, then JOB's.")] = None,
+            diff: str | None = typer.Option(None, "--diff", metavar="JOB_A",
+                                            help="Compare JOB_A's --turn N with JOB's --turn "
+                                                 f"M, item by item ({_EXPLAIN_DIFF_USAGE})."),
             address: str | None = typer.Option(None, help=_ADDR_HELP),
             as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Show the job's context manifests: included and excluded items with their reasons and
-    security flags, partitions, transforms; repeated notes (cache, anomalies) once."""
+    security flags, partitions, transforms, a fork's inherited items; repeated notes (cache,
+    anomalies) once. With --diff JOB_A: what entered, left or changed between two turns'
+    sealed requests, and the token and cost difference."""
     from cli import commands
 
     settings = _settings(ctx)
+    turns = turn or []
     if diff is not None:
         from cli import fork_command
 
-        if turn is None or turn_b is None:
-            raise typer.BadParameter("--diff needs --turn and --turn-b", param_hint="--diff")
-        _job_cmd(fork_command.diff_command(console, settings, job, turn, diff, turn_b,
-                                           address), settings)
-        return
-    report = _job_cmd(commands.explain(_out(as_json), settings, job, step, address, turn=turn),
-                      settings)
+        if len(turns) != 2 or step is not None:
+            raise _usage_error(f"{_EXPLAIN_DIFF_USAGE}: --diff takes exactly two --turn "
+                               f"(got {len(turns)}){' and no --step' if step else ''}")
+        report: Any = _job_cmd(fork_command.diff_command(
+            _out(as_json), settings, diff, turns[0], job, turns[1], address), settings)
+    else:
+        if len(turns) > 1:
+            raise _usage_error(f"explain JOB --turn N takes one --turn (got {len(turns)}); "
+                               f"two are for {_EXPLAIN_DIFF_USAGE}")
+        report = _job_cmd(commands.explain(_out(as_json), settings, job, step, address,
+                                           turn=turns[0] if turns else None), settings)
     if as_json:
         _print_json(report)
 

@@ -16,7 +16,10 @@ state hash the one signed. Only then does it write — the fork's spec, and a co
 parent revision under the fork's own ids (content-addressed, each marked
 ``inherited_from: <parent>@turn N`` and written with the copied turn's write id, so a
 retry writes nothing twice and a fork of a fork finds its turns) — and returns only
-references. The parent's artifacts are read, never written.
+references. A dropped note (``--drop-note``, or a ``--drop-source``'s notes) leaves the
+copied notes chunk and, with its note call's request and result, the copied tool history
+(its exchange is not copied): the fork's model does not read it again. The parent's
+artifacts are read, never written.
 """
 
 from __future__ import annotations
@@ -54,20 +57,36 @@ from contracts.job_spec import JobSpec
 from contracts.lineage import ForkLineage
 
 
-def _kept_notes(body: bytes, lineage: ForkLineage) -> tuple[dict[str, Any], int, set[str]]:
-    """The notes chunk without the notes the edits drop; how many were dropped and which
-    ``--drop-note`` ids matched."""
+def _kept_notes(body: bytes, lineage: ForkLineage
+                ) -> tuple[dict[str, Any], int, set[str], set[str]]:
+    """The notes chunk without the notes the edits drop; how many were dropped, which
+    ``--drop-note`` ids matched, and the note calls none of whose notes is kept."""
     pack = json.loads(body)
     drops, sources = set(lineage.edits.drop_notes), set(lineage.edits.drop_sources)
-    kept, matched = [], set()
+    kept, matched, gone_calls, kept_calls = [], set(), set(), set()
     for record in pack.get("records", []):
         hit = {record.get("item_id"), record.get("call_id")} & drops
         matched |= {h for h in hit if h}
         if hit or record.get("source_name") in sources:
+            gone_calls.add(str(record.get("call_id") or ""))
             continue
+        kept_calls.add(str(record.get("call_id") or ""))
         kept.append(record)
     dropped = len(pack.get("records", [])) - len(kept)
-    return {**pack, "records": kept}, dropped, matched
+    return {**pack, "records": kept}, dropped, matched, gone_calls - kept_calls - {""}
+
+
+def _without_calls(body: bytes, calls: set[str]) -> bytes | None:
+    """A tool-history chunk without the note calls a dropped note was made by (its call
+    and result), so the fork's model no longer reads the note in its history; ``None``
+    when the chunk holds none of them."""
+    tools = json.loads(body)
+    if not calls & {str(c.get("call_id")) for c in tools.get("calls", [])}:
+        return None
+    return dumps({**tools,
+                  "calls": [c for c in tools.get("calls", []) if c.get("call_id") not in calls],
+                  "results": [r for r in tools.get("results", [])
+                              if r.get("call_id") not in calls]})
 
 
 async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkStateResult:
@@ -110,38 +129,49 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
 
     async def copy(kind: str, artifact_id: str, src: Any, body: bytes, *,
                    metadata: dict[str, Any] | None = None) -> ArtifactRef:
-        head = await store.head(kind, artifact_id, principal=principal)
+        # every copy is the first revision of the fork's own artifact (a fork id is never
+        # reused): a retry after it landed meets a revision conflict and ``put_once``
+        # answers with that revision — never a second copy (the fault matrix's
+        # kill:fork_state_after_write)
         turn = write_turn(src)
         rec = await put_once(store, kind, artifact_id, body, spec=spec, trust=src.trust,
-                             parent_revision=head.revision if head else None,
-                             write_id=f"turn-{turn}" if turn else "fork",
+                             parent_revision=None, write_id=f"turn-{turn}" if turn else "fork",
                              media_type=src.media_type, metadata={**mark, **(metadata or {})})
         return ref_of(rec)
 
+    # the notes the edits drop, first: their note calls leave the copied tool history too
+    notes_kept: list[tuple[Any, bytes, dict[str, Any], int]] = []
+    dropped, matched, gone_calls, topics = 0, set[str](), set[str](), list[str]()
+    for rec, body in parent.notes:
+        kept, gone, hit, calls = _kept_notes(body, lineage)
+        dropped, matched, gone_calls = dropped + gone, matched | hit, gone_calls | calls
+        topics += [t for r in kept["records"] for t in r.get("topics", [])]
+        notes_kept.append((rec, body, kept, gone))
+    unmatched = [n for n in lineage.edits.drop_notes if n not in matched]
+    if unmatched:
+        raise ForkRefused(f"refused: --drop-note {unmatched[0]!r} names no note of job "
+                          f"{lineage.parent_job} at turn {lineage.turn}")
     plan_ref = None
     if parent.plan is not None:
         plan_ref = await copy("research_plan", plan_id(spec), *parent.plan)
     tool_ref = None
     for rec, body in parent.tools:
         number = rec.artifact_id.rsplit(".t", 1)[-1]
-        tool_ref = await copy("tool_record", f"{spec.job_id}.tools.t{number}", rec, body)
+        edited = _without_calls(body, gone_calls)
+        tool_ref = await copy("tool_record", f"{spec.job_id}.tools.t{number}", rec,
+                              body if edited is None else edited,
+                              metadata={"edited": "note calls dropped by the fork's edits"}
+                              if edited is not None else None)
     for rec, body in parent.exchanges:
         call = rec.artifact_id.split(":tool:", 1)[-1]
-        await copy("tool_record", exchange_id(spec.job_id, call), rec, body)
+        if call not in gone_calls:
+            await copy("tool_record", exchange_id(spec.job_id, call), rec, body)
     notes_ref: ArtifactRef | None = None
-    dropped, matched, topics = 0, set[str](), list[str]()
-    for rec, body in parent.notes:
+    for rec, body, kept, gone in notes_kept:
         number = rec.artifact_id.rsplit(".t", 1)[-1]
-        kept, gone, hit = _kept_notes(body, lineage)
-        dropped, matched = dropped + gone, matched | hit
-        topics += [t for r in kept["records"] for t in r.get("topics", [])]
         extra = {"edited": "notes dropped by the fork's edits"} if gone else None
         notes_ref = await copy("evidence_pack", f"{spec.job_id}.notes.t{number}", rec,
                                body if not gone else dumps(kept), metadata=extra)
-    unmatched = [n for n in lineage.edits.drop_notes if n not in matched]
-    if unmatched:
-        raise ForkRefused(f"refused: --drop-note {unmatched[0]!r} names no note of job "
-                          f"{lineage.parent_job} at turn {lineage.turn}")
     agent_ref = await _agent_plan(store, spec, lineage, parent, principal, copy)
     checkpoint_id = None
     if parent.checkpoint is not None:

@@ -56,7 +56,13 @@ from contracts.workflow_messages import (
     ToolApprovalInput,
     ToolRejectionInput,
 )
-from presentation.explain import Notes, flagged_items, render_manifest, render_manifests
+from presentation.explain import (
+    Notes,
+    flagged_items,
+    inherited_entries,
+    render_manifest,
+    render_manifests,
+)
 from presentation.turns import TraceTurn, argument_line, cache_line, research_turns
 from settings import DEFAULT_WORKER_GRACE_SECONDS, Settings
 from workflows.visibility import PRESSROOM_STAGE, PRESSROOM_STATUS
@@ -158,9 +164,23 @@ class RepeatedNote(BaseModel):
     steps: list[str]
 
 
+class InheritedItem(BaseModel):
+    """An item or tool call of a fork's manifest that came from its parent
+    (``presentation.explain.inherited_entries``): ``kind`` ``item`` or ``tool_call``,
+    ``inherited_from`` ``<parent>@turn N``, ``placed`` where it is in that request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_id: str
+    kind: str
+    item_id: str
+    inherited_from: str
+    placed: str
+
+
 class ExplainReport(BaseModel):
     """``pressroom explain --json``: the manifests shown (as stored), every flagged item,
-    and the notes they share."""
+    the notes they share, and a fork's inherited items and tool calls."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -168,6 +188,7 @@ class ExplainReport(BaseModel):
     manifests: list[dict[str, Any]]
     security: list[ItemSecurity]
     notes: list[RepeatedNote]
+    inherited: list[InheritedItem] = []
 
 
 def explain_report(job_id: str, manifests: list[dict[str, Any]],
@@ -176,7 +197,9 @@ def explain_report(job_id: str, manifests: list[dict[str, Any]],
                for m in manifests for item in flagged_items(m)]
     return ExplainReport(job_id=job_id, manifests=manifests, security=flagged,
                          notes=[RepeatedNote(text=text, steps=steps)
-                                for text, (_, steps) in notes.seen.items()])
+                                for text, (_, steps) in notes.seen.items()],
+                         inherited=[InheritedItem(**dataclasses.asdict(entry))
+                                    for m in manifests for entry in inherited_entries(m)])
 
 
 class TraceReport(BaseModel):

@@ -13,6 +13,7 @@ waits until the fork has copied its state, or prints the worker's one-line refus
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel, ConfigDict
+from rich.markup import escape
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 
 import artifacts
@@ -36,7 +39,7 @@ from contracts.source_specs import SourceSpec
 from contracts.workflow_messages import JobStatus
 from workflows.research_job import ResearchJobWorkflow
 
-#: the CLI's principal in the store (``workflows.commands.CLI_PRINCIPAL``)
+#: the CLI's principal in the store (``cli.commands.CLI_PRINCIPAL``)
 CLI_PRINCIPAL = "pressroom-cli"
 #: how long ``fork`` waits for the fork to copy its state
 FORK_WAIT_SECONDS = 120.0
@@ -75,6 +78,15 @@ async def fork_job(client: Client, store_url: str, parent_id: str, *, turn: int,
                    task_queue: str, wait_seconds: float = FORK_WAIT_SECONDS) -> JobStatus:
     """Sign and start the fork; the fork's live status once it holds its copied state.
     ``ForkNotStarted`` (one line) when it is refused."""
+    handle = await start_fork(client, store_url, parent_id, turn=turn, new_id=new_id,
+                              flags=flags, signer=signer, key=key, task_queue=task_queue)
+    return await wait_forked(handle, turn, wait_seconds)
+
+
+async def start_fork(client: Client, store_url: str, parent_id: str, *, turn: int,
+                     new_id: str, flags: EditFlags, signer: str, key: Ed25519PrivateKey,
+                     task_queue: str) -> Any:
+    """Sign and start the fork without waiting for it; its workflow handle."""
     started_spec, parent_run = await _parent(client, parent_id)
     principal = artifacts.Principal(principal_id=CLI_PRINCIPAL,
                                     tenant=started_spec.scope.tenant,
@@ -100,8 +112,7 @@ async def fork_job(client: Client, store_url: str, parent_id: str, *, turn: int,
     signed = lineage.model_copy(update={"signature": sign(
         key, "fork", parent_id, lineage.signed_body(), signer=signer)})
     spec = fork_spec(state.spec, signed)
-    handle = await jobs.start_job(client, spec, task_queue=task_queue)
-    return await wait_forked(handle, turn, wait_seconds)
+    return await jobs.start_job(client, spec, task_queue=task_queue)
 
 
 async def _store_plan(store: Any, parent: JobSpec, new_id: str, path: Path) -> ForkPlan:
@@ -154,8 +165,11 @@ async def wait_forked(handle: Any, turn: int, wait_seconds: float) -> JobStatus:
 
 
 
-async def turn_manifest(store: Any, job_id: str, turn: int, principal: Any) -> dict[str, Any]:
-    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on."""
+async def turn_request(store: Any, job_id: str, turn: int,
+                       principal: Any) -> tuple[dict[str, Any], int | None]:
+    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on, and that
+    turn's cost as its stored reply records it (micro-USD; ``None`` when the worker had no
+    price for the model)."""
     from contracts.ownership import check_manifest
 
     head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}", principal=principal)
@@ -163,42 +177,109 @@ async def turn_manifest(store: Any, job_id: str, turn: int, principal: Any) -> d
         raise ForkNotStarted(f"job {job_id!r} has no research turn {turn}")
     _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
                              revision=head.revision)
-    manifest_id = str(json.loads(raw)["manifest_id"])
+    decision = json.loads(raw)
+    manifest_id = str(decision["manifest_id"])
     manifest: dict[str, Any] = await store.get_manifest(manifest_id, principal=principal)
     check_manifest(job_id, manifest, manifest_id)
-    return manifest
+    cost = (decision.get("usage") or {}).get("cost_micro_usd")
+    return manifest, cost if isinstance(cost, int) else None
+
+
+async def turn_manifest(store: Any, job_id: str, turn: int, principal: Any) -> dict[str, Any]:
+    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on."""
+    return (await turn_request(store, job_id, turn, principal))[0]
 
 
 async def explain_diff(client: Client, store_url: str, job_a: str, turn_a: int, job_b: str,
                        turn_b: int) -> ManifestDiff:
-    """``explain --diff``: the two turns' sealed requests compared item by item."""
+    """``explain --diff``: the two turns' sealed requests compared item by item, with the
+    turns' recorded costs (each job's own id reads ``{job}`` in its item ids)."""
     spec_a = await jobs.job_spec_of(client, job_a)
     spec_b = await jobs.job_spec_of(client, job_b)
     store = await artifacts.open_store(store_url)
     try:
-        a = await turn_manifest(store, job_a, turn_a, artifacts.Principal(
+        a, cost_a = await turn_request(store, job_a, turn_a, artifacts.Principal(
             principal_id=CLI_PRINCIPAL, tenant=spec_a.scope.tenant, project=spec_a.scope.project))
-        b = await turn_manifest(store, job_b, turn_b, artifacts.Principal(
+        b, cost_b = await turn_request(store, job_b, turn_b, artifacts.Principal(
             principal_id=CLI_PRINCIPAL, tenant=spec_b.scope.tenant, project=spec_b.scope.project))
     finally:
         await store.close()
-    return diff_manifests(a, b)
+    return diff_manifests(a, b, jobs=(job_a, job_b), cost_a=cost_a, cost_b=cost_b)
 
 
-def render_diff(console: Any, diff: ManifestDiff) -> None:
+class DiffItem(BaseModel):
+    """One item that entered, left or changed between the two requests."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    change: str
+    zone_a: str | None
+    zone_b: str | None
+    decided_by: str
+    tokens_a: int
+    tokens_b: int
+    token_delta: int
+    detail: str = ""
+    inherited_from: str | None = None
+
+
+class DiffSide(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    turn: int
+    manifest_id: str
+    tokens: int
+    #: the turn's model call as the worker priced it (micro-USD); ``None``: not priced
+    cost_micro_usd: int | None
+
+
+class DiffReport(BaseModel):
+    """``pressroom explain --diff JOB_A --turn N JOB_B --turn M --json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    a: DiffSide
+    b: DiffSide
+    items: list[DiffItem]
+    token_delta: int
+    cost_delta_micro_usd: int | None
+
+
+def diff_report(diff: ManifestDiff, job_a: str, turn_a: int, job_b: str,
+                turn_b: int) -> DiffReport:
+    return DiffReport(
+        a=DiffSide(job_id=job_a, turn=turn_a, manifest_id=diff.a, tokens=diff.tokens_a,
+                   cost_micro_usd=diff.cost_a),
+        b=DiffSide(job_id=job_b, turn=turn_b, manifest_id=diff.b, tokens=diff.tokens_b,
+                   cost_micro_usd=diff.cost_b),
+        items=[DiffItem(**dataclasses.asdict(i), token_delta=i.tokens_b - i.tokens_a)
+               for i in diff.items],
+        token_delta=diff.token_delta, cost_delta_micro_usd=diff.cost_delta)
+
+
+def render_diff(console: Any, diff: ManifestDiff, title: str | None = None) -> None:
     """The diff as lines: one per item, then the token and cost difference."""
-    console.print(f"[bold]{diff.a} → {diff.b}[/bold]", highlight=False)
+    console.print(f"[bold]{escape(title or '')}[/bold]" if title else "", highlight=False)
+    console.print(f"manifest {diff.a} → {diff.b}", highlight=False, markup=False)
+    if not diff.items:
+        console.print("no item entered, left or changed", highlight=False)
     for item in diff.items:
         mark = f" [inherited from {item.inherited_from}]" if item.inherited_from else ""
         zones = f"{item.zone_a or '-'} → {item.zone_b or '-'}"
         detail = f"; {item.detail}" if item.detail else ""
         console.print(f"{item.change:8} {item.item_id} ({zones}; {item.tokens_a} → "
-                      f"{item.tokens_b} tokens) by {item.decided_by}{detail}{mark}",
+                      f"{item.tokens_b} tokens, {item.tokens_b - item.tokens_a:+d}) by "
+                      f"{item.decided_by}{detail}{mark}",
                       highlight=False, markup=False, soft_wrap=True)
     cost = diff.cost_delta
-    console.print(f"tokens {diff.tokens_a} → {diff.tokens_b} ({diff.token_delta:+d})"
-                  + (f"; cost {cost:+d} micro-USD" if cost is not None else ""),
-                  highlight=False)
+    if cost is not None:
+        money = f"; cost {diff.cost_a} → {diff.cost_b} micro-USD ({cost:+d})"
+    else:
+        money = "; cost not recorded (the worker had no price for a turn's model)"
+    console.print(f"tokens {diff.tokens_a} → {diff.tokens_b} ({diff.token_delta:+d}){money}",
+                  highlight=False, markup=False)
 
 
 async def fork_command(settings: Any, job: str, *, turn: int, new_id: str,
@@ -211,8 +292,9 @@ async def fork_command(settings: Any, job: str, *, turn: int, new_id: str,
     """``pressroom fork``'s body: the flags parsed, the key loaded, the fork started."""
     import yaml
     from pydantic import TypeAdapter, ValidationError
-    from workflows.commands import connect
-    from workflows.reviewer_keys import signing_key
+
+    from cli.commands import connect
+    from cli.reviewer_keys import signing_key
 
     sources: list[SourceSpec] = []
     for text in add_sources:
@@ -230,14 +312,16 @@ async def fork_command(settings: Any, job: str, *, turn: int, new_id: str,
 
 
 async def diff_command(console: Any, settings: Any, job_a: str, turn_a: int, job_b: str,
-                       turn_b: int, address: str | None) -> ManifestDiff:
-    from workflows.commands import connect
+                       turn_b: int, address: str | None) -> DiffReport:
+    """``pressroom explain --diff JOB_A --turn N JOB_B --turn M``'s body."""
+    from cli.commands import connect
 
     diff = await explain_diff(await connect(settings, address), settings.store_url, job_a,
                               turn_a, job_b, turn_b)
-    render_diff(console, diff)
-    return diff
+    render_diff(console, diff, f"{job_a} turn {turn_a} → {job_b} turn {turn_b}")
+    return diff_report(diff, job_a, turn_a, job_b, turn_b)
 
 
-__all__ = ["EditFlags", "ForkNotStarted", "diff_command", "explain_diff", "fork_command",
-           "fork_job", "render_diff", "turn_manifest", "wait_forked"]
+__all__ = ["DiffItem", "DiffReport", "DiffSide", "EditFlags", "ForkNotStarted", "diff_command",
+           "diff_report", "explain_diff", "fork_command", "fork_job", "render_diff", "start_fork",
+           "turn_manifest", "turn_request", "wait_forked"]

@@ -4,12 +4,22 @@ A pure function over two stored manifest bodies (``ContextAssemblyManifest`` dum
 store holds them): which items entered the request, left it, or changed zone, partition,
 content or load mode between A and B, each with the gate, exclusion reason or transform
 that decided it on the side where it is not included — and the difference in estimated
-input tokens and in the manifests' recorded cost. An item of a fork's manifest that came
-from its parent carries its ``inherited_from`` mark.
+input tokens and in the turns' recorded cost. The tool calls of the two requests' tool
+histories are compared too, by their result item (``tool-result:<call id>``). An item of
+a fork's manifest that came from its parent carries its ``inherited_from`` mark.
+
+Two jobs' requests (a parent's and its fork's) name their job-owned items by their own job
+ids (``notes:<job>:001``, ``checkpoint:<job>-cp-0002-research``); given both job ids, each
+side's own id in an item id reads ``{job}``, so the same item of both jobs pairs up and only
+what really differs is listed.
+
+A manifest is sealed before the model is called, so it carries no cost: the caller passes
+each turn's cost from its stored reply (``cost_a``/``cost_b``), when the worker priced it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -96,16 +106,74 @@ def _inherited(manifest: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in items.items()} if isinstance(items, dict) else {}
 
 
-def diff_manifests(a: dict[str, Any], b: dict[str, Any]) -> ManifestDiff:
-    """What changed from request ``a`` to request ``b``, item by item, sorted by item id."""
-    inc_a = {str(e["item_id"]): e for e in a.get("included") or []}
-    inc_b = {str(e["item_id"]): e for e in b.get("included") or []}
-    exc_a = {str(e["item_id"]): e for e in a.get("excluded") or []}
-    exc_b = {str(e["item_id"]): e for e in b.get("excluded") or []}
-    tr_a, tr_b = _transforms(a), _transforms(b)
-    cand_a = {str(e["item_id"]) for e in a.get("candidate_items") or []}
-    cand_b = {str(e["item_id"]) for e in b.get("candidate_items") or []}
-    marks = _inherited(b)
+def _inherited_calls(manifest: dict[str, Any]) -> dict[str, str]:
+    section = manifest.get("inherited") or {}
+    label = str(section.get("inherited_from") or "")
+    return {str(c): label for c in section.get("tool_calls") or []}
+
+
+def _tool_pairs(a: dict[str, Any], b: dict[str, Any], inherited: set[str]) -> list[ItemDiff]:
+    """The tool calls of the two requests' histories, by their result item
+    (``tool-result:<call id>``): a call one history has and the other not, or whose
+    placement (verbatim, logged, folded…), status, arguments or result differ. A pair
+    carries no token count of its own (its text is counted in the items that place it)."""
+    pairs_a = {str(p.get("call_id")): p for p in a.get("tool_pairs") or []}
+    pairs_b = {str(p.get("call_id")): p for p in b.get("tool_pairs") or []}
+    label = str((b.get("inherited") or {}).get("inherited_from") or "") or None
+    out: list[ItemDiff] = []
+    for call in sorted(set(pairs_a) | set(pairs_b)):
+        pa, pb = pairs_a.get(call), pairs_b.get(call)
+        item = f"tool-result:{call}"
+        mark = label if call in inherited else None
+        if pa is None and pb is not None:
+            out.append(ItemDiff(item, "entered", None, f"tool {pb.get('placement')}",
+                                f"in the tool history ({pb.get('tool_name')})", 0, 0,
+                                inherited_from=mark))
+        elif pb is None and pa is not None:
+            out.append(ItemDiff(item, "left", f"tool {pa.get('placement')}", None,
+                                f"not in the tool history ({pa.get('tool_name')})", 0, 0))
+        elif pa is not None and pb is not None:
+            changed = [f"{key} {pa.get(key)} → {pb.get(key)}"
+                       for key in ("placement", "status", "canonical_argument_hash",
+                                   "result_hash") if pa.get(key) != pb.get(key)]
+            if changed:
+                out.append(ItemDiff(item, "changed", f"tool {pa.get('placement')}",
+                                    f"tool {pb.get('placement')}", "tool-history stage", 0, 0,
+                                    detail="; ".join(changed), inherited_from=mark))
+    return out
+
+
+#: what a job's own id reads as in the item ids of a diff between two jobs
+JOB_PLACEHOLDER = "{job}"
+
+
+def _renamer(job: str | None) -> Any:
+    """``{job}`` for ``job`` where it stands as a whole name in an item id (after a
+    separator such as ``:``, not inside a word: a job ``p`` leaves ``job_spec`` alone)."""
+    if not job:
+        return str
+    own = re.compile(r"(?<![\w.-])" + re.escape(job) + r"(?!\w)")
+    return lambda item_id: own.sub(JOB_PLACEHOLDER, str(item_id))
+
+
+def diff_manifests(a: dict[str, Any], b: dict[str, Any], *,
+                   jobs: tuple[str, str] | None = None, cost_a: int | None = None,
+                   cost_b: int | None = None) -> ManifestDiff:
+    """What changed from request ``a`` to request ``b``, item by item, sorted by item id.
+    ``jobs``: the two requests' job ids, when they differ (each reads ``{job}`` in its
+    own item ids); ``cost_a``/``cost_b``: the turns' recorded cost, micro-USD."""
+    same = jobs is None or jobs[0] == jobs[1]
+    na = _renamer(None if same or jobs is None else jobs[0])
+    nb = _renamer(None if same or jobs is None else jobs[1])
+    inc_a = {na(e["item_id"]): e for e in a.get("included") or []}
+    inc_b = {nb(e["item_id"]): e for e in b.get("included") or []}
+    exc_a = {na(e["item_id"]): e for e in a.get("excluded") or []}
+    exc_b = {nb(e["item_id"]): e for e in b.get("excluded") or []}
+    tr_a = {na(k): v for k, v in _transforms(a).items()}
+    tr_b = {nb(k): v for k, v in _transforms(b).items()}
+    cand_a = {na(e["item_id"]) for e in a.get("candidate_items") or []}
+    cand_b = {nb(e["item_id"]) for e in b.get("candidate_items") or []}
+    marks = {nb(k): v for k, v in _inherited(b).items()}
     items: list[ItemDiff] = []
     for item_id in sorted(set(inc_a) | set(inc_b)):
         ea, eb = inc_a.get(item_id), inc_b.get(item_id)
@@ -130,10 +198,13 @@ def diff_manifests(a: dict[str, Any], b: dict[str, Any]) -> ManifestDiff:
                                       int(ea.get("tokens") or 0), int(eb.get("tokens") or 0),
                                       detail="; ".join(changed),
                                       inherited_from=marks.get(item_id)))
+    items += _tool_pairs(a, b, set(_inherited_calls(b)))
+    items.sort(key=lambda d: d.item_id)
     return ManifestDiff(a=str(a.get("assembly_id") or a.get("step_id")),
                         b=str(b.get("assembly_id") or b.get("step_id")), items=items,
-                        tokens_a=_tokens(a), tokens_b=_tokens(b), cost_a=_cost(a),
-                        cost_b=_cost(b))
+                        tokens_a=_tokens(a), tokens_b=_tokens(b),
+                        cost_a=cost_a if cost_a is not None else _cost(a),
+                        cost_b=cost_b if cost_b is not None else _cost(b))
 
 
-__all__ = ["ItemDiff", "ManifestDiff", "diff_manifests"]
+__all__ = ["JOB_PLACEHOLDER", "ItemDiff", "ManifestDiff", "diff_manifests"]

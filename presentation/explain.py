@@ -12,7 +12,9 @@ a manifest, wherever it entered (sources, workspace, tool results, review commen
 ``--json`` and the review console's manifest page. Over several manifests
 (``render_manifests``) a note that repeats — the same cache line on every step, the same
 reordered parallel tool result in every manifest after it — is printed once at the end,
-with how many manifests carry it.
+with how many manifests carry it. A fork's manifest (its ``inherited`` section) gets an
+``inherited from`` column and a line of the items and tool calls that came from its parent
+(``inherited_entries`` is the one reader of that section, for ``--json`` too).
 """
 
 from __future__ import annotations
@@ -278,6 +280,72 @@ def layout_lines(manifest: dict[str, Any]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class InheritedEntry:
+    """One item or tool call of a fork's manifest that came from its parent (the
+    manifest's ``inherited`` section): ``kind`` is ``item`` or ``tool_call``; ``placed``
+    says where it is in this request (``included <zone>``, ``excluded <reason>``,
+    ``candidate`` or, for a tool call, its placement)."""
+
+    step_id: str
+    kind: str
+    item_id: str
+    inherited_from: str
+    placed: str
+
+
+def inherited_marks(manifest: dict[str, Any]) -> dict[str, str]:
+    """item id -> ``<parent>@turn N`` for a fork's manifest (empty for any other)."""
+    section = manifest.get("inherited") or {}
+    items = section.get("items") or {}
+    return {str(k): str(v) for k, v in items.items()} if isinstance(items, dict) else {}
+
+
+def inherited_entries(manifest: dict[str, Any]) -> list[InheritedEntry]:
+    """Every inherited item, then every inherited tool call, of one manifest."""
+    section = manifest.get("inherited") or {}
+    if not section:
+        return []
+    step = str(manifest.get("step_id"))
+    label = str(section.get("inherited_from") or "")
+    included = {str(e.get("item_id")): e for e in manifest.get("included") or []}
+    excluded = {str(e.get("item_id")): e for e in manifest.get("excluded") or []}
+    out = []
+    for item_id, mark in sorted(inherited_marks(manifest).items()):
+        if item_id in included:
+            placed = f"included {included[item_id].get('zone')}"
+        elif item_id in excluded:
+            placed = f"excluded {excluded[item_id].get('reason')}"
+        else:
+            placed = "candidate"
+        out.append(InheritedEntry(step, "item", item_id, mark, placed))
+    pairs = {str(p.get("call_id")): p for p in manifest.get("tool_pairs") or []}
+    for call_id in section.get("tool_calls") or []:
+        pair = pairs.get(str(call_id)) or {}
+        out.append(InheritedEntry(step, "tool_call", str(call_id), label,
+                                  f"tool pair {pair.get('placement', 'verbatim')}"))
+    return out
+
+
+def inherited_lines(manifest: dict[str, Any]) -> list[str]:
+    """A fork's manifest: where it came from, and its inherited items and tool calls
+    (each marked with its origin when that is not the manifest's own parent)."""
+    section = manifest.get("inherited") or {}
+    if not section:
+        return []
+    label = str(section.get("inherited_from") or "")
+    entries = inherited_entries(manifest)
+
+    def show(e: InheritedEntry) -> str:
+        return e.item_id if e.inherited_from == label else f"{e.item_id} ({e.inherited_from})"
+
+    items = [show(e) for e in entries if e.kind == "item"]
+    calls = [show(e) for e in entries if e.kind == "tool_call"]
+    return [f"inherited from {label}: {len(items)} item{'' if len(items) == 1 else 's'}"
+            + (f" ({', '.join(items)})" if items else ""),
+            f"inherited tool calls from {label}: " + (", ".join(calls) or "none")]
+
+
 def render_manifests(console: Console, manifests: list[dict[str, Any]]) -> Notes:
     """Several manifests: each with its tables, the notes they share once at the end."""
     notes = Notes()
@@ -314,14 +382,21 @@ def render_manifest(console: Console, manifest: dict[str, Any],
     if manifest.get("missing_topics"):
         console.print(f"  [yellow]missing topics:[/yellow] {', '.join(manifest['missing_topics'])}")
 
+    # a fork's manifest: one more column, where each inherited item came from
+    marks = inherited_marks(manifest) if manifest.get("inherited") else None
     inc = Table(title="included", show_lines=False, expand=False)
     for col in ("item", "zone", "trust", "tokens", "admission reason", "security", "source"):
         inc.add_column(col, overflow="fold")
+    if marks is not None:
+        inc.add_column("inherited from", overflow="fold")
     for e in manifest.get("included", []):
         sec = security_cell(e)
-        inc.add_row(e["item_id"], e.get("zone", ""), e.get("trust", ""), str(e.get("tokens", "")),
-                    e.get("admission_reason", ""),
-                    f"[yellow]{escape(sec)}[/yellow]" if sec else "", _ref(e))
+        row = [escape(str(e["item_id"])), e.get("zone", ""), e.get("trust", ""),
+               str(e.get("tokens", "")), e.get("admission_reason", ""),
+               f"[yellow]{escape(sec)}[/yellow]" if sec else "", _ref(e)]
+        if marks is not None:
+            row.append(escape(marks.get(str(e["item_id"]), "")))
+        inc.add_row(*row)
     console.print(inc)
     _security_lines(console, manifest.get("included", []), "included")
 
@@ -329,11 +404,19 @@ def render_manifest(console: Console, manifest: dict[str, Any],
         exc = Table(title="excluded")
         for col in ("item", "reason", "gate", "security", "detail"):
             exc.add_column(col, overflow="fold")
+        if marks is not None:
+            exc.add_column("inherited from", overflow="fold")
         for e in manifest["excluded"]:
-            exc.add_row(e["item_id"], str(e.get("reason")), str(e.get("hard_gate") or ""),
-                        escape(security_cell(e)), e.get("detail", ""))
+            row = [escape(str(e["item_id"])), str(e.get("reason")),
+                   str(e.get("hard_gate") or ""), escape(security_cell(e)),
+                   e.get("detail", "")]
+            if marks is not None:
+                row.append(escape(marks.get(str(e["item_id"]), "")))
+            exc.add_row(*row)
         console.print(exc)
         _security_lines(console, manifest["excluded"], "excluded")
+    for line in inherited_lines(manifest):
+        console.print(f"  {escape(line)}", soft_wrap=True)
 
     budget = manifest.get("budget") or {}
     part = Table(title=f"partitions (estimator {budget.get('estimator')}, usable "

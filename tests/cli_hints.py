@@ -164,7 +164,8 @@ def _options(command: Command) -> set[str]:
 
 def _int_options(command: Command) -> set[str]:
     return {opt for param in command.params if isinstance(param, TyperOption)
-            and param.type_descriptor.annotation in (int, int | None) for opt in param.opts}
+            and param.type_descriptor.annotation in (int, int | None, list[int], list[int] | None)
+            for opt in param.opts}
 
 
 def check_hint(hint: Hint, app: typer.Typer) -> str | None:

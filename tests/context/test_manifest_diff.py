@@ -30,3 +30,29 @@ def test_entered_left_changed_with_what_decided_and_the_token_difference() -> No
     assert got["note:y"].change == "entered" and "over_budget" in got["note:y"].decided_by
     assert got["note:y"].inherited_from == "p@turn 2"
     assert diff.token_delta == -10 and diff.cost_delta is None
+
+
+def test_two_jobs_items_pair_up_under_their_own_ids_and_tool_calls_are_compared() -> None:
+    """A parent's and its fork's requests: each job's own id reads ``{job}``, so only what
+    differs is listed; a tool call one history holds and the other not is listed by its
+    result item; the turns' costs come from the caller (a manifest carries none)."""
+    def pair(call: str, placement: str = "verbatim") -> dict[str, Any]:
+        return {"call_id": call, "tool_name": "note", "placement": placement,
+                "status": "success", "canonical_argument_hash": "h", "result_hash": "r",
+                "turn": int(call[1:5])}
+
+    a = {"assembly_id": "A", "budget": {"estimated_used": 50},
+         "included": [_inc("notes:p:001"), _inc("job_spec:p", h="q1")],
+         "tool_pairs": [pair("t0001-1", "logged"), pair("t0002-1")]}
+    b = {"assembly_id": "B", "budget": {"estimated_used": 45},
+         "included": [_inc("notes:p-fork:001"), _inc("job_spec:p-fork", h="q2")],
+         "tool_pairs": [pair("t0001-1", "folded")],
+         "inherited": {"inherited_from": "p@turn 2", "items": {}, "tool_calls": ["t0001-1"]}}
+    diff = diff_manifests(a, b, jobs=("p", "p-fork"), cost_a=100, cost_b=70)
+    got = {d.item_id: d for d in diff.items}
+    assert set(got) == {"job_spec:{job}", "tool-result:t0001-1", "tool-result:t0002-1"}
+    assert got["tool-result:t0002-1"].change == "left"
+    assert got["tool-result:t0001-1"].change == "changed"
+    assert "placement logged → folded" in got["tool-result:t0001-1"].detail
+    assert got["tool-result:t0001-1"].inherited_from == "p@turn 2"
+    assert diff.cost_delta == -30 and diff.token_delta == -5

@@ -65,16 +65,30 @@ REASON_WINDOW = 90.0 if NEEDS_OPERATOR else 15.0
 END_DEADLINE = 240.0
 
 
+#: activities only a forked job runs (docs/architecture.md#forking-a-job): their cells
+#: fork a parent researched to its review and drive the fork, not a fresh job, which
+#: would never reach their pause points
+FORK_ACTIVITIES = frozenset({"fork_state"})
+
+
 @dataclass(frozen=True)
 class Cell:
     name: str
     fault: str
     point: str | None = None
+    #: the cell's job is a fork (``FORK_ACTIVITIES``)
+    fork: bool = False
 
 
 def _kill_cells() -> list[Cell]:
     cells = []
     for activity in ACTIVITY_NAMES:
+        if activity in FORK_ACTIVITIES:
+            for when in ("before", "after"):
+                cells.append(Cell(f"kill:{activity}_{when}_write",
+                                  f"SIGKILL the worker in a fork's {activity}, {when} its "
+                                  "writes", f"{activity}_{when}_write", fork=True))
+            continue
         cells.append(Cell(f"kill:{activity}_before_write",
                           f"SIGKILL the worker in {activity}, before its write",
                           f"{activity}_before_write"))

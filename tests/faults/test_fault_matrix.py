@@ -6,7 +6,9 @@ Cells (``tests/faults/matrix.py`` lists them and what each count means):
 * SIGKILL — for every activity in ``activities.registry``, before and after its write
   (and between the writes of ``record_turn`` and ``publish``): a real worker
   process paused there by the crash-test hook (``activities.runtime.pause_point``) is
-  SIGKILLed and a fresh one started; the job is driven to publication.
+  SIGKILLed and a fresh one started; the job is driven to publication. An activity only a
+  forked job runs (``fork_state``) is reached by forking a parent researched to its
+  review; the fork is the job driven and checked.
 * ``server_restart`` — the Temporal dev server (persistent database) stopped while an
   activity's result is on its way and started again on the same file and port.
 * ``postgres_restart`` — a PostgreSQL server of the cell's own, stopped while the draft's
@@ -67,7 +69,7 @@ from tests.faults.services import (
     unmount,
 )
 from tests.waiting import wait_for
-from tests.workflows.jobkit import alive, job_dict, start_job, start_worker_process
+from tests.workflows.jobkit import alive, job_dict, review, start_job, start_worker_process
 
 pytestmark = [pytest.mark.temporal, pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
@@ -147,6 +149,9 @@ async def test_sigkill(cell: Cell, temporal_env: WorkflowEnvironment, tmp_path: 
     markers, marker = tmp_path / "markers", tmp_path / "markers" / f"{cell.point}.reached"
     workers = Workers(client.service_client.config.target_host, task_queue, store_url,
                       tmp_path / "worker.log")
+    if cell.fork:
+        await _sigkill_fork(cell, row, client, spec, workers, markers, marker, store_url)
+        return
     driver = Driver(client, spec)
     try:
         first = workers.paused(cell.point, markers)
@@ -159,6 +164,51 @@ async def test_sigkill(cell: Cell, temporal_env: WorkflowEnvironment, tmp_path: 
         await inspect_job(row, store_url, spec, result, driver.handle)
         if not retried(await driver.handle.fetch_history()):
             row.problems.append("no activity attempt was retried after the kill")
+    finally:
+        await driver.close()
+        workers.stop_all()
+    row.check()
+
+
+async def _sigkill_fork(cell: Cell, row: Row, client: Client, parent: JobSpec,
+                        workers: Workers, markers: Path, marker: Path, store_url: str) -> None:
+    """A kill cell of an activity only a fork runs: the parent researched to its review
+    by a plain worker (stopped then), a signed fork of its turn 1 started through the
+    CLI's client code (``start_fork``) while only the paused worker polls, that worker
+    SIGKILLed at the pause point and a fresh one started; the fork is driven to
+    publication and its store records checked, and the parent is rejected."""
+    from cli.fork_command import EditFlags, start_fork
+    from client import jobs
+    from tests.workflows.jobkit import reviewer_key, wait_status
+
+    assert cell.point is not None
+    fork_id = f"{parent.job_id}-fork"
+    driver = Driver(client, parent.model_copy(update={"job_id": fork_id}))
+    try:
+        plain = workers.start()
+        await start_job(client, parent, workers.task_queue)
+        status = await wait_status(client.get_workflow_handle(parent.job_id),
+                                   {"awaiting_review", "blocked", "failed"}, timeout=180)
+        assert status.status == "awaiting_review", status
+        plain.terminate()
+        assert plain.wait(30) is not None
+        first = workers.paused(cell.point, markers)
+        await start_fork(
+            client, store_url, parent.job_id, turn=1, new_id=fork_id,
+            flags=EditFlags(add_sources=[], refresh_sources=[], drop_sources=[],
+                            drop_notes=[], question="How does a download resume?"),
+            signer="alice", key=reviewer_key("alice"), task_queue=workers.task_queue)
+        await _reach(driver, marker, cell.name)
+        await _kill(first, marker)
+        workers.start()
+        spec = await jobs.job_spec_of(client, fork_id)
+        driver.spec = spec
+        result = await driver.to_end()
+        _finish(row, driver, result)
+        await inspect_job(row, store_url, spec, result, driver.handle)
+        if not retried(await driver.handle.fetch_history()):
+            row.problems.append("no activity attempt was retried after the kill")
+        await review(client, parent.job_id, "reject", reviewer="bob")
     finally:
         await driver.close()
         workers.stop_all()

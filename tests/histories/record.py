@@ -17,7 +17,11 @@ publish that fails permanently → needs_operator → a signed retry → publish
 fails → needs_operator → abandoned, a decision that cannot be recorded → refused → another
 reviewer approves, and a block resolved again and again until the job continues as new
 (the first run is recorded); and the ``search-attributes`` patch's: a job that blocks, is
-resolved (signed) and approved, upserting its search attributes at every change. Each runs
+resolved (signed) and approved, upserting its search attributes at every change; and a
+fork's (docs/architecture.md#forking-a-job): a parent researched to its review, forked at
+research turn 1 with a changed question (signed, ``cli.fork_command.fork_job``), the fork's
+``fork_state`` and research from turn 2, its own review approved and published (the
+fork's history is recorded, not the parent's). Each runs
 for real (dev server, worker, SQLite store, document sources, extractive provider) in a
 temporary directory; the failures come from the test hook ``PRESSROOM_TEST_FAIL_AT``
 (activities/fail_hook.py).
@@ -32,6 +36,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +79,21 @@ models:
                     source: "test table"}
 """
 
-Scenario = Callable[[Client, WorkflowHandle[Any, Any], JobSpec], Awaitable[None]]
+#: a scenario drives the job; it returns the handle whose history is recorded when that is
+#: not the job it was given (a fork's)
+Scenario = Callable[[Client, WorkflowHandle[Any, Any], JobSpec],
+                    Awaitable[WorkflowHandle[Any, Any] | None]]
+
+
+@dataclass
+class _Recording:
+    """What a scenario that starts another job needs: the store and the worker's queue."""
+
+    store_url: str = ""
+    task_queue: str = ""
+
+
+_RECORDING = _Recording()
 
 
 async def _approve(client: Client, handle: WorkflowHandle[Any, Any], spec: JobSpec) -> None:
@@ -214,6 +233,26 @@ async def _visible_blocked_then_approve(client: Client, handle: WorkflowHandle[A
     await _approve(client, handle, spec)
 
 
+async def _fork_then_approve(client: Client, handle: WorkflowHandle[Any, Any],
+                             spec: JobSpec) -> WorkflowHandle[Any, Any]:
+    """The parent to its review; a signed fork of its turn 1 with a new question; the
+    fork's review approved and published; the parent rejected (it ends too)."""
+    from cli.fork_command import EditFlags, fork_job
+
+    await wait_status(handle, {"awaiting_review"})
+    fork_id = f"{spec.job_id}-fork"
+    await fork_job(client, _RECORDING.store_url, spec.job_id, turn=1, new_id=fork_id,
+                   flags=EditFlags(add_sources=[], refresh_sources=[], drop_sources=[],
+                                   drop_notes=[], question="How does the client retry, and "
+                                   "how does a download resume after it stops?"),
+                   signer="alice", key=reviewer_key("alice"), task_queue=_RECORDING.task_queue)
+    forked = client.get_workflow_handle(fork_id)
+    await wait_status(forked, {"awaiting_review"})
+    await review(client, fork_id, "approve", reviewer="alice")
+    await review(client, spec.job_id, "reject", reviewer="bob")
+    return forked
+
+
 _OPS = {"reviewers": ["alice", "bob"], "operators": ["ops"], "timeout": "10m"}
 #: scenarios whose first run is recorded (it continued as new where the patch says)
 FIRST_RUN = {"loop_rollover_after_resolve"}
@@ -251,6 +290,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Scenario]] = {
                                     _rollover_after_resolve),
     "loop_search_attributes": ({"review": _OPS, "model": {"context_limit": 5000}},
                                _visible_blocked_then_approve),
+    "loop_fork_approve": ({"review": _OPS}, _fork_then_approve),
 }
 
 
@@ -279,6 +319,8 @@ async def record(out_dir: Path = HERE, only: set[str] | None = None) -> list[Pat
                                       roots=roots_for(root),
                                       prices=load_prices(root / "prices.yaml"))
             queue = f"record-{uuid.uuid4().hex[:8]}"
+            _RECORDING.store_url = f"sqlite+aiosqlite:///{root / 'store.db'}"
+            _RECORDING.task_queue = queue
             async with build_worker(env.client, runtime, task_queue=queue):
                 for name, (overrides, scenario) in SCENARIOS.items():
                     if only and name not in only:
@@ -287,7 +329,7 @@ async def record(out_dir: Path = HERE, only: set[str] | None = None) -> list[Pat
                                     **overrides)
                     spec = parse_job_spec(data)
                     handle = await jobs.start_job(env.client, spec, task_queue=queue)
-                    await scenario(env.client, handle, spec)
+                    handle = await scenario(env.client, handle, spec) or handle
                     with contextlib.suppress(WorkflowFailureError):  # an abandoned job fails
                         await handle.result()
                     if name in FIRST_RUN:  # the run that continued as new, not the last

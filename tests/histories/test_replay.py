@@ -8,6 +8,7 @@ The last test proves the replayer really catches such a change.
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -34,7 +35,7 @@ EXPECTED = {"approve", "revise_then_approve", "reject", "review_timeout",
             "loop_signed_cancel",
             "loop_needs_operator_retry", "loop_needs_operator_abandon",
             "loop_review_not_recorded", "loop_rollover_after_resolve",
-            "loop_search_attributes", "loop_research_log_approve"}
+            "loop_search_attributes", "loop_research_log_approve", "loop_fork_approve"}
 
 
 def _history(path: Path) -> WorkflowHistory:
@@ -56,6 +57,28 @@ def test_every_main_path_is_recorded() -> None:
 async def test_history_replays_deterministically(path: Path) -> None:
     result = await _replayer(ResearchJobWorkflow).replay_workflow(_history(path))
     assert result.replay_failure is None
+
+
+def _activities(path: Path) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+            for e in data["events"] if "activityTaskScheduledEventAttributes" in e]
+
+
+def test_the_fork_history_is_a_fork_through_review_to_publication() -> None:
+    """``loop_fork_approve`` is a forked job's own history: it starts from its parent's
+    state (``fork_state``, no plan of its own), researches from there, and is reviewed and
+    published; its start input carries the signed lineage with the question edit."""
+    path = HERE / "loop_fork_approve.json"
+    names = _activities(path)
+    assert names[0] == "fork_state" and "write_plan" not in names
+    assert "decide" in names and "record_turn" in names and "draft" in names
+    assert names.index("publish") > names.index("draft")
+    started = json.loads(path.read_text(encoding="utf-8"))["events"][0]
+    payload = started["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]
+    spec = json.loads(base64.b64decode(payload["data"]))["spec"]
+    assert spec["lineage"]["turn"] == 1 and spec["lineage"]["edits"]["question"]
+    assert spec["lineage"]["signature"]["signer"] == "alice"
 
 
 @workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)  # this test module does file I/O at import
