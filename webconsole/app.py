@@ -126,6 +126,7 @@ def create_app(config: ConsoleConfig, backend: ConsoleBackend, accounts: Reviewe
         Route("/", page(jobs.jobs_page)),
         Route("/jobs/rows", page(jobs.jobs_rows)),
         Route("/jobs/{job_id}", page(job.job_page)),
+        Route("/jobs/{job_id}/events", page(job.job_events)),
         Route("/jobs/{job_id}/review", page(review.review_page), methods=["GET"]),
         Route("/jobs/{job_id}/review", page(review.review_submit), methods=["POST"]),
         Route("/jobs/{job_id}/manifests/{manifest_id}", page(manifest.manifest_page)),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,7 @@ from temporalio.client import Client
 import artifacts
 from artifacts import Store
 from artifacts.errors import InvalidArtifact, ScopeDenied
-from client import jobs
+from client import jobs, live
 from client.errors import JobNotFound
 from context import DataBlockView
 from contracts.errors import JobError
@@ -50,6 +51,9 @@ from webconsole.evidence import request_blocks
 from webconsole.timeline import Stage, Step, number_turns, stage_of, stages
 
 CONSOLE_PRINCIPAL = "pressroom-console"
+#: one live-update stream lasts at most this long; the browser then reconnects, and the
+#: reconnection is signed in and visibility-checked again like any request
+LIVE_STREAM_SECONDS = 300.0
 #: a manifest's request larger than this is summarized, not inlined in the page
 MAX_REQUEST_CHARS = 2_000_000
 
@@ -60,6 +64,15 @@ class NotVisible(JobNotFound):
 
 class DraftUnavailable(JobError):
     """The job has no draft waiting, or its stored text does not match the held hash."""
+
+
+def status_of(view: jobs.JobView) -> str:
+    """A job's status as the console shows it: the live one, the result's, or its end."""
+    if view.live is not None:
+        return view.live.status
+    if view.result is not None:
+        return view.result.status
+    return "failed" if view.failure else view.execution.lower()
 
 
 @dataclass
@@ -75,11 +88,7 @@ class JobDetail:
 
     @property
     def status(self) -> str:
-        if self.view.live is not None:
-            return self.view.live.status
-        if self.view.result is not None:
-            return self.view.result.status
-        return "failed" if self.view.failure else self.view.execution.lower()
+        return status_of(self.view)
 
     @property
     def stage(self) -> str:
@@ -139,6 +148,17 @@ class ConsoleBackend:
         if viewer not in listed(spec):
             raise NotVisible(f"no job {job_id!r} that lists you")
         return spec
+
+    async def follow(self, job_id: str, viewer: str, *, refresh: float = live.REFRESH_SECONDS,
+                     timeout: float = LIVE_STREAM_SECONDS
+                     ) -> tuple[JobSpec, AsyncGenerator[jobs.JobView, None]]:
+        """The job's spec and its live views (``client.live.follow``: one per history
+        change, ending when the job needs a human or ends, or after ``timeout`` seconds);
+        ``NotVisible`` — before anything is read of the job — when it does not list
+        ``viewer``."""
+        spec = await self.spec(job_id, viewer)
+        return spec, live.follow(self.client, job_id, worker_grace=self.worker_grace,
+                                 refresh=refresh, timeout=timeout)
 
     async def job(self, job_id: str, viewer: str) -> JobDetail:
         spec = await self.spec(job_id, viewer)
@@ -309,4 +329,4 @@ def _input_field(payloads: Any, name: str) -> str | None:
 
 
 __all__ = ["ConsoleBackend", "DraftReview", "DraftUnavailable", "JobDetail", "NotVisible",
-           "listed", "may_decide"]
+           "listed", "may_decide", "status_of"]
