@@ -37,8 +37,8 @@ from webconsole.audit import AuditLog
 from webconsole.backend import ConsoleBackend, NotVisible
 from webconsole.config import ConsoleConfig
 from webconsole.pages import job, jobs, manifest, review, signin
-from webconsole.pages.manifest import plain
 from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_signin
+from webconsole.pages.manifest import plain
 from webconsole.sessions import Sessions
 from webconsole.shown import marked, shown, verbatim
 from webconsole.throttle import GuardBusy, PasswordGuard

@@ -47,9 +47,9 @@ from context import DataBlockView
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
+from contracts.pricing import format_usd
 from contracts.signing import normalize_name
 from contracts.workflow_messages import PendingDraft, ReviewResult
-from contracts.pricing import format_usd
 from presentation.explain import flagged_items
 from presentation.turns import TraceTurn, lines_read, research_turns
 from webconsole.evidence import item_texts, request_blocks

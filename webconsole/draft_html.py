@@ -8,8 +8,8 @@ is. Links are never made: a URL stays text. A heading that is a bare topic name
 (``backoff_formula``) reads as words ("Backoff formula"). Inline code that looks like a citation
 (``…#L<a>-L<b>``) becomes a link to its excerpt on the same page when it resolves
 (``webconsole.evidence``) labelled short (``httpkit README.md L4``, the whole citation
-with its commit in the link's ``title``), and is flagged — and its list item or paragraph marked as a
-claim with an unresolved citation — when it does not.
+with its commit in the link's ``title``), and is flagged — and its list item or
+paragraph marked as a claim with an unresolved citation — when it does not.
 
 Pure: the caller gives the text and a resolver; the result is ``markupsafe.Markup`` plus
 the excerpts cited, in order of first use.

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from context import LINE_RANGE, ContextError, DataBlockView, block_citation, parse_data_blocks
 
