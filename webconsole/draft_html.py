@@ -49,8 +49,13 @@ class RenderedDraft:
     html: Markup
     cited: list[Excerpt] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
-    #: paragraphs, list items and quotes that cite anything (resolved or not)
-    claims: int = 0
+    #: the text of each paragraph, list item and quote that cites anything (resolved or
+    #: not), in order: claim ``n`` (1-based) is the element with ``id="claim-n"``
+    claim_texts: list[str] = field(default_factory=list)
+
+    @property
+    def claims(self) -> int:
+        return len(self.claim_texts)
 
 
 class _Inline:
@@ -118,9 +123,9 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
 
     def close_paragraph() -> None:
         if paragraph:
-            body, bad = inline(" ".join(paragraph))
-            out.claims += inline.cites
-            html.append(f'<p{_claim(bad)}>{body}</p>')
+            text = " ".join(paragraph)
+            body, bad = inline(text)
+            html.append(f'<p{_claim(bad, _number(out, inline.cites, text))}>{body}</p>')
             paragraph.clear()
 
     def close_list() -> None:
@@ -155,14 +160,14 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
             item = (bullet or numbered)
             assert item is not None
             body, bad = inline(item.group(1))
-            out.claims += inline.cites
-            html.append(f"<li{_claim(bad)}>{body}</li>")
+            html.append(f"<li{_claim(bad, _number(out, inline.cites, item.group(1)))}>"
+                        f"{body}</li>")
         elif quote:
             close_paragraph()
             close_list()
             body, bad = inline(quote.group(1))
-            out.claims += inline.cites
-            html.append(f"<blockquote{_claim(bad)}>{body}</blockquote>")
+            number = _number(out, inline.cites, quote.group(1))
+            html.append(f"<blockquote{_claim(bad, number)}>{body}</blockquote>")
         elif line.lstrip().startswith("<!--"):
             close_paragraph()  # an HTML comment (a draft's machine note) is shown as text
             html.append(f'<p class="note">{shown(line.strip())}</p>')
@@ -175,8 +180,17 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
     return out
 
 
-def _claim(unresolved: bool) -> str:
-    return ' class="claim-unresolved"' if unresolved else ""
+def _number(out: RenderedDraft, cites: bool, text: str) -> int | None:
+    """The next claim number when ``text`` cites anything (its text recorded)."""
+    if not cites:
+        return None
+    out.claim_texts.append(" ".join(text.split()))
+    return len(out.claim_texts)
+
+
+def _claim(unresolved: bool, number: int | None = None) -> str:
+    anchor = f' id="claim-{number}"' if number is not None else ""
+    return anchor + (' class="claim-unresolved"' if unresolved else "")
 
 
 __all__ = ["RenderedDraft", "humanize", "render_draft"]

@@ -3,11 +3,13 @@ the real dev server, a real worker process and the real store: the decision bar 
 screen with its summary, citations carry short labels (the full citation in their
 tooltip), excerpt cards fit their border and open their context, topic headings read as
 words, the jobs list shows each question, the manifest page shows exact token numbers and
-each item's content on demand (and no Python repr), and the job page says what each call
-found. Every page is saved under ``reports/console/`` (kept by CI as an artifact)."""
+each item's content on demand (and no Python repr), the job page says what each call
+found, and a comment anchored to one claim goes with "request changes" quoting that claim.
+Every page is saved under ``reports/console/`` (kept by CI as an artifact)."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Callable
@@ -18,10 +20,12 @@ import pytest
 from selenium.webdriver.common.by import By
 from temporalio.testing import WorkflowEnvironment
 
+import artifacts
+from activities.runtime import principal_of
 from contracts.job_spec import JobSpec
 from settings import Settings
 from tests.webconsole.browser import screenshot, wait_visible
-from tests.webconsole.consolekit import make_accounts, review_for
+from tests.webconsole.consolekit import PASSWORD, make_accounts, review_for
 from tests.webconsole.test_console_live import sign_in_browser
 from tests.workflows.jobkit import start_job, start_worker_process, wait_status
 from webconsole.config import ConsoleConfig
@@ -174,6 +178,31 @@ async def test_a_review_page_a_reviewer_decides_in(
         screenshot(browser, "review-page-07-manifest")
         text = browser.find_element(By.TAG_NAME, "main").text
         assert "None" not in text and "{'" not in text
+
+        # B8: a comment anchored to one claim goes with "request changes" as that claim's
+        # request, the claim quoted from the draft itself
+        browser.get(f"{base}/jobs/{spec.job_id}/review")
+        wait_visible(browser, "#claim-comments summary").click()
+        claim_two = browser.find_element(By.ID, "claim-2").text
+        box = wait_visible(browser, "#claim-comment-2")
+        box.send_keys("Say what the maximum delay is.")
+        screenshot(browser, "review-page-08-claim-comment")
+        browser.find_element(By.ID, "decision-password").send_keys(PASSWORD["alice"])
+        browser.find_element(By.ID, "request-changes").click()
+        assert "request changes" in wait_visible(browser, "#decided").text
+        store = await artifacts.open_store(store_url)
+        try:
+            _, raw = await store.get("review_decision", f"{spec.job_id}.review",
+                                     principal=principal_of(spec))
+        finally:
+            await store.close()
+        comments = json.loads(raw)["comments"]
+        assert len(comments) == 1, comments
+        assert comments[0].startswith("On claim 2 (“")
+        assert comments[0].endswith("”): Say what the maximum delay is.")
+        quoted = comments[0].split("“", 1)[1].rsplit("”", 1)[0]
+        assert quoted.startswith(claim_two.split(" — ")[0])  # the claim's own sentence
+        assert "handbook:retries.md#L4-L4" in quoted  # with its whole citation
     finally:
         worker.terminate()
         worker.wait(30)

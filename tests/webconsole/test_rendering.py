@@ -7,6 +7,7 @@ as HTML (``draft_html``), citations resolved to excerpts (``evidence``), the rev
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
@@ -22,7 +23,7 @@ from webconsole.timeline import Step, number_turns, stage_of, stages
 
 ALLOWED_TAGS = {"h2", "h3", "h4", "h5", "h6", "h7", "p", "ul", "ol", "li", "blockquote",
                 "code", "strong", "em", "a", "span"}
-ALLOWED_ATTRS = {"class", "href", "data-excerpt", "title", "aria-label"}
+ALLOWED_ATTRS = {"class", "href", "data-excerpt", "title", "aria-label", "id"}
 
 
 class Parsed(HTMLParser):
@@ -99,6 +100,8 @@ def assert_inert(html: str) -> Parsed:
             assert not name.startswith("on"), (tag, name, html)
             assert name in ALLOWED_ATTRS, (tag, name, html)
             assert value is None or "javascript" not in value.lower(), (tag, name, value)
+        if "id" in attrs:  # only the console's own claim anchors
+            assert re.fullmatch(r"claim-\d+", attrs["id"] or ""), (tag, attrs)
         if tag == "a":
             assert (attrs.get("href") or "").startswith("#ex-"), (attrs, html)
         else:
@@ -179,6 +182,10 @@ def test_citations_link_to_excerpts_or_are_flagged() -> None:
     items = [a for t, a in parsed.tags if t == "li"]
     assert [a.get("class") for a in items] == [None, "claim-unresolved", "claim-unresolved",
                                                None, None]
+    # each item that cites is a numbered claim, its text kept for a comment anchored to it
+    assert [a.get("id") for a in items] == ["claim-1", "claim-2", "claim-3", "claim-4", None]
+    assert rendered.claims == 4
+    assert rendered.claim_texts[0] == "Retries back off `handbook:guide.md#L11-L12`."
     flags = [a for t, a in parsed.tags if t == "span" and a.get("class") == "flag"]
     assert len(flags) == 2
 

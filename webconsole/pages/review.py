@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
@@ -141,6 +142,30 @@ def _comments(text: str) -> list[str]:
     return [b for b in blocks if b]
 
 
+_CLAIM_FIELD = "claim_comment_"
+#: claim comments read from one form at most (a draft's claims are numbered from 1)
+_MAX_CLAIM_COMMENTS = 200
+
+
+def _claim_comments(form: Any) -> list[tuple[int, str]]:
+    """``(claim number, comment)`` for each non-empty ``claim_comment_N`` field."""
+    found: list[tuple[int, str]] = []
+    for key in list(form.keys())[:_MAX_CLAIM_COMMENTS + 50]:
+        number = key.removeprefix(_CLAIM_FIELD)
+        if key.startswith(_CLAIM_FIELD) and number.isdigit() and len(number) < 6:
+            text = " ".join(str(form.get(key, ""))[:_MAX_COMMENT_CHARS].split())
+            if text:
+                found.append((int(number), text))
+    return sorted(found)[:_MAX_CLAIM_COMMENTS]
+
+
+def claim_comment(number: int, claim: str, text: str) -> str:
+    """A comment anchored to one claim, as the agent receives it: the claim quoted (its
+    citation included), then the reviewer's request."""
+    quoted = claim if len(claim) <= 400 else claim[:400] + "…"
+    return f"On claim {number} (“{quoted}”): {text}"
+
+
 async def review_submit(request: Request, deps: Deps) -> Response:
     session = signed_in(request, deps)
     job_id = request.path_params["job_id"]
@@ -159,6 +184,7 @@ async def review_submit(request: Request, deps: Deps) -> Response:
                       "reload the page and decide again."}, status_code=403, session=session)
     decision = str(form.get("decision", ""))
     comments = _comments(str(form.get("comments", ""))[:_MAX_COMMENT_CHARS])
+    on_claims = _claim_comments(form)
 
     async def refused(message: str, status_code: int) -> Response:
         await audit(deps, actor=session.reviewer, action="decision_refused", outcome="refused",
@@ -178,6 +204,20 @@ async def review_submit(request: Request, deps: Deps) -> Response:
         revision = int(str(form.get("draft_revision", "")))
     except ValueError:
         return await refused("the form names no draft revision", 400)
+    if on_claims:  # each quotes its claim, taken from the draft itself (never the form)
+        try:
+            shown_draft = await deps.backend.draft_review(job_id, session.reviewer)
+        except JobError as exc:
+            return await refused(str(exc), 409)
+        if shown_draft.pending.revision != revision:
+            return await refused("the draft changed since the page was shown; its claims "
+                                 "are numbered anew — reload and comment again", 409)
+        claims = render_draft(shown_draft.text,
+                              lambda c: resolve(c, shown_draft.blocks)).claim_texts
+        for number, text in on_claims:
+            if not 1 <= number <= len(claims):
+                return await refused(f"the draft has no claim {number}", 400)
+            comments.append(claim_comment(number, claims[number - 1], text))
     try:  # the sign-in's throttle: a stolen session cookie gets no guesses of its own
         attempt = deps.guard.begin(session.reviewer, peer_host(request))
     except Throttled as exc:
@@ -211,5 +251,5 @@ async def review_submit(request: Request, deps: Deps) -> Response:
     return RedirectResponse(f"/jobs/{job_id}?decided={result.decision}", status_code=303)
 
 
-__all__ = ["Context", "excerpt_context", "file_page", "file_url", "review_page",
+__all__ = ["Context", "claim_comment", "excerpt_context", "file_page", "file_url", "review_page",
            "review_submit", "summary"]
