@@ -11,11 +11,15 @@ stream itself is checked over HTTP: signed in and visibility-checked like the jo
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from temporalio.testing import WorkflowEnvironment
@@ -29,12 +33,14 @@ from tests.webconsole.consolekit import (
     http,
     make_accounts,
     open_console,
+    pressroom_web,
     review_for,
     sign_in,
 )
 from tests.workflows.jobkit import start_job, start_worker_process, wait_status
+from webconsole.backend import LIVE_STREAM_SECONDS
 from webconsole.config import ConsoleConfig
-from webconsole.server import LiveConsole
+from webconsole.server import SHUTDOWN_GRACE_SECONDS, LiveConsole
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -139,5 +145,48 @@ async def test_the_event_stream_is_signed_in_and_visibility_checked(
             assert body.rstrip().endswith('data: {"status": "awaiting_review"}')
     finally:
         await console.close()
+        worker.terminate()
+        worker.wait(30)
+
+
+async def test_an_open_event_stream_does_not_hold_a_shutdown(
+        temporal_env: WorkflowEnvironment, task_queue: str, store_url: str, tmp_path: Path,
+        make_spec: Callable[..., JobSpec]) -> None:
+    """``pressroom web`` with a live page's stream open (the job paused, so the stream
+    waits) stops on SIGTERM within its grace period, not when the stream would end."""
+    home = tmp_path / "home"
+    accounts = make_accounts(Settings(home=home).console_accounts_dir, "alice")
+    spec = make_spec(review=review_for(accounts, "alice"))
+    markers = tmp_path / "markers"
+    worker = start_worker_process({"PRESSROOM_TEST_PAUSE_AT": "decide",
+                                   "PRESSROOM_TEST_PAUSE_DIR": str(markers)},
+                                  _address(temporal_env), task_queue, store_url,
+                                  tmp_path / "worker.log")
+    try:
+        await start_job(temporal_env.client, spec, task_queue)
+        await wait_for(lambda: (markers / "decide.reached").exists(), 120,
+                       "the worker paused before its first decide")
+        async with pressroom_web(home, _address(temporal_env)) as web, \
+                httpx.AsyncClient(base_url=web.url, timeout=60,
+                                  follow_redirects=False) as browser:
+            await sign_in(browser, "alice")
+            async with browser.stream("GET", f"/jobs/{spec.job_id}/events") as stream:
+                assert stream.status_code == 200
+                lines = stream.aiter_lines()
+                while "event: status" not in (await anext(lines)):
+                    pass
+                os.kill(web.pid, signal.SIGTERM)
+                stopped = time.monotonic()
+
+                def gone() -> bool:
+                    try:
+                        os.kill(web.pid, 0)
+                    except ProcessLookupError:
+                        return True
+                    return Path(f"/proc/{web.pid}/stat").read_text().split(") ")[1][0] == "Z"
+                await wait_for(gone, 5 + SHUTDOWN_GRACE_SECONDS,
+                               "pressroom web to stop with a stream open")
+                assert time.monotonic() - stopped < LIVE_STREAM_SECONDS
+    finally:
         worker.terminate()
         worker.wait(30)
