@@ -5,8 +5,8 @@ turn limit) into lines, so what the view shows is testable without a terminal; `
 is the thin loop around it. The loop is event-driven: it long-polls the job's history
 (``fetch_history_events(wait_new_event=True)``) and queries the workflow's status only
 when an event arrives, or at most every ``REFRESH_SECONDS`` as a bound — never a busy
-loop. It ends when the job needs a human or ends, with ``status``'s exit code
-(``cli.commands.exit_code``).
+loop (``client.live``, shared with the review console's live job page). It ends when
+the job needs a human or ends, with ``status``'s exit code (``cli.commands.exit_code``).
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from rich.text import Text
 from temporalio.client import Client
 
 from client import jobs
+from client.live import REFRESH_SECONDS, STOP_STATES, finished, history_ticks
 from contracts.pricing import format_usd
 
-#: the longest wait between two status queries when no history event arrives
-REFRESH_SECONDS = 5.0
-#: states that end the watch: a human must act, or the job is over
-STOP_STATES = {"awaiting_review", "blocked", "needs_operator"}
+__all__ = ["REFRESH_SECONDS", "STOP_STATES", "finished", "render", "resolve_actions",
+           "watch"]
 
 
 def resolve_actions(job_id: str, status: str, reason: str | None) -> list[str]:
@@ -82,25 +81,6 @@ def render(view: jobs.JobView, max_turns: int | None, *, calls: int = 5) -> list
     return lines
 
 
-def finished(view: jobs.JobView) -> bool:
-    """Whether the watch ends at ``view``: a human must act, or the job ended. A job no
-    worker answers for is waited through (as ``run --wait`` does), not taken for an end."""
-    if view.no_worker is not None:
-        return False
-    return view.live is None or view.live.status in STOP_STATES
-
-
-async def _history_ticks(client: Client, job_id: str, tick: asyncio.Event) -> None:
-    """Set ``tick`` on every new history event of the job's current run, following
-    continue-as-new (each run's long-poll ends when the run does)."""
-    while True:
-        handle = client.get_workflow_handle(job_id)
-        async for _ in handle.fetch_history_events(wait_new_event=True):
-            tick.set()
-        tick.set()
-        await asyncio.sleep(0.2)  # the next run's history (or the closed job's) is there
-
-
 async def watch(console: Console, client: Client, job_id: str, *,
                 worker_grace: float, live_view: bool | None = None,
                 refresh: float = REFRESH_SECONDS,
@@ -117,7 +97,7 @@ async def watch(console: Console, client: Client, job_id: str, *,
     if live_view is None:
         live_view = console.is_terminal
     tick = asyncio.Event()
-    poller = asyncio.create_task(_history_ticks(client, job_id, tick))
+    poller = asyncio.create_task(history_ticks(client, job_id, tick))
     shown: list[str] = []
     try:
         with contextlib.ExitStack() as stack:

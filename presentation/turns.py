@@ -26,6 +26,8 @@ class TraceCall(BaseModel):
     status: str | None = None  # None: not run yet
     rejection: str | None = None
     result_chars: int | None = None
+    #: what the call found, in one line (``found_line``); ``None``: not run yet
+    found: str | None = None
 
 
 class TraceTurn(BaseModel):
@@ -83,15 +85,90 @@ async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceT
             record = await _head_json(store, "tool_record",
                                       f"{job_id}:tool:{call['call_id']}", principal)
             result = None if record is None else record.get("result")
+            arguments = call.get("arguments") or {}
             turn.calls.append(TraceCall(
                 call_id=str(call["call_id"]), tool_name=str(call.get("tool_name", "")),
-                arguments=call.get("arguments") or {},
+                arguments=arguments,
                 status=result["status"] if result else None,
                 rejection=(result.get("rejection") or None) if result else None,
-                result_chars=len(str(result.get("content", ""))) if result else None))
+                result_chars=len(str(result.get("content", ""))) if result else None,
+                found=(found_line(str(call.get("tool_name", "")), arguments, result)
+                       if result else None)))
         turns.append(turn)
         number += 1
     return turns
+
+
+def _content(result: dict[str, Any]) -> dict[str, Any]:
+    try:
+        content = json.loads(str(result.get("content", "")))
+    except ValueError:
+        return {}
+    return content if isinstance(content, dict) else {}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def found_line(tool: str, arguments: dict[str, Any], result: dict[str, Any]) -> str:
+    """What one call found, in one line: ``search 'jitter' → 7 hits in 3 files``,
+    ``read README.md L1-40 (of 120)``, ``list docs/ → 12 entries``, ``note on retries
+    (2 citations)``; a refused call says why."""
+    content = _content(result)
+    if result.get("status") != "success":
+        return f"{tool} refused: {result.get('rejection') or content.get('error') or 'error'}"
+    if tool == "search":
+        hits, files = int(content.get("hit_count") or 0), len(content.get("files") or [])
+        more = " (cut short)" if content.get("truncated") else ""
+        return (f"search '{content.get('query', arguments.get('query', ''))}' → "
+                f"{_plural(hits, 'hit')} in {_plural(files, 'file')}{more}")
+    if tool == "read":
+        start, end = content.get("start_line"), content.get("end_line")
+        return (f"read {content.get('path', arguments.get('path', ''))} L{start}-{end}"
+                f" (of {content.get('total_lines')})")
+    if tool == "list":
+        entries = len(content.get("entries") or [])
+        return (f"list {content.get('path') or '/'} → {entries} "
+                f"{'entry' if entries == 1 else 'entries'}")
+    if tool == "note":
+        return (f"note on {arguments.get('topic')} "
+                f"({_plural(len(arguments.get('citations') or []), 'citation')})")
+    if tool == "update_plan":
+        return f"plan updated ({len(str(arguments.get('text', '')))} chars)"
+    if tool == "finish":
+        return "finish: " + str(content.get("summary") or arguments.get("summary") or "")[:120]
+    return f"{tool} {argument_line(arguments)}"[:160]
+
+
+async def lines_read(store: Any, job_id: str, principal: Any
+                     ) -> dict[tuple[str, str, str], dict[int, str]]:
+    """Every line the job's successful ``read`` calls returned, by (source, path,
+    revision): what the model was given of each file at the revision it was pinned to,
+    from the stored tool records (never from the source itself)."""
+    found: dict[tuple[str, str, str], dict[int, str]] = {}
+    number = 1
+    while (decision := await _head_json(store, "model_decision",
+                                        f"{job_id}.turn.{number:04d}", principal)) is not None:
+        for call in decision.get("planned") or []:
+            if call.get("tool_name") != "read":
+                continue
+            record = await _head_json(store, "tool_record",
+                                      f"{job_id}:tool:{call['call_id']}", principal)
+            result = None if record is None else record.get("result")
+            if not result or result.get("status") != "success":
+                continue
+            content = _content(result)
+            lines = content.get("lines")
+            if not isinstance(lines, list) or not isinstance(content.get("start_line"), int):
+                continue
+            key = (str(content.get("source")), str(content.get("path")),
+                   str(content.get("revision")))
+            into = found.setdefault(key, {})
+            for offset, text in enumerate(lines):
+                into[content["start_line"] + offset] = str(text)
+        number += 1
+    return found
 
 
 def cache_line(turn: TraceTurn) -> str:

@@ -38,6 +38,7 @@ from webconsole.backend import ConsoleBackend, NotVisible
 from webconsole.config import ConsoleConfig
 from webconsole.pages import job, jobs, manifest, review, signin
 from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_signin
+from webconsole.pages.manifest import plain
 from webconsole.sessions import Sessions
 from webconsole.shown import marked, shown, verbatim
 from webconsole.throttle import GuardBusy, PasswordGuard
@@ -84,6 +85,7 @@ def templates() -> Jinja2Templates:
     env.filters["verbatim"] = verbatim  # a form value that must post back unchanged
     env.filters["argument_line"] = argument_line  # a tool call's arguments, one short line
     env.filters["usd"] = format_usd  # whole micro-dollars as $0.000000
+    env.filters["plain"] = plain  # a manifest value as words and numbers, never a repr
     return Jinja2Templates(env=env)
 
 
@@ -126,9 +128,11 @@ def create_app(config: ConsoleConfig, backend: ConsoleBackend, accounts: Reviewe
         Route("/", page(jobs.jobs_page)),
         Route("/jobs/rows", page(jobs.jobs_rows)),
         Route("/jobs/{job_id}", page(job.job_page)),
+        Route("/jobs/{job_id}/events", page(job.job_events)),
         Route("/jobs/{job_id}/review", page(review.review_page), methods=["GET"]),
         Route("/jobs/{job_id}/review", page(review.review_submit), methods=["POST"]),
         Route("/jobs/{job_id}/manifests/{manifest_id}", page(manifest.manifest_page)),
+        Route("/jobs/{job_id}/file", page(review.file_page)),
         Route("/signin", page(signin.signin_page), methods=["GET"]),
         Route("/signin", page(signin.signin_submit), methods=["POST"]),
         Route("/signin/once", page(signin.signin_once), methods=["GET"]),

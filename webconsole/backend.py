@@ -26,8 +26,12 @@ workflow. The backend signs with a key the caller decrypted for this one call.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
+from collections import OrderedDict
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,19 +41,28 @@ from temporalio.client import Client
 import artifacts
 from artifacts import Store
 from artifacts.errors import InvalidArtifact, ScopeDenied
-from client import jobs
+from client import jobs, live
 from client.errors import JobNotFound
 from context import DataBlockView
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
+from contracts.pricing import format_usd
 from contracts.signing import normalize_name
 from contracts.workflow_messages import PendingDraft, ReviewResult
-from presentation.turns import TraceTurn, research_turns
-from webconsole.evidence import request_blocks
+from presentation.explain import flagged_items
+from presentation.turns import TraceTurn, lines_read, research_turns
+from webconsole.evidence import item_texts, request_blocks
 from webconsole.timeline import Stage, Step, number_turns, stage_of, stages
 
 CONSOLE_PRINCIPAL = "pressroom-console"
+#: one live-update stream lasts at most this long; the browser then reconnects, and the
+#: reconnection is signed in and visibility-checked again like any request
+LIVE_STREAM_SECONDS = 300.0
+#: job questions remembered (a job's spec never changes, and a job id is never reused)
+QUESTIONS_KEPT = 2048
+#: the jobs list reads at most this many specs at once
+QUESTION_READS = 8
 #: a manifest's request larger than this is summarized, not inlined in the page
 MAX_REQUEST_CHARS = 2_000_000
 
@@ -60,6 +73,15 @@ class NotVisible(JobNotFound):
 
 class DraftUnavailable(JobError):
     """The job has no draft waiting, or its stored text does not match the held hash."""
+
+
+def status_of(view: jobs.JobView) -> str:
+    """A job's status as the console shows it: the live one, the result's, or its end."""
+    if view.live is not None:
+        return view.live.status
+    if view.result is not None:
+        return view.result.status
+    return "failed" if view.failure else view.execution.lower()
 
 
 @dataclass
@@ -75,11 +97,7 @@ class JobDetail:
 
     @property
     def status(self) -> str:
-        if self.view.live is not None:
-            return self.view.live.status
-        if self.view.result is not None:
-            return self.view.result.status
-        return "failed" if self.view.failure else self.view.execution.lower()
+        return status_of(self.view)
 
     @property
     def stage(self) -> str:
@@ -98,6 +116,15 @@ class DraftReview:
     blocks: list[DataBlockView]
     manifest_id: str | None
     request_verified: bool
+    #: the spec's topics without admitted evidence (the research loop's, else the draft
+    #: step's manifest's)
+    missing_topics: list[str]
+    #: items of the draft step's manifest its security screening flagged
+    security_flags: int
+    #: what the research turns cost (``$0.000000``), ``None`` when nothing was priced
+    cost: str | None
+    #: every line the job's reads returned, by (source, path, revision)
+    lines_read: dict[tuple[str, str, str], dict[int, str]]
 
 
 def _principal(spec: JobSpec) -> artifacts.Principal:
@@ -122,6 +149,8 @@ class ConsoleBackend:
 
     def __init__(self, client: Client, store: Store, *, worker_grace: float) -> None:
         self.client, self.store, self.worker_grace = client, store, worker_grace
+        self._questions: OrderedDict[str, str] = OrderedDict()
+        self._question_reads = asyncio.Semaphore(QUESTION_READS)
 
     async def visible_jobs(self, viewer: str, *, status: str | None = None,
                            tenant: str | None = None) -> list[Any]:
@@ -129,6 +158,26 @@ class ConsoleBackend:
         found: list[Any] = await jobs.list_visible_jobs(self.client, reviewer=viewer,
                                                         status=status, tenant=tenant)
         return found
+
+    async def questions(self, viewer: str, found: list[Any]) -> dict[str, str]:
+        """The question of each job ``visible_jobs`` listed for ``viewer`` (read from each
+        job's spec once, then remembered); a job whose spec cannot be read, or that does not
+        list ``viewer``, has none."""
+        async def one(job_id: str) -> tuple[str, str | None]:
+            if job_id in self._questions:
+                self._questions.move_to_end(job_id)
+                return job_id, self._questions[job_id]
+            async with self._question_reads:
+                try:
+                    spec = await self.spec(job_id, viewer)
+                except (JobNotFound, JobError):
+                    return job_id, None
+            self._questions[job_id] = spec.question
+            while len(self._questions) > QUESTIONS_KEPT:
+                self._questions.popitem(last=False)
+            return job_id, spec.question
+        pairs = await asyncio.gather(*(one(job.job_id) for job in found))
+        return {job_id: question for job_id, question in pairs if question is not None}
 
     async def spec(self, job_id: str, viewer: str) -> JobSpec:
         """The job's spec, or ``NotVisible`` when it does not list ``viewer``."""
@@ -139,6 +188,17 @@ class ConsoleBackend:
         if viewer not in listed(spec):
             raise NotVisible(f"no job {job_id!r} that lists you")
         return spec
+
+    async def follow(self, job_id: str, viewer: str, *, refresh: float = live.REFRESH_SECONDS,
+                     timeout: float = LIVE_STREAM_SECONDS
+                     ) -> tuple[JobSpec, AsyncGenerator[jobs.JobView, None]]:
+        """The job's spec and its live views (``client.live.follow``: one per history
+        change, ending when the job needs a human or ends, or after ``timeout`` seconds);
+        ``NotVisible`` — before anything is read of the job — when it does not list
+        ``viewer``."""
+        spec = await self.spec(job_id, viewer)
+        return spec, live.follow(self.client, job_id, worker_grace=self.worker_grace,
+                                 refresh=refresh, timeout=timeout)
 
     async def job(self, job_id: str, viewer: str) -> JobDetail:
         spec = await self.spec(job_id, viewer)
@@ -230,6 +290,7 @@ class ConsoleBackend:
         manifest_id = record.metadata.get("manifest_id")
         blocks: list[DataBlockView] = []
         verified = False
+        manifest: dict[str, Any] = {}
         if isinstance(manifest_id, str):
             manifest = await self.store.get_manifest(manifest_id, principal=principal)
             try:
@@ -238,11 +299,32 @@ class ConsoleBackend:
                 raise DraftUnavailable(f"job {job_id!r}: its draft's manifest is not its own; "
                                        "not shown") from None
             blocks, verified = _blocks_of(manifest)
+        research = view.live.research
+        if research is not None and research.turn:
+            missing = [t.name for t in spec.topics if t.name not in research.covered_topics]
+        else:
+            missing = [str(t) for t in manifest.get("missing_topics") or []]
         return DraftReview(job_id=job_id, spec=spec, pending=pending,
+                           missing_topics=missing,
+                           security_flags=len(flagged_items(manifest)) if manifest else 0,
+                           cost=(format_usd(research.cost_micro_usd)
+                                 if research is not None and research.turn else None),
+                           lines_read=await lines_read(self.store, job_id, principal),
                            destination=view.live.destination, text=body.decode("utf-8"),
                            previous_text=previous_text, previous_revision=previous_revision,
                            blocks=blocks, manifest_id=manifest_id if isinstance(
                                manifest_id, str) else None, request_verified=verified)
+
+    async def file_read(self, job_id: str, viewer: str, source: str, path: str,
+                        revision: str) -> dict[int, str]:
+        """The lines of ``source:path`` at ``revision`` the job's reads returned (empty when
+        it read none, or the source is not one the job declares). Read from the job's own
+        stored tool records only: the console opens no source and no file."""
+        spec = await self.spec(job_id, viewer)
+        if source not in {s.name for s in spec.sources}:
+            return {}
+        found = await lines_read(self.store, job_id, _principal(spec))
+        return found.get((source, path, revision), {})
 
     async def manifest(self, job_id: str, viewer: str, manifest_id: str) -> dict[str, Any]:
         """A manifest of ``job_id`` (only one it names) with its request re-hashed."""
@@ -261,6 +343,11 @@ class ConsoleBackend:
         manifest["_request_verified"] = isinstance(canonical, str) and (
             "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
             == serialized.get("hash"))
+        if manifest["_request_verified"] and isinstance(canonical, str):
+            with contextlib.suppress(ValueError):
+                payload = json.loads(canonical)
+                manifest["_item_texts"] = item_texts(payload if isinstance(payload, dict)
+                                                     else {})
         if isinstance(canonical, str):
             manifest["_request_pretty"] = (
                 json.dumps(json.loads(canonical), indent=2, ensure_ascii=False)
@@ -309,4 +396,4 @@ def _input_field(payloads: Any, name: str) -> str | None:
 
 
 __all__ = ["ConsoleBackend", "DraftReview", "DraftUnavailable", "JobDetail", "NotVisible",
-           "listed", "may_decide"]
+           "listed", "may_decide", "status_of"]

@@ -4,10 +4,12 @@ Only a small, fixed subset becomes markup — headings, paragraphs, bullet and n
 lists, block quotes, inline code, ``**strong**`` and ``_emphasis_`` — and every piece of
 text is escaped (``webconsole.shown``) before any tag is added, so ``<script>``, an
 ``onerror=`` attribute or a ``javascript:`` link in a draft is shown as the characters it
-is. Links are never made: a URL stays text. Inline code that looks like a citation
+is. Links are never made: a URL stays text. A heading that is a bare topic name
+(``backoff_formula``) reads as words ("Backoff formula"). Inline code that looks like a citation
 (``…#L<a>-L<b>``) becomes a link to its excerpt on the same page when it resolves
-(``webconsole.evidence``), and is flagged — and its list item or paragraph marked as a
-claim with an unresolved citation — when it does not.
+(``webconsole.evidence``) labelled short (``httpkit README.md L4``, the whole citation
+with its commit in the link's ``title``), and is flagged — and its list item or
+paragraph marked as a claim with an unresolved citation — when it does not.
 
 Pure: the caller gives the text and a resolver; the result is ``markupsafe.Markup`` plus
 the excerpts cited, in order of first use.
@@ -19,10 +21,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from webconsole.evidence import Excerpt, looks_like_citation
-from webconsole.shown import shown
+from webconsole.evidence import Excerpt, looks_like_citation, short_label
+from webconsole.shown import marked, shown
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
@@ -31,6 +33,15 @@ _QUOTE = re.compile(r"^\s*>\s?(.*)$")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _EMPHASIS = re.compile(r"(?<![\w*])[_*](?=\S)(.+?)(?<=\S)[_*](?![\w*])")
+#: a heading that is a bare topic name (``backoff_formula``, ``rate-limits``)
+_TOPIC_NAME = re.compile(r"^[a-z0-9]+(?:[_-][a-z0-9]+)*$")
+
+
+def humanize(name: str) -> str:
+    """A topic name as a heading: ``backoff_formula`` → ``Backoff formula``."""
+    words = name.replace("_", " ").replace("-", " ").split()
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if text else name
 
 
 @dataclass
@@ -38,23 +49,34 @@ class RenderedDraft:
     html: Markup
     cited: list[Excerpt] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
+    #: the text of each paragraph, list item and quote that cites anything (resolved or
+    #: not), in order: claim ``n`` (1-based) is the element with ``id="claim-n"``
+    claim_texts: list[str] = field(default_factory=list)
+
+    @property
+    def claims(self) -> int:
+        return len(self.claim_texts)
 
 
 class _Inline:
     def __init__(self, resolve: Callable[[str], Excerpt | None], out: RenderedDraft) -> None:
         self.resolve, self.out = resolve, out
+        self.cites = False  # whether the last text converted cited anything
 
     def __call__(self, text: str) -> tuple[str, bool]:
         """``text`` as safe inline HTML, and whether it holds an unresolved citation."""
         parts: list[str] = []
         unresolved = False
         last = 0
+        cites = False
         for m in _CODE_SPAN.finditer(text):
+            cites |= looks_like_citation(m.group(1))
             parts.append(self._styled(text[last:m.start()]))
             parts.append(self._code(m.group(1)))
             unresolved |= looks_like_citation(m.group(1)) and self.resolve(m.group(1)) is None
             last = m.end()
         parts.append(self._styled(text[last:]))
+        self.cites = cites
         return "".join(parts), unresolved
 
     @staticmethod
@@ -85,8 +107,10 @@ class _Inline:
                     '<span class="flag" aria-label="unresolved citation">⚠ unresolved</span>')
         if all(c.anchor != excerpt.anchor for c in self.out.cited):
             self.out.cited.append(excerpt)
-        return (f'<a class="cite" href="#{excerpt.anchor}" data-excerpt="{excerpt.anchor}">'
-                f"<code>{shown(code)}</code></a>")
+        full = escape(marked(code))  # an attribute: plain markers, no tags
+        return (f'<a class="cite" href="#{excerpt.anchor}" data-excerpt="{excerpt.anchor}" '
+                f'title="{full}">'
+                f"<code>{shown(short_label(code))}</code></a>")
 
 
 def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> RenderedDraft:
@@ -99,8 +123,9 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
 
     def close_paragraph() -> None:
         if paragraph:
-            body, bad = inline(" ".join(paragraph))
-            html.append(f'<p{_claim(bad)}>{body}</p>')
+            text = " ".join(paragraph)
+            body, bad = inline(text)
+            html.append(f'<p{_claim(bad, _number(out, inline.cites, text))}>{body}</p>')
             paragraph.clear()
 
     def close_list() -> None:
@@ -122,7 +147,8 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
             close_paragraph()
             close_list()
             level = len(heading.group(1))
-            body, bad = inline(heading.group(2))
+            title = heading.group(2).strip()
+            body, bad = inline(humanize(title) if _TOPIC_NAME.match(title) else title)
             html.append(f"<h{level + 1}{_claim(bad)}>{body}</h{level + 1}>")
         elif bullet or numbered:
             close_paragraph()
@@ -134,12 +160,14 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
             item = (bullet or numbered)
             assert item is not None
             body, bad = inline(item.group(1))
-            html.append(f"<li{_claim(bad)}>{body}</li>")
+            html.append(f"<li{_claim(bad, _number(out, inline.cites, item.group(1)))}>"
+                        f"{body}</li>")
         elif quote:
             close_paragraph()
             close_list()
             body, bad = inline(quote.group(1))
-            html.append(f"<blockquote{_claim(bad)}>{body}</blockquote>")
+            number = _number(out, inline.cites, quote.group(1))
+            html.append(f"<blockquote{_claim(bad, number)}>{body}</blockquote>")
         elif line.lstrip().startswith("<!--"):
             close_paragraph()  # an HTML comment (a draft's machine note) is shown as text
             html.append(f'<p class="note">{shown(line.strip())}</p>')
@@ -152,8 +180,17 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
     return out
 
 
-def _claim(unresolved: bool) -> str:
-    return ' class="claim-unresolved"' if unresolved else ""
+def _number(out: RenderedDraft, cites: bool, text: str) -> int | None:
+    """The next claim number when ``text`` cites anything (its text recorded)."""
+    if not cites:
+        return None
+    out.claim_texts.append(" ".join(text.split()))
+    return len(out.claim_texts)
 
 
-__all__ = ["RenderedDraft", "render_draft"]
+def _claim(unresolved: bool, number: int | None = None) -> str:
+    anchor = f' id="claim-{number}"' if number is not None else ""
+    return anchor + (' class="claim-unresolved"' if unresolved else "")
+
+
+__all__ = ["RenderedDraft", "humanize", "render_draft"]

@@ -13,13 +13,53 @@ Pure: no I/O; ``webconsole.backend`` hands in the parsed blocks.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from context import LINE_RANGE, ContextError, DataBlockView, block_citation, parse_data_blocks
 
 _RANGE = LINE_RANGE
+#: a git source's base: ``name@commit:path``
+_GIT_BASE = re.compile(r"^(?P<name>[^@:/\s]+)@(?P<rev>[0-9A-Za-z]{7,64}):(?P<path>.+)$")
+#: a document source's base: ``name:path`` (a URL is neither)
+_DOC_BASE = re.compile(r"^(?P<name>[^@:/\s]+):(?!//)(?P<path>.+)$")
+
+
+@dataclass(frozen=True)
+class Base:
+    """A citation's base in its parts: the declared source's name, the file's path in
+    it, and the commit a git base pins (``None`` for a document or page)."""
+
+    name: str
+    path: str
+    commit: str | None
+
+
+def split_base(base: str) -> Base:
+    """``httpkit@3f2a…:README.md`` → (httpkit, README.md, 3f2a…); ``handbook:guide.md`` →
+    (handbook, guide.md, None); a page's URL → (its host, its path, None)."""
+    git = _GIT_BASE.match(base)
+    if git is not None:
+        return Base(git.group("name"), git.group("path"), git.group("rev"))
+    doc = _DOC_BASE.match(base)
+    if doc is not None:
+        return Base(doc.group("name"), doc.group("path"), None)
+    url = urlsplit(base)
+    return Base(url.hostname or base, url.path.lstrip("/") or "/", None)
+
+
+def short_label(citation: str) -> str:
+    """A citation as a reviewer reads it: ``httpkit README.md L4`` or ``handbook guide.md
+    L11-12`` — the commit left to the tooltip. Not a citation with a range: unchanged."""
+    m = _RANGE.match(citation.strip())
+    if m is None:
+        return citation
+    parts = split_base(m.group("base"))
+    a, b = m.group("a"), m.group("b")
+    return f"{parts.name} {parts.path} L{a}" + ("" if a == b else f"-{b}")
 
 
 @dataclass(frozen=True)
@@ -39,8 +79,40 @@ class Excerpt:
 
     @property
     def anchor(self) -> str:
-        """A stable, URL-safe id for the excerpt's place on the page."""
-        return "ex-" + re.sub(r"[^A-Za-z0-9]+", "-", self.citation).strip("-")[:80]
+        """A stable, URL-safe id for the excerpt's place on the page: its short label and
+        a digest of the whole citation (two commits of one file never share one)."""
+        digest = hashlib.sha256(self.citation.encode("utf-8")).hexdigest()[:10]
+        return ("ex-" + re.sub(r"[^A-Za-z0-9]+", "-", self.label).strip("-")[:60]
+                + "-" + digest)
+
+    @property
+    def label(self) -> str:
+        """``httpkit README.md L4`` (``short_label``)."""
+        return short_label(self.citation)
+
+    @property
+    def parts(self) -> Base:
+        return split_base(self.source)
+
+    @property
+    def pinned(self) -> str:
+        """Where the excerpt is from, once: ``source@revision:path`` (the revision the
+        block names — a commit, or a document's content hash)."""
+        parts = self.parts
+        revision = self.revision or parts.commit
+        return f"{parts.name}@{revision}:{parts.path}" if revision else self.source
+
+    @property
+    def pinned_short(self) -> str:
+        """``pinned`` with the revision cut to 12 hex digits (the whole one in a tooltip)."""
+        parts = self.parts
+        revision = self.revision or parts.commit
+        if not revision:
+            return self.source
+        algorithm, _, digest = revision.rpartition(":")
+        short = (f"{algorithm}:" if algorithm else "") + (
+            digest[:12] + "…" if len(digest) > 12 else digest)
+        return f"{parts.name}@{short}:{parts.path}"
 
 
 def _narrow(block: DataBlockView, base: str, cited_range: tuple[int, int] | None,
@@ -111,10 +183,35 @@ def request_blocks(payload: dict[str, Any]) -> list[DataBlockView]:
     return blocks
 
 
+_PART_HEADER = re.compile(r"^## [A-Z_]+ (?P<id>\S+)\n")
+
+
+def item_texts(payload: dict[str, Any]) -> dict[str, str]:
+    """What each item of a serialized request said, by item id: each data block's
+    (hash-verified) content, each ``## TASK|STATE … <item id>`` part's text, and — as
+    ``"system"`` — the system message (the control policy)."""
+    texts: dict[str, str] = {}
+    messages = payload.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue
+        for text in _texts(message.get("content")):
+            if message.get("role") == "system":
+                texts.setdefault("system", text)
+                continue
+            header = _PART_HEADER.match(text)
+            if header is not None:
+                texts.setdefault(header.group("id"), text[header.end():])
+    for block in request_blocks(payload):
+        texts.setdefault(block.item_id, block.content)
+    return texts
+
+
 def looks_like_citation(text: str) -> bool:
     """Whether an inline code span is meant as a citation (``…#La-Lb`` or a URL/path
     with a source separator)."""
     return _RANGE.match(text.strip()) is not None
 
 
-__all__ = ["Excerpt", "looks_like_citation", "request_blocks", "resolve"]
+__all__ = ["Base", "Excerpt", "item_texts", "looks_like_citation", "request_blocks", "resolve",
+           "short_label", "split_base"]

@@ -126,13 +126,21 @@ async def demo_console(settings: Settings, *, reviewer: str,
             await asyncio.wait_for(task, 10)
 
 
+#: how long ``pressroom web`` waits for open requests (a live page's stream) on SIGTERM
+SHUTDOWN_GRACE_SECONDS = 3
+
+
 def uvicorn_config(app: LiveConsole, host: str, port: int) -> uvicorn.Config:
     """How uvicorn serves the console. ``proxy_headers=False``: uvicorn's default believes
     ``X-Forwarded-For`` from loopback and rewrites the client address with it, so any local
     process could claim to be the ``--trusted-proxy`` (SECURITY.md section 8, "Identity");
-    the address the console checks is the socket's peer, never a header."""
+    the address the console checks is the socket's peer, never a header.
+    ``timeout_graceful_shutdown``: a live job page's event stream (``/jobs/{id}/events``)
+    stays open for minutes; on SIGTERM the server waits this long for requests, then ends
+    them, so a reviewer's open tab never holds a shutdown."""
     return uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                          server_header=False, lifespan="on", proxy_headers=False)
+                          server_header=False, lifespan="on", proxy_headers=False,
+                          timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS)
 
 
 async def serve(settings: Settings, config: ConsoleConfig) -> None:

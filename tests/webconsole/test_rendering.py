@@ -7,6 +7,7 @@ as HTML (``draft_html``), citations resolved to excerpts (``evidence``), the rev
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
@@ -22,7 +23,7 @@ from webconsole.timeline import Step, number_turns, stage_of, stages
 
 ALLOWED_TAGS = {"h2", "h3", "h4", "h5", "h6", "h7", "p", "ul", "ol", "li", "blockquote",
                 "code", "strong", "em", "a", "span"}
-ALLOWED_ATTRS = {"class", "href", "data-excerpt", "title", "aria-label"}
+ALLOWED_ATTRS = {"class", "href", "data-excerpt", "title", "aria-label", "id"}
 
 
 class Parsed(HTMLParser):
@@ -99,6 +100,8 @@ def assert_inert(html: str) -> Parsed:
             assert not name.startswith("on"), (tag, name, html)
             assert name in ALLOWED_ATTRS, (tag, name, html)
             assert value is None or "javascript" not in value.lower(), (tag, name, value)
+        if "id" in attrs:  # only the console's own claim anchors
+            assert re.fullmatch(r"claim-\d+", attrs["id"] or ""), (tag, attrs)
         if tag == "a":
             assert (attrs.get("href") or "").startswith("#ex-"), (attrs, html)
         else:
@@ -179,6 +182,10 @@ def test_citations_link_to_excerpts_or_are_flagged() -> None:
     items = [a for t, a in parsed.tags if t == "li"]
     assert [a.get("class") for a in items] == [None, "claim-unresolved", "claim-unresolved",
                                                None, None]
+    # each item that cites is a numbered claim, its text kept for a comment anchored to it
+    assert [a.get("id") for a in items] == ["claim-1", "claim-2", "claim-3", "claim-4", None]
+    assert rendered.claims == 4
+    assert rendered.claim_texts[0] == "Retries back off `handbook:guide.md#L11-L12`."
     flags = [a for t, a in parsed.tags if t == "span" and a.get("class") == "flag"]
     assert len(flags) == 2
 
@@ -393,3 +400,58 @@ def test_stages_group_consecutive_steps_and_reappear_per_round() -> None:
     assert grouped[-1].finished_at is None  # still running
     assert sum(len(s.steps) for s in grouped) == len(steps)
     assert stages([]) == []
+
+
+# --- what a reviewer reads: labels, headings, call lines, manifest values ------------------
+
+def test_citation_labels_are_short_and_keep_the_whole_citation_elsewhere() -> None:
+    from webconsole.evidence import short_label, split_base
+    commit = "3f2a9c1d0e5b7a8c9d0e1f2a3b4c5d6e7f8a9b0c"
+    assert short_label(f"httpkit@{commit}:README.md#L4-L4") == "httpkit README.md L4"
+    assert short_label("handbook:guide.md#L11-L12") == "handbook guide.md L11-12"
+    assert short_label("https://example.com/a/b.html#L3-L4") == "example.com a/b.html L3-4"
+    assert short_label("not a citation") == "not a citation"
+    assert split_base(f"httpkit@{commit}:docs/x.md").commit == commit
+    git = block(f"httpkit@{commit}:README.md#L1-L9", "\n".join(f"l{i}" for i in range(1, 10)))
+    rendered = render_draft(f"- Four `httpkit@{commit}:README.md#L4-L4`.",
+                            lambda c: resolve(c, [git]))
+    parsed = assert_inert(str(rendered.html))
+    (link,) = [a for t, a in parsed.tags if t == "a"]
+    assert link["title"] == f"httpkit@{commit}:README.md#L4-L4"
+    assert "httpkit README.md L4</code>" in str(rendered.html)
+    excerpt = rendered.cited[0]
+    assert excerpt.pinned == f"httpkit@{'sha256:' + 'a' * 64}:README.md"
+    assert excerpt.pinned_short == "httpkit@sha256:aaaaaaaaaaaa…:README.md"
+
+
+def test_topic_headings_read_as_words() -> None:
+    from webconsole.draft_html import humanize
+    assert humanize("backoff_formula") == "Backoff formula"
+    html = str(render_draft("## backoff_formula\n\n## Already Fine Heading", no_resolver).html)
+    assert "<h3>Backoff formula</h3>" in html and "<h3>Already Fine Heading</h3>" in html
+
+
+def test_each_call_says_what_it_found_in_one_line() -> None:
+    import json as _json
+
+    from presentation.turns import found_line
+
+    def ok(content: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "success", "content": _json.dumps(content)}
+
+    search = ok({"query": "jitter", "hit_count": 7, "files": [{}, {}, {}], "truncated": False})
+    assert found_line("search", {}, search) == "search 'jitter' → 7 hits in 3 files"
+    read = ok({"path": "README.md", "start_line": 1, "end_line": 40, "total_lines": 120})
+    assert found_line("read", {}, read) == "read README.md L1-40 (of 120)"
+    assert found_line("list", {}, ok({"path": "", "entries": ["a"]})) == "list / → 1 entry"
+    assert found_line("note", {"topic": "retries", "citations": [1, 2]},
+                      ok({"accepted": True})) == "note on retries (2 citations)"
+    refused = {"status": "error", "rejection": "not_found", "content": "{}"}
+    assert found_line("read", {}, refused) == "read refused: not_found"
+
+
+def test_manifest_values_are_never_python_reprs() -> None:
+    from webconsole.pages.manifest import plain
+    assert plain(None) == "—" and plain(1098) == "1,098" and plain(0) == "0"
+    assert plain({"start_item_id": "a", "end_item_id": None}) == "start item id: a, end item id: —"
+    assert plain([1, "x"]) == "1, x" and plain([]) == "—" and plain(True) == "yes"

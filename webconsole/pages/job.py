@@ -1,19 +1,35 @@
 """The job page: stage timeline with times, the research loop's turn-by-turn tool calls,
 the blocked reason with the ``resolve`` actions it allows, the tool calls waiting for a
 reviewer's signed approval (with their arguments and ``approve-call`` commands),
-manifests, and the receipt."""
+manifests, and the receipt.
+
+While the job runs the page stays live: ``/jobs/{id}/events`` is a server-sent-events
+stream (signed in and visibility-checked like the page itself) of the job's ``live_state``
+— status, stage, turn counter, tokens, cost and the last calls — sent each time the job's
+history moves (``client.live.follow``: a long-poll, never a busy loop), ending with an
+``end`` event when the job needs a human or ends; ``static/console.js`` writes each
+state into the page as text (never as markup)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
+from client import jobs
+from client.live import finished
 from contracts.pricing import format_usd
 from contracts.workflow_messages import JobStatus, ResearchProgress
+from webconsole.backend import status_of
 from webconsole.pages.common import Deps, render, signed_in
+from webconsole.shown import marked
+
+#: how many of the latest tool calls the live panel lists
+LIVE_CALLS = 6
 
 #: the ``--add-source`` value a hint shows: the option takes the source spec itself as
 #: YAML or JSON (``cli/resolution.py``), not a file name
@@ -83,6 +99,36 @@ def pending_calls(live: JobStatus | None) -> list[PendingCall]:
             for p in live.pending_tool_approvals]
 
 
+def _text(value: object) -> str:
+    """A value as the live panel shows it: plain text, invisible characters marked."""
+    return str(marked(str(value)))
+
+
+def live_state(view: jobs.JobView, max_turns: int | None) -> dict[str, Any]:
+    """What the live panel shows of one status snapshot, as JSON-ready plain text (the
+    page's script sets it as text, never as markup)."""
+    status = status_of(view)
+    live = view.live
+    research = live.research if live is not None else None
+    turn = research.turn if research is not None else 0
+    limit = (research.round_start_turn if research is not None else 0) + max_turns \
+        if max_turns is not None else None
+    tokens = ""
+    if research is not None:
+        tokens = f"{research.tokens_used:,}" + (
+            f" of {research.token_budget:,} budget" if research.token_budget else "")
+    calls = []
+    for call in (research.last_calls if research is not None else [])[-LIVE_CALLS:]:
+        why = f" ({call.rejection})" if call.rejection else ""
+        calls.append(_text(f"turn {call.turn} · {call.tool_name} · {call.status}{why} · "
+                           f"{call.result_chars:,} chars"))
+    return {"status": status, "status_label": status.replace("_", " "),
+            "stage": live.stage if live is not None else "done",
+            "turn": turn, "turn_limit": limit, "tokens": tokens,
+            "cost": _cost(research) or "", "calls": calls,
+            "summary": _text(view.summary), "ended": finished(view)}
+
+
 async def job_page(request: Request, deps: Deps) -> Response:
     session = signed_in(request, deps)
     job_id = request.path_params["job_id"]
@@ -92,11 +138,45 @@ async def job_page(request: Request, deps: Deps) -> Response:
     return render(request, deps, "job.html", {
         "detail": detail, "reason": reason,
         "actions": resolve_actions(detail.status, reason),
-        "tokens": (detail.view.live.research.tokens_used
-                   if detail.view.live is not None and detail.view.live.research else None),
-        "cost": _cost(detail.view.live.research if detail.view.live is not None else None),
+        "state": live_state(detail.view, detail.spec.research.max_turns),
         "pending_calls": pending_calls(detail.view.live), "job_id": detail.job_id,
     }, session=session)
 
 
-__all__ = ["ADD_SOURCE_HINT", "PendingCall", "job_page", "pending_calls", "resolve_actions"]
+def _event(name: str, data: object) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, sort_keys=True, ensure_ascii=True)}\n\n"
+
+
+async def job_events(request: Request, deps: Deps) -> Response:
+    """The job's live states as server-sent events (see the module docstring). A stream
+    lasts at most ``backend.LIVE_STREAM_SECONDS``; the browser then reconnects — signed in
+    and visibility-checked again."""
+    session = signed_in(request, deps)
+    job_id = request.path_params["job_id"]
+    spec, views = await deps.backend.follow(job_id, session.reviewer,
+                                            refresh=float(deps.config.refresh_seconds))
+    max_turns = spec.research.max_turns
+
+    async def stream() -> AsyncIterator[str]:
+        last = None
+        yield "retry: 3000\n\n"
+        try:
+            async for view in views:
+                state = live_state(view, max_turns)
+                if state != last:
+                    yield _event("status", state)
+                    last = state
+                if state["ended"]:
+                    yield _event("end", {"status": state["status"]})
+                    return
+        except Exception as exc:  # Temporal gone, the job gone: say so, never a traceback
+            yield _event("problem", {"message": f"live updates stopped: {type(exc).__name__}"})
+        finally:
+            await views.aclose()
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"x-accel-buffering": "no"})
+
+
+__all__ = ["ADD_SOURCE_HINT", "PendingCall", "job_events", "job_page", "live_state",
+           "pending_calls", "resolve_actions"]

@@ -1,5 +1,6 @@
 """The jobs page: every job that lists the reviewer, from one visibility query, filtered
-by status or tenant, refreshing its rows in place (``/jobs/rows``)."""
+by status or tenant, refreshing its rows in place (``/jobs/rows``); each row shows the
+job's question (read from its spec once, ``ConsoleBackend.questions``)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ async def _context(request: Request, deps: Deps) -> dict[str, object]:
         found = await deps.backend.visible_jobs(session.reviewer, status=status, tenant=tenant)
     except ValueError:  # a filter value a visibility query cannot carry (a quote, a control)
         found, problem = [], "That tenant filter is not a tenant name; nothing was searched."
-    rows = [{"job": job, "age": _age(getattr(job, "started_at", None))} for job in found]
+    questions = await deps.backend.questions(session.reviewer, found)
+    rows = [{"job": job, "age": _age(getattr(job, "started_at", None)),
+             "question": questions.get(job.job_id, "")} for job in found]
     return {"session": session, "rows": rows, "status": request.query_params.get("status", ""),
             "tenant": tenant or "", "filters": STATUS_FILTERS, "problem": problem}
 

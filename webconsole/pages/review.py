@@ -13,6 +13,9 @@ The workflow's Update validator is the judge: a stale page gets its refusal show
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -21,8 +24,8 @@ from contracts.errors import JobError
 from webconsole.accounts import AccountError
 from webconsole.backend import DraftReview, NotVisible, may_decide
 from webconsole.diff import diff_rows
-from webconsole.draft_html import render_draft
-from webconsole.evidence import resolve
+from webconsole.draft_html import humanize, render_draft
+from webconsole.evidence import Excerpt, resolve
 from webconsole.pages.common import Deps, audit, peer_host, render, signed_in
 from webconsole.sessions import Session, csrf_ok
 from webconsole.throttle import GuardBusy, Throttled
@@ -32,12 +35,95 @@ _MAX_COMMENT_CHARS = 4000
 _MAX_FIELD = 1000
 
 
+#: lines of context shown before and after an excerpt, when the job read them
+CONTEXT_LINES = 8
+
+
+@dataclass(frozen=True)
+class Context:
+    """An excerpt's surroundings at the same revision, as far as the job's reads returned
+    them: ``(line number, text, cited)`` rows, and the link to the whole file."""
+
+    rows: list[tuple[int, str, bool]]
+    first: int
+    last: int
+
+
+def file_url(job_id: str, excerpt: Excerpt) -> str | None:
+    """The console's page of the excerpt's whole file at its pinned revision."""
+    if excerpt.revision is None:
+        return None
+    parts = excerpt.parts
+    query = {"source": parts.name, "path": parts.path, "revision": excerpt.revision}
+    if excerpt.line_start is not None:
+        query["lines"] = f"{excerpt.line_start}-{excerpt.line_end}"
+    return f"/jobs/{quote(job_id, safe='')}/file?{urlencode(query)}"
+
+
+def excerpt_context(excerpt: Excerpt, read: dict[tuple[str, str, str], dict[int, str]]
+                    ) -> Context | None:
+    """``CONTEXT_LINES`` before and after the excerpt, read at the excerpt's own revision
+    (``None`` when the job read nothing around it)."""
+    if excerpt.line_start is None or excerpt.line_end is None or excerpt.revision is None:
+        return None
+    parts = excerpt.parts
+    lines = read.get((parts.name, parts.path, excerpt.revision)) or {}
+    first = max(1, excerpt.line_start - CONTEXT_LINES)
+    last = excerpt.line_end + CONTEXT_LINES
+    rows = [(n, lines[n], excerpt.line_start <= n <= excerpt.line_end)
+            for n in range(first, last + 1) if n in lines]
+    if not any(not cited for _, _, cited in rows):
+        return None
+    return Context(rows=rows, first=rows[0][0], last=rows[-1][0])
+
+
+def summary(draft: DraftReview, claims: int, cited: list[Excerpt],
+            unresolved: int) -> dict[str, object]:
+    """The decision bar's summary: what the reviewer is about to sign for."""
+    return {"claims": claims, "citations": len(cited), "unresolved": unresolved,
+            "files": len({(e.parts.name, e.parts.path) for e in cited}),
+            "sources": len({e.parts.name for e in cited}),
+            "missing": [humanize(t) for t in draft.missing_topics],
+            "flags": draft.security_flags, "cost": draft.cost}
+
+
 def _page_context(draft: DraftReview, session: Session) -> dict[str, object]:
     rendered = render_draft(draft.text, lambda c: resolve(c, draft.blocks))
     diff = (diff_rows(draft.previous_text, draft.text)
             if draft.previous_text is not None else None)
     return {"draft": draft, "rendered": rendered, "diff": diff,
-            "may_decide": may_decide(draft.spec, session.reviewer)}
+            "may_decide": may_decide(draft.spec, session.reviewer),
+            "summary": summary(draft, rendered.claims, rendered.cited,
+                               len(rendered.unresolved)),
+            "contexts": {e.anchor: excerpt_context(e, draft.lines_read)
+                         for e in rendered.cited},
+            "file_urls": {e.anchor: file_url(draft.job_id, e) for e in rendered.cited}}
+
+
+async def file_page(request: Request, deps: Deps) -> Response:
+    """One file of a source at one revision, as the job's reads returned it: every line
+    they returned, numbered, the gaps said (``ConsoleBackend.file_read``)."""
+    session = signed_in(request, deps)
+    job_id = request.path_params["job_id"]
+    source = request.query_params.get("source", "")[:_MAX_FIELD]
+    path = request.query_params.get("path", "")[:_MAX_FIELD]
+    revision = request.query_params.get("revision", "")[:_MAX_FIELD]
+    lines = await deps.backend.file_read(job_id, session.reviewer, source, path, revision)
+    cited: tuple[int, int] | None = None
+    a, _, b = request.query_params.get("lines", "").partition("-")
+    if a.isdigit() and b.isdigit():
+        cited = (int(a), int(b))
+    rows: list[dict[str, object]] = []
+    previous = 0
+    for n in sorted(lines):
+        if n > previous + 1:
+            rows.append({"gap": (previous + 1, n - 1)})
+        rows.append({"n": n, "text": lines[n],
+                     "cited": cited is not None and cited[0] <= n <= cited[1]})
+        previous = n
+    return render(request, deps, "file.html", {
+        "job_id": job_id, "source": source, "path": path, "revision": revision,
+        "rows": rows, "found": bool(lines)}, session=session)
 
 
 async def review_page(request: Request, deps: Deps) -> Response:
@@ -54,6 +140,30 @@ def _comments(text: str) -> list[str]:
     """One comment per paragraph (blank-line separated)."""
     blocks = [" ".join(p.split()) for p in text.replace("\r\n", "\n").split("\n\n")]
     return [b for b in blocks if b]
+
+
+_CLAIM_FIELD = "claim_comment_"
+#: claim comments read from one form at most (a draft's claims are numbered from 1)
+_MAX_CLAIM_COMMENTS = 200
+
+
+def _claim_comments(form: Any) -> list[tuple[int, str]]:
+    """``(claim number, comment)`` for each non-empty ``claim_comment_N`` field."""
+    found: list[tuple[int, str]] = []
+    for key in list(form.keys())[:_MAX_CLAIM_COMMENTS + 50]:
+        number = key.removeprefix(_CLAIM_FIELD)
+        if key.startswith(_CLAIM_FIELD) and number.isdigit() and len(number) < 6:
+            text = " ".join(str(form.get(key, ""))[:_MAX_COMMENT_CHARS].split())
+            if text:
+                found.append((int(number), text))
+    return sorted(found)[:_MAX_CLAIM_COMMENTS]
+
+
+def claim_comment(number: int, claim: str, text: str) -> str:
+    """A comment anchored to one claim, as the agent receives it: the claim quoted (its
+    citation included), then the reviewer's request."""
+    quoted = claim if len(claim) <= 400 else claim[:400] + "…"
+    return f"On claim {number} (“{quoted}”): {text}"
 
 
 async def review_submit(request: Request, deps: Deps) -> Response:
@@ -74,6 +184,7 @@ async def review_submit(request: Request, deps: Deps) -> Response:
                       "reload the page and decide again."}, status_code=403, session=session)
     decision = str(form.get("decision", ""))
     comments = _comments(str(form.get("comments", ""))[:_MAX_COMMENT_CHARS])
+    on_claims = _claim_comments(form)
 
     async def refused(message: str, status_code: int) -> Response:
         await audit(deps, actor=session.reviewer, action="decision_refused", outcome="refused",
@@ -93,6 +204,20 @@ async def review_submit(request: Request, deps: Deps) -> Response:
         revision = int(str(form.get("draft_revision", "")))
     except ValueError:
         return await refused("the form names no draft revision", 400)
+    if on_claims:  # each quotes its claim, taken from the draft itself (never the form)
+        try:
+            shown_draft = await deps.backend.draft_review(job_id, session.reviewer)
+        except JobError as exc:
+            return await refused(str(exc), 409)
+        if shown_draft.pending.revision != revision:
+            return await refused("the draft changed since the page was shown; its claims "
+                                 "are numbered anew — reload and comment again", 409)
+        claims = render_draft(shown_draft.text,
+                              lambda c: resolve(c, shown_draft.blocks)).claim_texts
+        for number, text in on_claims:
+            if not 1 <= number <= len(claims):
+                return await refused(f"the draft has no claim {number}", 400)
+            comments.append(claim_comment(number, claims[number - 1], text))
     try:  # the sign-in's throttle: a stolen session cookie gets no guesses of its own
         attempt = deps.guard.begin(session.reviewer, peer_host(request))
     except Throttled as exc:
@@ -126,4 +251,5 @@ async def review_submit(request: Request, deps: Deps) -> Response:
     return RedirectResponse(f"/jobs/{job_id}?decided={result.decision}", status_code=303)
 
 
-__all__ = ["review_page", "review_submit"]
+__all__ = ["Context", "claim_comment", "excerpt_context", "file_page", "file_url", "review_page",
+           "review_submit", "summary"]
