@@ -4,7 +4,8 @@ screen with its summary, citations carry short labels (the full citation in thei
 tooltip), excerpt cards fit their border and open their context, topic headings read as
 words, the jobs list shows each question, the manifest page shows exact token numbers and
 each item's content on demand (and no Python repr), the job page says what each call
-found, and a comment anchored to one claim goes with "request changes" quoting that claim.
+found, and a comment anchored to one claim goes with "request changes" quoting that claim
+and reaches the next research turn's request.
 Every page is saved under ``reports/console/`` (kept by CI as an artifact)."""
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import artifacts
 from activities.runtime import principal_of
 from contracts.job_spec import JobSpec
 from settings import Settings
+from tests.waiting import wait_for
 from tests.webconsole.browser import screenshot, wait_visible
 from tests.webconsole.consolekit import PASSWORD, make_accounts, review_for
 from tests.webconsole.test_console_live import sign_in_browser
 from tests.workflows.jobkit import start_job, start_worker_process, wait_status
 from webconsole.config import ConsoleConfig
 from webconsole.server import LiveConsole
+from workflows.research_job import ResearchJobWorkflow
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
@@ -203,6 +206,23 @@ async def test_a_review_page_a_reviewer_decides_in(
         quoted = comments[0].split("“", 1)[1].rsplit("”", 1)[0]
         assert quoted.startswith(claim_two.split(" — ")[0])  # the claim's own sentence
         assert "handbook:retries.md#L4-L4" in quoted  # with its whole citation
+
+        # ... and reaches the agent: the next research turn's sealed request holds the
+        # claim's request (as reviewer data, never as task text)
+        async def asked_again() -> bool:
+            status = await handle.query(ResearchJobWorkflow.status)
+            store = await artifacts.open_store(store_url)
+            try:
+                for manifest_id in status.manifest_ids:
+                    body = await store.get_manifest(manifest_id, principal=principal_of(spec))
+                    if body["stage"] == "research" and "Say what the maximum delay is." in \
+                            body["serialized_request"]["canonical_json"]:
+                        return True
+            finally:
+                await store.close()
+            return False
+
+        await wait_for(asked_again, 120, "the claim's request in a research turn's request")
     finally:
         worker.terminate()
         worker.wait(30)
