@@ -300,9 +300,14 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
         lines = block.content.split("\n")
         split.append((block, lines, [(i, fragments(line)) for i, line in enumerate(lines)]))
     findings: list[Finding] = []
+    #: what an earlier topic already quotes: a later topic quotes other lines first, and
+    #: repeats a quote only when it has nothing else (the same quote under several
+    #: headings made a reviewer read it twice)
+    quoted: set[str] = set()
     for topic, terms in brief.topics:
         lowered = [t.lower() for t in [*terms, *(extra or {}).get(topic, [])]]
         by_source: dict[str, dict[str, list[Finding]]] = {}
+        repeats: dict[str, dict[str, list[Finding]]] = {}
         seen: set[str] = set()
         weak: list[tuple[Any, int, int, str]] = []
         for block, lines, per_line in split:
@@ -324,11 +329,14 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
                     citation = line_citation(block, i, line_count)
                     m = _RANGE.match(citation)
                     file_key = m.group("base") if m else citation
-                    files = by_source.setdefault(_source_key(file_key), {})
+                    files = (repeats if quote in quoted else by_source).setdefault(
+                        _source_key(file_key), {})
                     untrusted = block.trust == "untrusted_external_data"
                     files.setdefault(file_key, []).append(
                         Finding(topic, quote, citation, untrusted)
                     )
+        if not by_source:  # only what an earlier topic quotes: better that than nothing
+            by_source = repeats
         if not by_source:  # only headers and list entries: better they than nothing
             for block, i, line_count, quote in weak:
                 if quote in seen:
@@ -340,7 +348,9 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
                 by_source.setdefault(_source_key(file_key), {}).setdefault(file_key, []).append(
                     Finding(topic, quote, citation, block.trust == "untrusted_external_data"))
         per_source = {k: _round_robin(v, MAX_FINDINGS_PER_TOPIC) for k, v in by_source.items()}
-        findings += _round_robin(per_source, MAX_FINDINGS_PER_TOPIC)
+        chosen = _round_robin(per_source, MAX_FINDINGS_PER_TOPIC)
+        quoted.update(f.quote for f in chosen)
+        findings += chosen
     return findings, flagged
 
 

@@ -250,3 +250,23 @@ def test_the_task_contract_lists_topics_compactly_and_the_brief_reads_them() -> 
     # a source or forbidden action line is no topic
     assert all(name not in text.split(TOPICS_HEADING)[0] for name, _ in brief.topics)
     assert len(brief.topics) == 3
+
+
+async def test_a_quote_is_not_repeated_under_another_topic(built: BuiltRequest) -> None:
+    """A later topic quotes other lines than an earlier one did; it repeats a quote only
+    when that is all the evidence it has (the review page showed the same quote under
+    several headings)."""
+    text = await _draft(built)
+    sections: dict[str, list[str]] = {}
+    heading = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            heading = line[3:]
+        elif heading is not None and line.startswith('- "'):
+            sections.setdefault(heading, []).append(line[3:].split('" — `', 1)[0])
+    assert len(sections) >= 2, text
+    earlier: set[str] = set()
+    for quotes in sections.values():
+        repeated = [q for q in quotes if q in earlier]
+        assert not repeated or len(quotes) == 1, (repeated, quotes)
+        earlier.update(quotes)
