@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from activities.mcp.calls import run_mcp_call
 from activities.tool_errors import ToolRejected
 from context import SourceType, ToolDefinition, Trust
 from contracts.job_spec import JobSpec
@@ -55,6 +54,11 @@ class McpTool:
         return raw  # the server checks them against its own schema
 
     async def run(self, ctx: ToolContext, arguments: Any) -> dict[str, Any]:
+        # imported here: the MCP SDK is a second's import, and every process that imports
+        # the tool registry (a helper process before its parent-death guard is set, the
+        # CLI) would pay it without ever calling a server
+        from activities.mcp.calls import run_mcp_call
+
         return await run_mcp_call(ctx.runtime, ctx.store, ctx.spec, ctx.call_id, self.name,
                                   arguments, ctx.approval)
 
