@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from temporalio import workflow
 from temporalio.exceptions import (
@@ -834,20 +834,25 @@ class ResearchJobWorkflow:
 
     @approve_tool_call.validator
     def _validate_tool_approval(self, inp: ToolApprovalInput) -> None:
+        self._check_tool_decision("tool_approval", inp)
+
+    def _check_tool_decision(self, purpose: Literal["tool_approval", "tool_rejection"],
+                             inp: ToolApprovalInput | ToolRejectionInput) -> None:
+        """An approval or rejection must name a call still waiting, bind exactly its server,
+        tool and arguments, and carry a listed reviewer's signature for ``purpose``."""
         pending = next((p for p in self._state.pending_tool_approvals
                         if p.call_id == inp.call_id), None)
         if (pending is None or inp.call_id in self._state.tool_approvals
                 or inp.call_id in self._state.tool_rejections):
-            raise ValueError(f"tool_approval refused: no call {inp.call_id[:40]!r} of job "
+            raise ValueError(f"{purpose} refused: no call {inp.call_id[:40]!r} of job "
                              f"{self._spec.job_id} is waiting for approval")
         if (inp.server, inp.tool, inp.arguments_sha256) != (
                 pending.server, pending.tool, pending.arguments_sha256):
-            raise ValueError("tool_approval refused: it names another server, tool or "
+            raise ValueError(f"{purpose} refused: it names another server, tool or "
                              f"arguments than call {inp.call_id} (arguments sha256 "
                              f"{pending.arguments_sha256})")
-        self._check_signature(inp.signature, "tool_approval", inp.signed_body(),
-                              operators=False)
-        self._check_first_run("tool_approval", inp.first_run_id)
+        self._check_signature(inp.signature, purpose, inp.signed_body(), operators=False)
+        self._check_first_run(purpose, inp.first_run_id)
 
     @workflow.update
     def reject_tool_call(self, inp: ToolRejectionInput) -> str:
@@ -861,20 +866,7 @@ class ResearchJobWorkflow:
 
     @reject_tool_call.validator
     def _validate_tool_rejection(self, inp: ToolRejectionInput) -> None:
-        pending = next((p for p in self._state.pending_tool_approvals
-                        if p.call_id == inp.call_id), None)
-        if (pending is None or inp.call_id in self._state.tool_approvals
-                or inp.call_id in self._state.tool_rejections):
-            raise ValueError(f"tool_rejection refused: no call {inp.call_id[:40]!r} of job "
-                             f"{self._spec.job_id} is waiting for approval")
-        if (inp.server, inp.tool, inp.arguments_sha256) != (
-                pending.server, pending.tool, pending.arguments_sha256):
-            raise ValueError("tool_rejection refused: it names another server, tool or "
-                             f"arguments than call {inp.call_id} (arguments sha256 "
-                             f"{pending.arguments_sha256})")
-        self._check_signature(inp.signature, "tool_rejection", inp.signed_body(),
-                              operators=False)
-        self._check_first_run("tool_rejection", inp.first_run_id)
+        self._check_tool_decision("tool_rejection", inp)
 
     @workflow.update
     def cancel(self, inp: CancelInput) -> None:
