@@ -35,6 +35,7 @@ from typing import Any
 
 from activities.providers import salience
 from activities.providers.base import ProviderResult
+from activities.providers.passages import Passage, layout, passages
 from activities.providers.payload import RequestView, read_request
 from context import (
     LINE_RANGE,
@@ -214,8 +215,10 @@ def is_evidence(block: DataBlockView) -> bool:
     )
 
 
-def line_citation(block: DataBlockView, index: int, line_count: int) -> str:
-    """The block's citation narrowed to line ``index`` (0-based) when the range allows it."""
+def line_citation(block: DataBlockView, index: int, line_count: int,
+                  last: int | None = None) -> str:
+    """The block's citation narrowed to lines ``index``..``last`` (0-based; ``last``
+    defaults to ``index``) when the range allows it."""
     cited = block_citation(block)
     m = _RANGE.match(cited)
     if m is None:
@@ -223,8 +226,8 @@ def line_citation(block: DataBlockView, index: int, line_count: int) -> str:
     a, b = int(m.group("a")), int(m.group("b"))
     if b - a + 1 != line_count:  # content was transformed; cite the whole excerpt
         return cited
-    n = a + index
-    return f"{m.group('base')}#L{n}-L{n}"
+    first, final = a + index, a + (index if last is None else last)
+    return f"{m.group('base')}#L{first}-L{final}"
 
 
 _MARKERS = re.compile(r"^(?:[-*]\s+|#+\s+|>\s+|\d+\.\s+)")
@@ -278,6 +281,17 @@ def _round_robin(groups: dict[str, list[Finding]], limit: int) -> list[Finding]:
     return out
 
 
+def quotable(block: DataBlockView, lines: list[str]) -> list[tuple[Passage, list[str]]]:
+    """The block's passages (whole sentences and statements, ``passages``) with what each
+    may be quoted as (``fragments``: nothing for a heading, an import or a fence)."""
+    m = _RANGE.match(block_citation(block))
+    base = m.group("base") if m else block_citation(block)
+    # a page's URL, or the path part of ``repo@commit:path`` and ``name:path``
+    path = base if base.startswith(("http://", "https://")) else base.split(":", 1)[-1]
+    kind = layout(path)
+    return [(p, fragments(p.text)) for p in passages(lines, kind, MAX_QUOTE_CHARS)]
+
+
 def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None = None,
             ) -> tuple[list[Finding], list[str]]:
     """Findings per topic and the evidence sources holding instruction-like text.
@@ -293,12 +307,12 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
             block_citation(block) not in flagged
         ):
             flagged.append(block_citation(block))
-    # A line's fragments do not depend on the topic: split (and screen) each line once,
-    # not once per topic — this was most of the provider's time per draft.
+    # A passage's fragments do not depend on the topic: split (and screen) each block
+    # once, not once per topic — this was most of the provider's time per draft.
     split = []
     for block in evidence:
         lines = block.content.split("\n")
-        split.append((block, lines, [(i, fragments(line)) for i, line in enumerate(lines)]))
+        split.append((block, lines, quotable(block, lines)))
     findings: list[Finding] = []
     #: what an earlier topic already quotes: a later topic quotes other lines first, and
     #: repeats a quote only when it has nothing else (the same quote under several
@@ -309,24 +323,29 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
         by_source: dict[str, dict[str, list[Finding]]] = {}
         repeats: dict[str, dict[str, list[Finding]]] = {}
         seen: set[str] = set()
-        weak: list[tuple[Any, int, int, str]] = []
-        for block, lines, per_line in split:
+        weak: list[tuple[Any, int, int, int, str]] = []
+        for block, lines, per_passage in split:
             line_count = len(lines)
-            for i, quotes in per_line:
+            for passage, quotes in per_passage:
+                i, last = passage.start, passage.end
                 for quote in quotes:
                     if quote in seen or not any(t in quote.lower() for t in lowered):
                         continue
-                    rank = salience.score(lines[i], lowered)
-                    explained = salience.docstring_after(lines, i)
-                    if rank == salience.HEADER and explained is not None and \
-                            len(pieces := fragments(lines[explained])) == 1:
+                    rank = salience.score(lines[i] if i == last else passage.text, lowered)
+                    explained = salience.docstring_after(lines, i) if i == last else None
+                    under = next((p for p, q in per_passage if p.start == explained
+                                  and len(q) == 1), None)
+                    if rank == salience.HEADER and under is not None:
                         # a bare header says less than the docstring sentence under it
-                        i, quote, rank = explained, pieces[0], salience.PROSE
-                    if rank <= salience.HEADER:
-                        weak.append((block, i, line_count, quote))
+                        i, last, rank = under.start, under.end, salience.PROSE
+                        quote = dict(per_passage)[under][0]
+                    if rank <= salience.HEADER or not passage.whole:
+                        # a header, a list entry, or a sentence the excerpt cuts: quoted
+                        # only when nothing whole and more informative was admitted
+                        weak.append((block, i, last, line_count, quote))
                         continue
                     seen.add(quote)
-                    citation = line_citation(block, i, line_count)
+                    citation = line_citation(block, i, line_count, last)
                     m = _RANGE.match(citation)
                     file_key = m.group("base") if m else citation
                     files = (repeats if quote in quoted else by_source).setdefault(
@@ -338,11 +357,11 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
         if not by_source:  # only what an earlier topic quotes: better that than nothing
             by_source = repeats
         if not by_source:  # only headers and list entries: better they than nothing
-            for block, i, line_count, quote in weak:
+            for block, i, last, line_count, quote in weak:
                 if quote in seen:
                     continue
                 seen.add(quote)
-                citation = line_citation(block, i, line_count)
+                citation = line_citation(block, i, line_count, last)
                 m = _RANGE.match(citation)
                 file_key = m.group("base") if m else citation
                 by_source.setdefault(_source_key(file_key), {}).setdefault(file_key, []).append(

@@ -59,6 +59,7 @@ from typing import Any
 from activities.providers import salience
 from activities.providers.base import ProposedToolCall, ProviderDecision
 from activities.providers.extractive import (
+    MAX_QUOTE_CHARS,
     ExtractiveProvider,
     Request,
     fragments,
@@ -66,6 +67,7 @@ from activities.providers.extractive import (
     review_comments,
     review_requests,
 )
+from activities.providers.passages import layout, passages
 from activities.providers.payload import RequestView, read_request
 from activities.providers.salience import question_words
 from activities.research_tools.search import search_hits
@@ -82,6 +84,8 @@ MAX_READS_PER_TURN = 3
 MAX_CALLS_PER_TURN = 8
 MAX_NOTES_PER_TURN = 3
 NOTE_SPAN = 3
+#: a note widens its lines to a whole sentence of at most this many lines
+MAX_SENTENCE_LINES = 6
 #: a plan longer than this keeps only what the notes do not say (the runtime refuses a
 #: call's arguments over ``contracts.activity_messages.MAX_TOOL_ARGUMENT_CHARS`` of JSON)
 PLAN_MAX_CHARS = 3_000
@@ -292,6 +296,17 @@ def _quote(line: str, lowered: list[str], noted: set[str]) -> str | None:
         return pieces[0] if not _noted(pieces[0], noted) else None
     return next((p for p in pieces if any(t in p.casefold() for t in lowered)
                  and not _noted(p, noted)), None)
+
+
+def _whole_sentences(lines: list[str], first: int, last: int, path: str) -> tuple[int, int]:
+    """Lines ``first``..``last`` of a read widened to whole sentences and statements
+    (``passages``) as far as the read shows them: a note citing one wrapped line of a
+    sentence gave the draft half a sentence to quote."""
+    for passage in passages(lines, layout(path), MAX_QUOTE_CHARS):
+        if passage.start <= last and passage.end >= first and passage.end - passage.start < \
+                MAX_SENTENCE_LINES:
+            first, last = min(first, passage.start), max(last, passage.end)
+    return first, last
 
 
 def _request_line(request: Request) -> str:
@@ -633,6 +648,7 @@ class Agent:
             while last + 1 < len(lines) and last - first < NOTE_SPAN - 1 and salience.score(
                     lines[last + 1], lowered) >= salience.PROSE:
                 last += 1
+            first, last = _whole_sentences(lines, first, last, result.content["path"])
             start = result.content["start_line"]
             notes.append(("note", {"topic": topic, "claim": quote, "citations": [{
                 "call_id": result.call_id, "source": result.content["source"],

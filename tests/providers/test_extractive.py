@@ -13,6 +13,7 @@ import pytest
 
 from activities.providers import get_provider
 from activities.providers.extractive import PREAMBLE, UNTRUSTED_NOTE
+from activities.providers.passages import quote_matches
 from context.seal.adapters import get_adapter
 from context.seal.render import DataBlockView, parse_data_blocks
 from contracts.errors import ProviderConfigError, ProviderInputError
@@ -51,9 +52,11 @@ async def test_same_request_same_draft_on_both_adapters(built: BuiltRequest) -> 
     assert first == await _draft(built, "anthropic_messages")
 
 
-async def test_every_finding_traces_to_the_cited_line_of_a_data_block(
+async def test_every_finding_traces_to_the_cited_lines_of_a_data_block(
     built: BuiltRequest,
 ) -> None:
+    """A finding quotes the lines it cites, verbatim up to line wrapping (``passages``), and
+    no more lines than it quotes: a sentence wrapped over two lines cites both."""
     text = await _draft(built)
     blocks = [b for b in _blocks(built) if _block_range(b)]
     findings = [m for line in text.splitlines() if (m := FINDING.match(line))]
@@ -61,16 +64,20 @@ async def test_every_finding_traces_to_the_cited_line_of_a_data_block(
     for f in findings:
         cite = RANGE.match(f.group("cite"))
         assert cite, f.group("cite")
-        n = int(cite.group("a"))
-        assert cite.group("a") == cite.group("b"), "each finding cites its single line"
+        a, b = int(cite.group("a")), int(cite.group("b"))
+        assert a <= b, f.group("cite")
         sources = []
-        for b in blocks:
-            base, a, bb = _block_range(b)  # type: ignore[misc]
-            if base == cite.group("base") and a <= n <= bb:
-                sources.append((b, b.content.split("\n")[n - a]))
+        for block in blocks:
+            base, start, end = _block_range(block)  # type: ignore[misc]
+            if base == cite.group("base") and start <= a and b <= end:
+                sources.append((block, block.content.split("\n")[a - start:b - start + 1]))
         assert sources, f"no data block holds {f.group('cite')}"
-        assert any(f.group("quote") in line for _, line in sources), f.group(0)
-        untrusted = all(b.trust == "untrusted_external_data" for b, _ in sources)
+        assert any(quote_matches(f.group("quote"), lines) for _, lines in sources), f.group(0)
+        if a < b:  # the first and the last cited line each hold part of the quote
+            assert all(not quote_matches(f.group("quote"), lines[1:]) and
+                       not quote_matches(f.group("quote"), lines[:-1])
+                       for _, lines in sources), f.group(0)
+        untrusted = all(block.trust == "untrusted_external_data" for block, _ in sources)
         assert (f.group("note") == UNTRUSTED_NOTE) == untrusted
 
 
