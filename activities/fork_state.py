@@ -16,9 +16,11 @@ state hash the one signed. Only then does it write — the fork's spec, and a co
 parent revision under the fork's own ids (content-addressed, each marked
 ``inherited_from: <parent>@turn N`` and written with the copied turn's write id, so a
 retry writes nothing twice and a fork of a fork finds its turns) — and returns only
-references. A dropped note (``--drop-note``, or a ``--drop-source``'s notes) leaves the
+references. A dropped note (``--drop-note``, or a note citing a ``--drop-source``) leaves the
 copied notes chunk and, with its note call's request and result, the copied tool history
-(its exchange is not copied): the fork's model does not read it again. The parent's
+(its exchange is not copied): the fork's model does not read it again. A dropped source's
+own calls (its reads, searches and listings) leave the tool history and its exchanges the
+same way, so nothing of it reaches the fork's requests. The parent's
 artifacts are read, never written.
 """
 
@@ -57,22 +59,39 @@ from contracts.job_spec import JobSpec
 from contracts.lineage import ForkLineage
 
 
-def _kept_notes(body: bytes, lineage: ForkLineage
+def _source_calls(tools: list[tuple[Any, bytes]], sources: set[str]) -> set[str]:
+    """The calls over a source the edits drop (a ``read``, ``search`` or ``list`` whose
+    ``source`` argument names it): the fork's model must not read that source's lines in
+    its history any more than in a new call."""
+    if not sources:
+        return set()
+    return {str(call.get("call_id")) for _rec, body in tools
+            for call in json.loads(body).get("calls", [])
+            if isinstance(call.get("arguments"), dict)
+            and call["arguments"].get("source") in sources}
+
+
+def _kept_notes(body: bytes, lineage: ForkLineage, source_calls: set[str]
                 ) -> tuple[dict[str, Any], int, set[str], set[str]]:
     """The notes chunk without the notes the edits drop; how many were dropped, which
-    ``--drop-note`` ids matched, and the note calls none of whose notes is kept."""
+    ``--drop-note`` ids matched, and the note calls none of whose notes is kept. A note
+    citing a dropped source (or a call over one) goes whole, each of its citations: its
+    note call would otherwise still cite lines its history no longer shows."""
     pack = json.loads(body)
     drops, sources = set(lineage.edits.drop_notes), set(lineage.edits.drop_sources)
+    records = pack.get("records", [])
+    sourced = {str(r.get("call_id") or "") for r in records
+               if r.get("source_name") in sources or r.get("cited_call_id") in source_calls}
     kept, matched, gone_calls, kept_calls = [], set(), set(), set()
-    for record in pack.get("records", []):
+    for record in records:
         hit = {record.get("item_id"), record.get("call_id")} & drops
         matched |= {h for h in hit if h}
-        if hit or record.get("source_name") in sources:
+        if hit or str(record.get("call_id") or "") in sourced:
             gone_calls.add(str(record.get("call_id") or ""))
             continue
         kept_calls.add(str(record.get("call_id") or ""))
         kept.append(record)
-    dropped = len(pack.get("records", [])) - len(kept)
+    dropped = len(records) - len(kept)
     return {**pack, "records": kept}, dropped, matched, gone_calls - kept_calls - {""}
 
 
@@ -141,9 +160,10 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
 
     # the notes the edits drop, first: their note calls leave the copied tool history too
     notes_kept: list[tuple[Any, bytes, dict[str, Any], int]] = []
-    dropped, matched, gone_calls, topics = 0, set[str](), set[str](), list[str]()
+    source_calls = _source_calls(parent.tools, set(lineage.edits.drop_sources))
+    dropped, matched, gone_calls, topics = 0, set[str](), set(source_calls), list[str]()
     for rec, body in parent.notes:
-        kept, gone, hit, calls = _kept_notes(body, lineage)
+        kept, gone, hit, calls = _kept_notes(body, lineage, source_calls)
         dropped, matched, gone_calls = dropped + gone, matched | hit, gone_calls | calls
         topics += [t for r in kept["records"] for t in r.get("topics", [])]
         notes_kept.append((rec, body, kept, gone))
@@ -160,7 +180,7 @@ async def fork_state(runtime: ActivityRuntime, inp: ForkStateInput) -> ForkState
         edited = _without_calls(body, gone_calls)
         tool_ref = await copy("tool_record", f"{spec.job_id}.tools.t{number}", rec,
                               body if edited is None else edited,
-                              metadata={"edited": "note calls dropped by the fork's edits"}
+                              metadata={"edited": "calls dropped by the fork's edits"}
                               if edited is not None else None)
     for rec, body in parent.exchanges:
         call = rec.artifact_id.split(":tool:", 1)[-1]

@@ -3,10 +3,12 @@
 ``extractive`` calls no model. It reads the serialized request (``payload.read_request``),
 takes the topics and their search terms from the task text the engine rendered (its
 topic list: ``- <topic>``, or ``- <topic>: a, b`` when the terms are not the name), and
-for each topic quotes, verbatim, the evidence lines that mention one of its terms, each
-with a citation narrowed to the quoted line (``repo@commit:path#Ln-Ln``). It invents
-nothing: every finding is a substring of an admitted, hash-verified data block, and
-everything else in the draft is fixed template text. Output is a pure function of the
+for each topic quotes, verbatim, the evidence sentences and statements that mention one of
+its terms (``passages``: a sentence wrapped over lines is quoted whole), each with a
+citation narrowed to the lines it quotes (``repo@commit:path#La-Lb``). It invents nothing:
+every finding is the text of an admitted, hash-verified data block's lines, verbatim up to
+line wrapping (docs/architecture.md#what-the-draft-quotes), and everything else in the
+draft is fixed template text. Output is a pure function of the
 payload, so the same request gives the same draft.
 
 What counts as evidence: data blocks whose citation is a code excerpt, a document excerpt

@@ -6,7 +6,7 @@ a quote of one line then ended mid-sentence ("…ask for a specific wait (for ex
 and the reviewer had to open the source to read the claim. ``passages`` turns an excerpt's
 lines into quotable passages that follow sentence and statement boundaries, each with the
 0-based span of lines it covers, so the draft cites ``#La-Lb`` over exactly those lines
-(docs/context-engine.md, "What the draft quotes").
+(docs/architecture.md#what-the-draft-quotes).
 
 A passage's text is its lines' text joined with single spaces — each line stripped, and a
 list, quote or comment marker (``- ``, ``> ``, ``# ``) and docstring quotes trimmed —

@@ -27,6 +27,7 @@ from contracts.lineage import ForkLineage
 from contracts.source_specs import SourceSpec
 from tests.workflows.jobkit import (
     loop_notes,
+    loop_tool_history,
     published_files,
     review,
     reviewer_key,
@@ -119,7 +120,9 @@ async def test_fork_edits_review_publish_and_refusals(
         plan.write_text("1. read the resume docs again\n", encoding="utf-8")
         more = tmp_path / "more"
         more.mkdir()
-        (more / "extra.md").write_text("# Extra\n\nRetries back off.\n", encoding="utf-8")
+        (more / "extra.md").write_text(
+            "# Extra\n\nRetries back off: each retry waits longer than the last.\n"
+            "A download can resume where it stopped.\n", encoding="utf-8")
         added: Any = TypeAdapter(SourceSpec).validate_python(
             {"kind": "document", "name": "extra", "path": str(more)})
         f2 = await fork_job(
@@ -133,6 +136,21 @@ async def test_fork_edits_review_publish_and_refusals(
             flags=_flags(add_sources=[added], drop_sources=["handbook"]),
             signer="bob", key=reviewer_key("bob"), task_queue=task_queue)
         assert f3.stage == "research"
+        # the dropped source leaves the fork's history whole: its reads and searches, and
+        # every note citing it; the fork researches on without it to its own review
+        parent_history = await loop_tool_history(runtime, parent)
+        assert any(c["arguments"].get("source") == "handbook" for c in parent_history["calls"])
+        f3_status = await wait_status(client.get_workflow_handle(f"f3-{parent.job_id}"),
+                                      {"awaiting_review", "blocked", "failed"})
+        assert f3_status.status == "awaiting_review", f3_status
+        f3_spec = parent.model_copy(update={"job_id": f"f3-{parent.job_id}"})
+        f3_history = await loop_tool_history(runtime, f3_spec)
+        assert f3_history["calls"] and not [
+            c for c in f3_history["calls"] if c["arguments"].get("source") == "handbook"
+            or any(cite.get("source") == "handbook"
+                   for cite in c["arguments"].get("citations", []))]
+        assert not [n for n in await loop_notes(runtime, f3_spec)
+                    if n["source_name"] == "handbook"]
 
         # refused: signed by someone the parent does not list
         with pytest.raises(ForkNotStarted, match="not a listed signer"):
