@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from contracts.lineage import ForkEdits, ForkLineage, ForkPlan
 from contracts.signing import sign
 from contracts.source_specs import SourceSpec
 from contracts.workflow_messages import JobStatus
+from presentation import turns
 from workflows.research_job import ResearchJobWorkflow
 
 #: the CLI's principal in the store (``cli.commands.CLI_PRINCIPAL``)
@@ -167,22 +167,12 @@ async def wait_forked(handle: Any, turn: int, wait_seconds: float) -> JobStatus:
 
 async def turn_request(store: Any, job_id: str, turn: int,
                        principal: Any) -> tuple[dict[str, Any], int | None]:
-    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on, and that
-    turn's cost as its stored reply records it (micro-USD; ``None`` when the worker had no
-    price for the model)."""
-    from contracts.ownership import check_manifest
-
-    head = await store.head("model_decision", f"{job_id}.turn.{turn:04d}", principal=principal)
-    if head is None:
+    """``presentation.turns.turn_request``, or ``ForkNotStarted`` when the job has no
+    research turn ``turn``."""
+    found = await turns.turn_request(store, job_id, turn, principal)
+    if found is None:
         raise ForkNotStarted(f"job {job_id!r} has no research turn {turn}")
-    _, raw = await store.get("model_decision", head.artifact_id, principal=principal,
-                             revision=head.revision)
-    decision = json.loads(raw)
-    manifest_id = str(decision["manifest_id"])
-    manifest: dict[str, Any] = await store.get_manifest(manifest_id, principal=principal)
-    check_manifest(job_id, manifest, manifest_id)
-    cost = (decision.get("usage") or {}).get("cost_micro_usd")
-    return manifest, cost if isinstance(cost, int) else None
+    return found
 
 
 async def turn_manifest(store: Any, job_id: str, turn: int, principal: Any) -> dict[str, Any]:

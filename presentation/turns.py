@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 import artifacts
+from contracts.ownership import check_manifest
 
 
 class TraceCall(BaseModel):
@@ -61,12 +62,39 @@ async def _head_json(store: Any, kind: str, artifact_id: str,
     return found
 
 
+async def first_turn(store: Any, job_id: str, principal: Any) -> int:
+    """The number of ``job_id``'s first own research turn: 1, or N+1 for a fork of a
+    job's turn N (its turns up to N are its parent's, and were never its own calls —
+    docs/architecture.md#forking-a-job)."""
+    spec = await _head_json(store, "job_spec", job_id, principal)
+    lineage = (spec or {}).get("lineage")
+    turn = lineage.get("turn") if isinstance(lineage, dict) else None
+    return int(turn) + 1 if isinstance(turn, int) else 1
+
+
+async def turn_request(store: Any, job_id: str, turn: int,
+                       principal: Any) -> tuple[dict[str, Any], int | None] | None:
+    """The sealed manifest research turn ``turn`` of ``job_id`` was decided on, and that
+    turn's cost as its stored reply records it (micro-USD; ``None`` when the worker had no
+    price for the model); ``None`` when the job has no such turn. ``pressroom explain
+    --diff`` and the console's compare page read both sides with it."""
+    decision = await _head_json(store, "model_decision", f"{job_id}.turn.{turn:04d}",
+                                principal)
+    if decision is None:
+        return None
+    manifest_id = str(decision["manifest_id"])
+    manifest: dict[str, Any] = await store.get_manifest(manifest_id, principal=principal)
+    check_manifest(job_id, manifest, manifest_id)
+    cost = (decision.get("usage") or {}).get("cost_micro_usd")
+    return manifest, cost if isinstance(cost, int) else None
+
+
 async def research_turns(store: Any, job_id: str, principal: Any) -> list[TraceTurn]:
-    """Every research turn of ``job_id`` in order, each with its tool calls and what their
-    results were (``pressroom trace`` and the console's job page both show these): one
-    store read per turn and one per call."""
+    """Every research turn of ``job_id`` in order (a fork's from its first own turn), each
+    with its tool calls and what their results were (``pressroom trace`` and the console's
+    job page both show these): one store read per turn and one per call."""
     turns: list[TraceTurn] = []
-    number = 1
+    number = await first_turn(store, job_id, principal)
     while (decision := await _head_json(store, "model_decision",
                                         f"{job_id}.turn.{number:04d}", principal)) is not None:
         usage = decision.get("usage") or {}

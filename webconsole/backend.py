@@ -43,7 +43,7 @@ from artifacts import Store
 from artifacts.errors import InvalidArtifact, ScopeDenied
 from client import jobs, live
 from client.errors import JobNotFound
-from context import DataBlockView
+from context import DataBlockView, ManifestDiff, diff_manifests
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
@@ -51,7 +51,7 @@ from contracts.pricing import format_usd
 from contracts.signing import normalize_name
 from contracts.workflow_messages import PendingDraft, ReviewResult
 from presentation.explain import flagged_items
-from presentation.turns import TraceTurn, lines_read, research_turns
+from presentation.turns import TraceTurn, lines_read, research_turns, turn_request
 from webconsole.evidence import item_texts, request_blocks
 from webconsole.timeline import Stage, Step, number_turns, stage_of, stages
 
@@ -354,6 +354,22 @@ class ConsoleBackend:
                 if len(canonical) <= MAX_REQUEST_CHARS
                 else canonical[:MAX_REQUEST_CHARS] + "\n… (cut; see `pressroom explain`)")
         return manifest
+
+    async def compare(self, job_b: str, turn_b: int, job_a: str, turn_a: int,
+                      viewer: str) -> ManifestDiff:
+        """The sealed requests of ``job_a``'s research turn ``turn_a`` and ``job_b``'s turn
+        ``turn_b`` compared item by item (``context.diff_manifests``, as ``pressroom explain
+        --diff``), each job's own id reading ``{job}``. Both jobs must list ``viewer``;
+        ``NotVisible`` when either does not, or has no such turn — one answer for both."""
+        sides = []
+        for job_id, turn in ((job_a, turn_a), (job_b, turn_b)):
+            spec = await self.spec(job_id, viewer)
+            found = await turn_request(self.store, job_id, turn, _principal(spec))
+            if found is None:
+                raise NotVisible(f"job {job_id!r} has no research turn {turn}")
+            sides.append(found)
+        (a, cost_a), (b, cost_b) = sides
+        return diff_manifests(a, b, jobs=(job_a, job_b), cost_a=cost_a, cost_b=cost_b)
 
     async def decide(self, job_id: str, viewer: str, decision: jobs.Decision, *,
                      key: Ed25519PrivateKey, draft_revision: int, draft_hash: str,

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from presentation.explain import attestation_line, flagged_items
+from webconsole.backend import NotVisible
 from webconsole.pages.common import Deps, render, signed_in
 
 
@@ -77,4 +78,43 @@ async def manifest_page(request: Request, deps: Deps) -> Response:
     }, session=session)
 
 
-__all__ = ["by_zone", "manifest_page", "partitions", "plain"]
+def _turn(value: str | None, name: str) -> int | None:
+    """A turn number from the query string: ``None`` when absent, ``NotVisible`` when it
+    is not a positive whole number (no job has such a turn)."""
+    if value is None or value == "":
+        return None
+    if not value.isdigit() or int(value) < 1 or len(value) > 6:
+        raise NotVisible(f"{name} must be a research turn's number, not {value[:20]!r}")
+    return int(value)
+
+
+async def compare_page(request: Request, deps: Deps) -> Response:
+    """Two sealed research requests, item by item: what entered, left or changed zone,
+    with the gate or transform that decided it, and the token and cost difference — the
+    console's ``pressroom explain --diff``. ``/jobs/B/compare?turn=M`` compares B's turn M
+    with its turn M-1, or, for a fork's first own turn, with its parent's same turn;
+    ``against=A&against_turn=N`` names the other side."""
+    session = signed_in(request, deps)
+    job_b = request.path_params["job_id"]
+    turn_b = _turn(request.query_params.get("turn"), "turn")
+    if turn_b is None:
+        raise NotVisible("say which research turn to compare: ?turn=N")
+    spec_b = await deps.backend.spec(job_b, session.reviewer)
+    lineage = spec_b.lineage
+    first_own = lineage.turn + 1 if lineage is not None else 1
+    against = request.query_params.get("against") or (
+        lineage.parent_job if lineage is not None and turn_b == first_own else job_b)
+    turn_a = _turn(request.query_params.get("against_turn"), "against_turn") or (
+        turn_b if against != job_b else max(turn_b - 1, 1))
+    diff = await deps.backend.compare(job_b, turn_b, against, turn_a, session.reviewer)
+    return render(request, deps, "compare.html", {
+        "a": {"job_id": against, "turn": turn_a, "manifest_id": diff.a,
+              "tokens": diff.tokens_a, "cost": diff.cost_a},
+        "b": {"job_id": job_b, "turn": turn_b, "manifest_id": diff.b,
+              "tokens": diff.tokens_b, "cost": diff.cost_b},
+        "diff": diff, "changes": {c: sum(1 for i in diff.items if i.change == c)
+                                  for c in ("entered", "left", "changed")},
+    }, session=session)
+
+
+__all__ = ["by_zone", "compare_page", "manifest_page", "partitions", "plain"]
