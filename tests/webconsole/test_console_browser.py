@@ -79,6 +79,13 @@ async def test_sign_in_review_request_changes_approve_in_a_browser(
         assert wait_visible(browser, "#job-status").text == "awaiting review"
         wait_visible(browser, "#timeline")
         screenshot(browser, "03-job")
+        # what changed between two research turns' requests
+        browser.find_element(By.CSS_SELECTOR, "#turns a.compare").click()
+        assert wait_visible(browser, "#change-counts").text.endswith("changed")
+        wait_visible(browser, "#compare-items")
+        screenshot(browser, "03-job-turn-compare")
+        browser.back()
+        wait_visible(browser, "#timeline")
 
         # the draft, a citation followed to its excerpt
         browser.find_element(By.ID, "open-review").click()
