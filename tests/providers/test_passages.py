@@ -92,6 +92,15 @@ def test_code_joins_comment_runs_docstrings_and_bracketed_statements() -> None:
                            "server cannot park the client")
 
 
+def test_a_setting_in_a_text_file_is_a_line_of_its_own() -> None:
+    lines = ["Client defaults, as the settings module defines them:", "",
+             "MAX_RETRIES = 5", "BASE_DELAY_SECONDS = 0.5", "max_delay: 30",
+             "Note: a prose line with a colon", "wraps like any other."]
+    assert [(a, b, text) for a, b, text, _ in _spans(lines)][1:] == [
+        (2, 2, "MAX_RETRIES = 5"), (3, 3, "BASE_DELAY_SECONDS = 0.5"), (4, 4, "max_delay: 30"),
+        (5, 6, "Note: a prose line with a colon wraps like any other.")]
+
+
 def test_a_log_keeps_its_lines_apart() -> None:
     lines = ["2026-01-01 ERROR retry 1 failed: timeout", "2026-01-01 ERROR retry 2 failed"]
     assert layout("logs/test-run.log") == "lines"
