@@ -38,12 +38,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from activities.runtime import ActivityRuntime, pause_point, principal_of, scope_of
 from activities.telemetry import emit, now_ns
 from contracts import reviewer_registry
 from contracts.activity_messages import PublishInput, PublishResult
+from contracts.approval import approval_problem
 from contracts.errors import PathRefused, PublishRefused
 from contracts.job_spec import JobSpec
 from contracts.path_safety import (
@@ -55,8 +54,7 @@ from contracts.path_safety import (
     open_folder,
 )
 from contracts.path_safety import article_path as path_of_article
-from contracts.signing import SignatureError, normalize_name, verify
-from contracts.workflow_messages import ReviewInput
+from contracts.signing import normalize_name
 
 
 def receipt_key(spec: JobSpec, inp: PublishInput) -> str:
@@ -132,31 +130,15 @@ def _verify(spec: JobSpec, inp: PublishInput, review_rec: Any, decision: dict[st
     if review_rec.writer != reviewer:
         raise PublishRefused(f"review decision was written by {review_rec.writer!r}, "
                              f"not by the reviewer {reviewer!r}")
-    _verify_signature(spec, decision, reviewer)
+    _verify_signature(spec, decision)
 
 
-def _verify_signature(spec: JobSpec, decision: dict[str, Any], reviewer: str) -> None:
-    """The stored decision's signature, checked again against the spec's keys.
-
-    Nonce and time were checked when the decision was accepted; here only that the
-    reviewer's listed key signed exactly this approval of this draft for this destination.
-    """
-    bound = decision.get("draft") or {}
-    try:
-        signed = ReviewInput(
-            decision="approve", reviewer=reviewer, draft_revision=bound.get("revision"),
-            draft_hash=bound.get("content_hash"), destination=decision.get("destination"),
-            comments=decision.get("comments") or [], signature=decision.get("signature"),
-            first_run_id=decision.get("first_run_id"))
-        verify(signed.signature, "review", spec.job_id, signed.signed_body(),
-               allowed=spec.review.signers(operators=False))
-    except (SignatureError, ValidationError) as exc:
-        detail = str(exc) if isinstance(exc, SignatureError) else "malformed signed decision"
-        raise PublishRefused(f"review decision's signature does not hold: {detail}") from None
-    assert signed.signature is not None
-    if normalize_name(signed.signature.signer) != normalize_name(reviewer):
-        raise PublishRefused(f"review decision names {reviewer!r} but is signed by "
-                             f"{signed.signature.signer!r}")
+def _verify_signature(spec: JobSpec, decision: dict[str, Any]) -> None:
+    """The stored decision's signature, checked again against the spec's keys
+    (``contracts.approval``: the console shows a reader the same verdict)."""
+    problem = approval_problem(spec, decision)
+    if problem is not None:
+        raise PublishRefused(problem)
 
 
 def check_registry(registry: Path, reviewer: str, public_key: str, *,

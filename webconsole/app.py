@@ -134,6 +134,7 @@ def create_app(config: ConsoleConfig, backend: ConsoleBackend, accounts: Reviewe
         Route("/jobs/{job_id}/manifests/{manifest_id}", page(manifest.manifest_page)),
         Route("/jobs/{job_id}/file", page(review.file_page)),
         Route("/jobs/{job_id}/compare", page(manifest.compare_page)),
+        Route("/jobs/{job_id}/published", page(review.published_page)),
         Route("/signin", page(signin.signin_page), methods=["GET"]),
         Route("/signin", page(signin.signin_submit), methods=["POST"]),
         Route("/signin/once", page(signin.signin_once), methods=["GET"]),

@@ -44,6 +44,7 @@ from artifacts.errors import InvalidArtifact, ScopeDenied
 from client import jobs, live
 from client.errors import JobNotFound
 from context import DataBlockView, ManifestDiff, diff_manifests
+from contracts.approval import approval_problem
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
@@ -124,6 +125,29 @@ class DraftReview:
     #: what the research turns cost (``$0.000000``), ``None`` when nothing was priced
     cost: str | None
     #: every line the job's reads returned, by (source, path, revision)
+    lines_read: dict[tuple[str, str, str], dict[int, str]]
+
+
+@dataclass
+class PublishedArticle:
+    """A published job's article as its reviewer approved it, and that signed decision.
+
+    The text is the approved draft revision read from the store and checked against the
+    hash the decision binds (the published file adds only a provenance header,
+    ``activities.publish``); ``signature_problem`` is ``contracts.approval``'s verdict on
+    the decision — what the publisher checked before writing — ``None`` when it holds."""
+
+    job_id: str
+    spec: JobSpec
+    receipt: dict[str, Any]
+    decision: dict[str, Any]
+    signature_problem: str | None
+    draft_revision: int
+    draft_hash: str
+    text: str
+    blocks: list[DataBlockView]
+    manifest_id: str | None
+    request_verified: bool
     lines_read: dict[tuple[str, str, str], dict[int, str]]
 
 
@@ -287,18 +311,8 @@ class ConsoleBackend:
             _, old = await self.store.get("article_draft", pending.artifact_id,
                                           principal=principal, revision=record.parent_revision)
             previous_text, previous_revision = old.decode("utf-8"), record.parent_revision
-        manifest_id = record.metadata.get("manifest_id")
-        blocks: list[DataBlockView] = []
-        verified = False
-        manifest: dict[str, Any] = {}
-        if isinstance(manifest_id, str):
-            manifest = await self.store.get_manifest(manifest_id, principal=principal)
-            try:
-                check_manifest(job_id, manifest, manifest_id)
-            except ForeignArtifact:
-                raise DraftUnavailable(f"job {job_id!r}: its draft's manifest is not its own; "
-                                       "not shown") from None
-            blocks, verified = _blocks_of(manifest)
+        manifest_id, manifest, blocks, verified = await self._draft_request(
+            job_id, principal, record)
         research = view.live.research
         if research is not None and research.turn:
             missing = [t.name for t in spec.topics if t.name not in research.covered_topics]
@@ -314,6 +328,75 @@ class ConsoleBackend:
                            previous_text=previous_text, previous_revision=previous_revision,
                            blocks=blocks, manifest_id=manifest_id if isinstance(
                                manifest_id, str) else None, request_verified=verified)
+
+    async def _draft_request(self, job_id: str, principal: artifacts.Principal, record: Any
+                             ) -> tuple[str | None, dict[str, Any], list[DataBlockView], bool]:
+        """The sealed request a draft revision was written from (its record names the draft
+        step's manifest): the manifest's id and body, its data blocks, and whether the
+        request still hashes to its seal."""
+        manifest_id = record.metadata.get("manifest_id")
+        if not isinstance(manifest_id, str):
+            return None, {}, [], False
+        manifest: dict[str, Any] = await self.store.get_manifest(manifest_id,
+                                                                 principal=principal)
+        try:
+            check_manifest(job_id, manifest, manifest_id)
+        except ForeignArtifact:
+            raise DraftUnavailable(f"job {job_id!r}: its draft's manifest is not its own; "
+                                   "not shown") from None
+        blocks, verified = _blocks_of(manifest)
+        return manifest_id, manifest, blocks, verified
+
+    async def published(self, job_id: str, viewer: str) -> PublishedArticle:
+        """The article ``job_id`` published and the signed decision that approved it;
+        ``DraftUnavailable`` when it has published nothing, or what the store holds does
+        not match what the receipt and decision bind (then nothing of it is shown)."""
+        spec = await self.spec(job_id, viewer)
+        view = await jobs.view_job(self.client, job_id, worker_grace=self.worker_grace)
+        receipt = (view.live.receipt if view.live is not None else
+                   view.result.receipt if view.result is not None else None)
+        if receipt is None:
+            raise DraftUnavailable(f"job {job_id!r} has published nothing ({view.summary})")
+        principal = _principal(spec)
+        decision: dict[str, Any] | None = None
+        try:
+            for rec in await self.store.history("review_decision", f"{job_id}.review",
+                                                principal=principal):
+                check_record(job_id, spec.scope.tenant, spec.scope.project, rec)
+                _, body = await self.store.get("review_decision", rec.artifact_id,
+                                               principal=principal, revision=rec.revision)
+                found = json.loads(body)
+                if found.get("decision_id") == receipt.review_decision_id:
+                    decision = found
+        except ForeignArtifact:
+            raise DraftUnavailable(f"job {job_id!r}: its review decisions are not its own; "
+                                   "not shown") from None
+        if decision is None or decision.get("decision") != "approve":
+            raise DraftUnavailable(f"job {job_id!r}: the decision its receipt names "
+                                   f"({receipt.review_decision_id}) is not stored as an "
+                                   "approval; not shown")
+        bound = decision.get("draft") or {}
+        try:
+            check_owned(job_id, "article_draft", str(bound.get("artifact_id")))
+            record, text = await self.store.get("article_draft", str(bound["artifact_id"]),
+                                                principal=principal,
+                                                revision=int(bound["revision"]))
+            check_record(job_id, spec.scope.tenant, spec.scope.project, record)
+        except (ForeignArtifact, KeyError, ValueError, TypeError):
+            raise DraftUnavailable(f"job {job_id!r}: its approval binds no draft of its own; "
+                                   "not shown") from None
+        if "sha256:" + hashlib.sha256(text).hexdigest() != bound.get("content_hash"):
+            raise DraftUnavailable(f"job {job_id!r}: the stored draft r{bound.get('revision')} "
+                                   "does not match the hash its approval binds; not shown")
+        manifest_id, _manifest, blocks, verified = await self._draft_request(
+            job_id, principal, record)
+        return PublishedArticle(
+            job_id=job_id, spec=spec, receipt=receipt.model_dump(mode="json"),
+            decision=decision, signature_problem=approval_problem(spec, decision),
+            draft_revision=int(bound["revision"]), draft_hash=str(bound["content_hash"]),
+            text=text.decode("utf-8"), blocks=blocks, manifest_id=manifest_id,
+            request_verified=verified,
+            lines_read=await lines_read(self.store, job_id, principal))
 
     async def file_read(self, job_id: str, viewer: str, source: str, path: str,
                         revision: str) -> dict[int, str]:

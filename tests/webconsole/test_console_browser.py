@@ -140,6 +140,20 @@ async def test_sign_in_review_request_changes_approve_in_a_browser(
         assert wait_visible(browser, "#job-status").text == "published"
         screenshot(browser, "07-published-receipt")
         assert len(published_files(spec)) == 1
+        # an ended job answers no status query: its research figures come from its turns
+        assert second.research is not None
+        assert wait_visible(browser, "#job-turn").text == str(second.research.turn)
+        assert wait_visible(browser, "#job-tokens").text != "—"
+
+        # the published article and the signed decision behind it
+        browser.find_element(By.ID, "published-link").click()
+        assert "alice" in wait_visible(browser, "#signature-holds").text
+        assert wait_visible(browser, "#published-revision").text == \
+            f"r{second.pending_draft.revision}"
+        assert wait_visible(browser, "#decision-reviewer").text == "alice"
+        cited = wait_visible(browser, "#article a.cite")
+        assert wait_visible(browser, f"#{cited.get_attribute('data-excerpt')}")
+        screenshot(browser, "08-published-article")
     finally:
         worker.terminate()
         worker.wait(30)

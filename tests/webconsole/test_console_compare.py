@@ -6,7 +6,8 @@ store, reviewer accounts and the console app over HTTP. A parent job runs to its
 a fork of one of its turns with a new question runs to its own review; the fork's job page
 lists its own turns (from N+1) and links its first turn to the parent's same turn; the
 compare page names exactly the items ``explain --diff`` names. A reviewer the jobs do not
-list, and a turn no job has, get the console's one 404.
+list, and a turn no job has, get the console's one 404; an unpublished job's published page
+says it has published nothing (the browser test reads a published one).
 """
 
 from __future__ import annotations
@@ -104,6 +105,9 @@ async def test_compare_a_fork_s_first_turn_with_its_parent_s(
             assert missing.status_code == 404 and "has no research turn 99" in missing.text
             malformed = await web.get(f"/jobs/{fork_id}/compare", params={"turn": "1'"})
             assert malformed.status_code == 404
+            # a job that has published nothing has no published page (it says why)
+            unpublished = await web.get(f"/jobs/{fork_id}/published")
+            assert unpublished.status_code == 409 and "has published nothing" in unpublished.text
             # bob is listed by neither job: the same 404 as a job that does not exist
             await sign_in(bob_web, "bob")
             for job_id in (fork_id, parent.job_id):
@@ -111,6 +115,8 @@ async def test_compare_a_fork_s_first_turn_with_its_parent_s(
                                             params={"turn": str(turn + 1)})
                 assert refused.status_code == 404, refused.text
                 assert "data-item" not in refused.text
+                hidden = await bob_web.get(f"/jobs/{job_id}/published")
+                assert hidden.status_code == 404 and "published nothing" not in hidden.text
     finally:
         await console.close()
 

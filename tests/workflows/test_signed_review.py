@@ -24,6 +24,7 @@ from cli.reviewer_keys import ReviewerKeyError, signing_key
 from client import jobs
 from client.errors import CommandRefused, ReviewRejected
 from client.jobs import Decision
+from contracts.approval import approval_problem
 from contracts.errors import JobSpecError, PublishRefused
 from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.signing import SignatureError, public_key_text, sign, verify
@@ -177,7 +178,9 @@ async def test_verify_refuses_a_seen_nonce_and_another_purpose() -> None:
 
 async def test_publish_re_verifies_the_stored_signed_decision(
         make_spec: Callable[..., JobSpec]) -> None:
-    """The publish activity's own check, on decisions as ``record_review`` stores them."""
+    """The publish activity's own check, on decisions as ``record_review`` stores them —
+    and the console's verdict on a published decision, which is the same check
+    (``contracts.approval``)."""
     spec = make_spec()
     draft = {"artifact_id": f"{spec.job_id}.draft", "revision": 1,
              "content_hash": "sha256:" + "a" * 64}
@@ -187,20 +190,22 @@ async def test_publish_re_verifies_the_stored_signed_decision(
     stored: dict[str, Any] = {"decision": "approve", "reviewer": "alice", "draft": draft,
               "destination": spec.destination, "comments": [],
               "signature": signed.signature.model_dump(mode="json") if signed.signature else None}
-    _verify_signature(spec, stored, "alice")
+    _verify_signature(spec, stored)
+    assert approval_problem(spec, stored) is None
     for change, needle in (
             ({"signature": None}, "not signed"),
             ({"destination": "/elsewhere"}, "does not verify"),
             ({"draft": {**draft, "content_hash": "sha256:" + "b" * 64}}, "does not verify"),
             ({"comments": ["smuggled"]}, "does not verify")):
         with pytest.raises(PublishRefused, match=needle):
-            _verify_signature(spec, {**stored, **change}, "alice")
+            _verify_signature(spec, {**stored, **change})
+        assert needle in (approval_problem(spec, {**stored, **change}) or "")
     forged = _signed(ReviewInput(decision="approve", reviewer="alice", draft_revision=1,
                                  draft_hash=draft["content_hash"], destination=spec.destination),
                      spec.job_id, key_of="mallory")
     assert forged.signature is not None
     with pytest.raises(PublishRefused, match="not the one listed"):
-        _verify_signature(spec, {**stored, "signature": forged.signature.model_dump()}, "alice")
+        _verify_signature(spec, {**stored, "signature": forged.signature.model_dump()})
 
 
 async def test_resolve_and_cancel_must_be_signed_by_a_listed_reviewer_or_operator(

@@ -24,6 +24,7 @@ from client import jobs
 from client.live import finished
 from contracts.pricing import format_usd
 from contracts.workflow_messages import JobStatus, ResearchProgress
+from presentation.turns import TraceTurn
 from webconsole.backend import status_of
 from webconsole.pages.common import Deps, render, signed_in
 from webconsole.shown import marked
@@ -104,12 +105,21 @@ def _text(value: object) -> str:
     return str(marked(str(value)))
 
 
-def live_state(view: jobs.JobView, max_turns: int | None) -> dict[str, Any]:
+def live_state(view: jobs.JobView, max_turns: int | None,
+               turns: list[TraceTurn] | None = None) -> dict[str, Any]:
     """What the live panel shows of one status snapshot, as JSON-ready plain text (the
-    page's script sets it as text, never as markup)."""
+    page's script sets it as text, never as markup). A job that has ended answers no
+    status query with its research progress: ``turns`` (its stored turns,
+    ``presentation.turns.research_turns``) then say where its research ended — a
+    published job showed "turn 0" and no tokens."""
     status = status_of(view)
     live = view.live
     research = live.research if live is not None else None
+    if research is None and turns:
+        return {**_ended_state(turns), "status": status,
+                "status_label": status.replace("_", " "),
+                "stage": live.stage if live is not None else "done",
+                "summary": _text(view.summary), "ended": finished(view)}
     turn = research.turn if research is not None else 0
     limit = (research.round_start_turn if research is not None else 0) + max_turns \
         if max_turns is not None else None
@@ -129,6 +139,22 @@ def live_state(view: jobs.JobView, max_turns: int | None) -> dict[str, Any]:
             "summary": _text(view.summary), "ended": finished(view)}
 
 
+def _ended_state(turns: list[TraceTurn]) -> dict[str, Any]:
+    """The research figures of a job's stored turns: the last turn, the tokens and cost
+    of every turn's model call, the last calls."""
+    costs = [t.cost_micro_usd for t in turns if t.cost_micro_usd is not None]
+    calls = []
+    for turn in turns:
+        for call in turn.calls:
+            why = f" ({call.rejection})" if call.rejection else ""
+            size = f" · {call.result_chars:,} chars" if call.result_chars is not None else ""
+            calls.append(_text(f"turn {turn.turn} · {call.tool_name} · "
+                               f"{call.status or 'not run'}{why}{size}"))
+    return {"turn": turns[-1].turn, "turn_limit": None,
+            "tokens": f"{sum(t.input_tokens + t.output_tokens for t in turns):,}",
+            "cost": format_usd(sum(costs)) if costs else "", "calls": calls[-LIVE_CALLS:]}
+
+
 async def job_page(request: Request, deps: Deps) -> Response:
     session = signed_in(request, deps)
     job_id = request.path_params["job_id"]
@@ -138,7 +164,7 @@ async def job_page(request: Request, deps: Deps) -> Response:
     return render(request, deps, "job.html", {
         "detail": detail, "reason": reason,
         "actions": resolve_actions(detail.status, reason),
-        "state": live_state(detail.view, detail.spec.research.max_turns),
+        "state": live_state(detail.view, detail.spec.research.max_turns, detail.turns),
         "pending_calls": pending_calls(detail.view.live), "job_id": detail.job_id,
     }, session=session)
 

@@ -100,6 +100,26 @@ def _page_context(draft: DraftReview, session: Session) -> dict[str, object]:
             "file_urls": {e.anchor: file_url(draft.job_id, e) for e in rendered.cited}}
 
 
+async def published_page(request: Request, deps: Deps) -> Response:
+    """The article a job published, as its reviewer approved it, with its citations
+    resolved to what the model was shown, and the signed decision behind it: who decided,
+    when, on which draft revision and hash, with which comments, and whether the signature
+    holds against the reviewer's key the job lists (``contracts.approval``, the check the
+    publisher made). Readable by every reviewer the job lists."""
+    session = signed_in(request, deps)
+    job_id = request.path_params["job_id"]
+    article = await deps.backend.published(job_id, session.reviewer)
+    rendered = render_draft(article.text, lambda c: resolve(c, article.blocks))
+    signature = article.decision.get("signature") or {}
+    return render(request, deps, "published.html", {
+        "article": article, "rendered": rendered, "signer": signature.get("signer"),
+        "signed_at": signature.get("signed_at") or article.decision.get("decided_at"),
+        "contexts": {e.anchor: excerpt_context(e, article.lines_read)
+                     for e in rendered.cited},
+        "file_urls": {e.anchor: file_url(job_id, e) for e in rendered.cited}},
+        session=session)
+
+
 async def file_page(request: Request, deps: Deps) -> Response:
     """One file of a source at one revision, as the job's reads returned it: every line
     they returned, numbered, the gaps said (``ConsoleBackend.file_read``)."""
@@ -251,5 +271,5 @@ async def review_submit(request: Request, deps: Deps) -> Response:
     return RedirectResponse(f"/jobs/{job_id}?decided={result.decision}", status_code=303)
 
 
-__all__ = ["Context", "claim_comment", "excerpt_context", "file_page", "file_url", "review_page",
-           "review_submit", "summary"]
+__all__ = ["Context", "claim_comment", "excerpt_context", "file_page", "file_url",
+           "published_page", "review_page", "review_submit", "summary"]
