@@ -455,3 +455,29 @@ def test_manifest_values_are_never_python_reprs() -> None:
     assert plain(None) == "—" and plain(1098) == "1,098" and plain(0) == "0"
     assert plain({"start_item_id": "a", "end_item_id": None}) == "start item id: a, end item id: —"
     assert plain([1, "x"]) == "1, x" and plain([]) == "—" and plain(True) == "yes"
+
+
+def test_kept_out_says_what_decided_each_exclusion() -> None:
+    """The manifest page's "Kept out" table names the hard gate that excluded an item, else
+    the assembly stage that did (a budget eviction, a duplicate): the column was empty for
+    every exclusion no hard gate made."""
+    from webconsole.app import templates
+    from webconsole.pages.manifest import plain
+
+    env = templates().env
+    env.filters.setdefault("plain", plain)
+    excluded = [
+        {"item_id": "secret.md#L1-L3", "hard_gate": "secret_scan", "stage": "admission",
+         "reason": "secret_detected", "detail": "an API key"},
+        {"item_id": "old-plan", "hard_gate": None, "stage": "budget",
+         "reason": "budget_evicted", "detail": "lowest priority"},
+        {"item_id": "dupe", "hard_gate": None, "stage": "", "reason": "duplicate",
+         "detail": ""},
+    ]
+    html = env.get_template("manifest.html").render(
+        job_id="job-1", manifest_id="m-1", session=None, flagged=[], zones={}, texts={},
+        partitions=[], request_readable=False, attestation="", request_verified=False,
+        request_pretty=None, m={"excluded": excluded, "status": "ready"})
+    cells = re.findall(r'<td class="decided-by">([^<]*)</td>', html)
+    assert cells == ["gate secret_scan", "budget stage", "assembly stage"]
+    assert "budget evicted" in html and "None" not in html
