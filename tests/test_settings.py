@@ -275,7 +275,7 @@ def test_tests_readme_lists_every_test_hook() -> None:
     hooks = {"PRESSROOM_TEST_PAUSE_AT", "PRESSROOM_TEST_PAUSE_DIR", "PRESSROOM_TEST_FAIL_AT",
              "PRESSROOM_TEST_POSTGRES_URL", "PRESSROOM_BENCH_POSTGRES_URL", "PRESSROOM_CI",
              "PRESSROOM_UPDATE_GOLDEN", "PRESSROOM_FUZZ", "PRESSROOM_FAULTS",
-             "PRESSROOM_SCALE"}
+             "PRESSROOM_SCALE", "PRESSROOM_CI_ARTIFACTS"}
     assert hooks <= set(rows)
     assert "`PRESSROOM_CHROMIUM`, `PRESSROOM_CHROMEDRIVER`" in section
 
