@@ -98,6 +98,12 @@ async def test_sign_in_review_request_changes_approve_in_a_browser(
         excerpt = wait_visible(browser, f"#{anchor}")
         assert excerpt.find_element(By.TAG_NAME, "pre").text.strip()
         screenshot(browser, "04-review-citation")
+        # the excerpt's whole file at its pinned revision, as the job's reads returned it
+        excerpt.find_element(By.CSS_SELECTOR, ".whole-file a").click()
+        assert wait_visible(browser, "#file-lines span.hit").text.strip()
+        screenshot(browser, "04-whole-file")
+        browser.back()
+        wait_visible(browser, "#draft")
 
         # what the model saw
         browser.find_element(By.ID, "draft-manifest").click()
