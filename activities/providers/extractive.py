@@ -334,10 +334,12 @@ def collect(view: RequestView, brief: Brief, extra: dict[str, list[str]] | None 
                     if quote in seen or not any(t in quote.lower() for t in lowered):
                         continue
                     rank = salience.score(lines[i] if i == last else passage.text, lowered)
-                    explained = salience.docstring_after(lines, i) if i == last else None
-                    under = next((p for p, q in per_passage if p.start == explained
-                                  and len(q) == 1), None)
-                    if rank == salience.HEADER and under is not None:
+                    explained = salience.docstring_after(lines, i) \
+                        if rank == salience.HEADER and i == last else None
+                    under = None if explained is None else next(
+                        (p for p, q in per_passage if p.start == explained and len(q) == 1),
+                        None)
+                    if under is not None:
                         # a bare header says less than the docstring sentence under it
                         i, last, rank = under.start, under.end, salience.PROSE
                         quote = dict(per_passage)[under][0]

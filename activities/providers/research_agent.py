@@ -302,11 +302,14 @@ def _whole_sentences(lines: list[str], first: int, last: int, path: str) -> tupl
     """Lines ``first``..``last`` of a read widened to whole sentences and statements
     (``passages``) as far as the read shows them: a note citing one wrapped line of a
     sentence gave the draft half a sentence to quote."""
+    wide_first, wide_last = first, last
     for passage in passages(lines, layout(path), MAX_QUOTE_CHARS):
+        # only the sentences the chosen lines start or end (their neighbours' sentences
+        # sharing a line would otherwise chain the widening across the paragraph)
         if passage.start <= last and passage.end >= first and passage.end - passage.start < \
                 MAX_SENTENCE_LINES:
-            first, last = min(first, passage.start), max(last, passage.end)
-    return first, last
+            wide_first, wide_last = min(wide_first, passage.start), max(wide_last, passage.end)
+    return wide_first, wide_last
 
 
 def _request_line(request: Request) -> str:

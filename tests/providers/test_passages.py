@@ -150,3 +150,21 @@ def test_every_passage_is_in_order_and_quotes_its_own_lines(lines: list[str], ki
         previous = passage.start
         if passage.text:
             assert quote_matches(passage.text, lines[passage.start:passage.end + 1]), passage
+
+
+def test_a_note_widens_to_the_sentences_its_lines_start_or_end_and_no_further() -> None:
+    """The offline agent's note cites the whole sentences its chosen line is part of — not
+    the neighbouring sentences those share a line with, which would chain the widening
+    across the paragraph."""
+    from activities.providers.research_agent import _whole_sentences
+
+    lines = ["Use capped backoff: the delay after attempt n is",
+             "min(max_delay, base * 2 ** n). Without a cap, a long",
+             "outage makes clients sleep. Add jitter.",
+             "MAX_RETRIES = 5"]
+    assert _whole_sentences(lines, 0, 0, "guide.txt") == (0, 1)
+    assert _whole_sentences(lines, 1, 1, "guide.txt") == (0, 2)
+    assert _whole_sentences(lines, 3, 3, "guide.txt") == (3, 3)
+    # code: the statement a line opens
+    code = ["    def __init__(self, base_url,", "                 max_attempts=5):", "        pass"]
+    assert _whole_sentences(code, 0, 0, "client.py") == (0, 1)
