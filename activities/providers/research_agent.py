@@ -21,7 +21,9 @@ as its slowest topic, not the sum of them. A topic's next step:
    quote whole, its first sentence with a term; ``salience``: a definition
    with its value, then a docstring or comment, then a use; a bare header or an export
    list entry last), citing it and the adjacent lines after it that also define or
-   explain a term (one note per read, up to three) — but only once the topic's own
+   explain a term (one note per read, up to three), widened to the whole sentences or
+   statements those lines start or end as far as the read shows them (``passages``: a
+   wrapped sentence is cited whole, so the draft can quote it whole) — but only once the topic's own
    searches are done, and never while a search hit not yet read promises a better line;
 2. else the (term, source) pairs not yet searched → ``search`` them; a term is not searched
    again where a visible, complete search (not truncated, nothing skipped) of a query it
