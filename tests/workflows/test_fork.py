@@ -5,7 +5,9 @@ store and the offline research agent. A parent runs to its review; forks of one 
 turns are started through the CLI's own client code (``cli.fork_command``), each with
 kinds of edits; one runs through its own review to publication while the parent's store
 records stay byte for byte what they were. A fork of a tampered state, an unsigned fork
-and a fork signed by someone the parent does not list are refused in one line.
+and a fork signed by someone the parent does not list are refused in one line. The
+parent's workflow history and store rows are compared before and after the forks, and it
+then publishes on its own review with its receipt untouched by the refused forks.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ async def test_fork_edits_review_publish_and_refusals(
         turn = int(first_note["call_id"][1:5])
         assert turn < (status.research.turn if status.research else 0)
         before = _rows(db, parent.job_id)
+        # compared as parsed JSON: a protobuf map (search attributes) prints in any order
+        history_before = json.loads((await handle.fetch_history()).to_json())
 
         # a fork with a question, a budget and a dropped note runs to its own publication
         fork_id = f"f1-{parent.job_id}"
@@ -152,6 +156,16 @@ async def test_fork_edits_review_publish_and_refusals(
         assert not [n for n in await loop_notes(runtime, f3_spec)
                     if n["source_name"] == "handbook"]
 
+        # three forks later the parent's history and store rows are what they were, and
+        # it publishes on its own review; its receipt stays as written through the
+        # refused forks below
+        assert _rows(db, parent.job_id) == before
+        assert json.loads((await handle.fetch_history()).to_json()) == history_before
+        await review(client, parent.job_id, "approve")
+        assert (await wait_status(handle, {"published", "failed"})).status == "published"
+        receipt = _rows(db, parent.job_id)["receipts"]
+        assert receipt
+
         # refused: signed by someone the parent does not list
         with pytest.raises(ForkNotStarted, match="not a listed signer"):
             await fork_job(client, store_url, parent.job_id, turn=turn,
@@ -178,4 +192,5 @@ async def test_fork_edits_review_publish_and_refusals(
             await fork_job(client, store_url, parent.job_id, turn=turn,
                            new_id=f"x3-{parent.job_id}", flags=_flags(), signer="alice",
                            key=reviewer_key("alice"), task_queue=task_queue)
+        assert _rows(db, parent.job_id)["receipts"] == receipt
     assert json.dumps(before, sort_keys=True)
