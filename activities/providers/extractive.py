@@ -37,7 +37,7 @@ from typing import Any
 
 from activities.providers import salience
 from activities.providers.base import ProviderResult
-from activities.providers.passages import Passage, layout, passages
+from activities.providers.passages import Passage, layout, passages, sentences
 from activities.providers.payload import RequestView, read_request
 from context import (
     LINE_RANGE,
@@ -234,7 +234,6 @@ def line_citation(block: DataBlockView, index: int, line_count: int,
 
 _MARKERS = re.compile(r"^(?:[-*]\s+|#+\s+|>\s+|\d+\.\s+)")
 _LOW_VALUE = re.compile(r"^(?:from\s+\S+\s+import\b|import\s|__all__\b|```|~~~)")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _DOC_QUOTES = ('"""', "'''")
 
 
@@ -254,7 +253,7 @@ def fragments(line: str) -> list[str]:
     text = _MARKERS.sub("", text, count=1)
     for q in _DOC_QUOTES:
         text = text.removeprefix(q).removesuffix(q)
-    pieces = [text] if len(text) <= MAX_QUOTE_CHARS else _SENTENCE.split(text)
+    pieces = [text] if len(text) <= MAX_QUOTE_CHARS else sentences(text)
     out = []
     for piece in pieces:
         piece = piece.strip()

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
-__all__ = ["MAX_STATEMENT_LINES", "Layout", "Passage", "layout", "passages", "quote_matches"]
+__all__ = ["MAX_STATEMENT_LINES", "Layout", "Passage", "layout", "passages", "quote_matches",
+           "sentences"]
 
 Layout = Literal["prose", "code", "lines"]
 MAX_STATEMENT_LINES = 6
@@ -135,6 +136,12 @@ def _segments(text: str, begin: int, end: int, boundary: re.Pattern[str]
             out.append((first, first + len(piece.strip())))
         at = resume
     return out
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split where its sentences end (the rule passages use; each piece is a
+    verbatim substring of ``text``)."""
+    return [text[a:b] for a, b in _segments(text, 0, len(text), _SENTENCE_END)]
 
 
 def _sentences(pieces: list[tuple[int, str]], limit: int, final: int) -> list[Passage]:
