@@ -208,6 +208,7 @@ def stage_times(req: AssemblyRequest) -> dict[str, float]:
     from context.assembly import pipeline
     from context.budget import stage as budget_stage
     from context.seal import finish
+    from context.tools import stage as tool_stage
 
     acc: dict[str, float] = {}
     patched: list[tuple[object, str, Any]] = []
@@ -227,7 +228,7 @@ def stage_times(req: AssemblyRequest) -> dict[str, float]:
 
     wrap(admission_stage.GateStage, "run", "gates")
     wrap(pipeline, "rank", "ranking")
-    wrap(pipeline.ToolStage, "run", "structure")
+    wrap(tool_stage.ToolStage, "run", "structure")
     wrap(pipeline, "apply_source_limits", "source_limits")
     wrap(budget_stage.BudgetStage, "run", "budget")
     wrap(finish.Finisher, "ready", "render_serialize_seal")

@@ -72,6 +72,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -317,11 +318,11 @@ async def record(turns: int, home: Path, context_limit: int | None = None) -> di
             manifest = await store.get_manifest(decision["manifest_id"], principal=principal)
             requests.append(manifest["serialized_request"]["canonical_json"])
         tools: dict[str, list[Any]] = {"calls": [], "results": []}
+        head = await store.head("tool_record", tools_id(spec.job_id, done), principal=principal)
+        assert head is not None, f"no tool history chunk for turn {done}"
         for _rec, body in await read_chunks(store, principal, ArtifactRef(
                 kind="tool_record", artifact_id=tools_id(spec.job_id, done),
-                revision=(await store.head("tool_record", tools_id(spec.job_id, done),
-                                           principal=principal)).revision,
-                content_hash="sha256:unused")):
+                revision=head.revision, content_hash="sha256:unused")):
             chunk = json.loads(body)
             tools["calls"] += chunk["calls"]
             tools["results"] += chunk["results"]
@@ -379,13 +380,14 @@ async def record(turns: int, home: Path, context_limit: int | None = None) -> di
 def _dumps_like(original: str, body: dict[str, Any]) -> str:
     """``body`` serialized the way the tool runtime serialized ``original``."""
     parsed = json.loads(original)
-    for form in (lambda v: json.dumps(v), lambda v: json.dumps(v, ensure_ascii=False),
-                 lambda v: json.dumps(v, sort_keys=True, separators=(",", ":")),
-                 lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True,
-                                      separators=(",", ":")),
-                 lambda v: json.dumps(v, separators=(",", ":"))):
+    forms: tuple[Callable[[Any], str], ...] = (
+        lambda v: json.dumps(v), lambda v: json.dumps(v, ensure_ascii=False),
+        lambda v: json.dumps(v, sort_keys=True, separators=(",", ":")),
+        lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, separators=(",", ":")),
+        lambda v: json.dumps(v, separators=(",", ":")))
+    for form in forms:
         if form(parsed) == original:
-            return str(form(body))
+            return form(body)
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 

@@ -36,14 +36,14 @@ HERE = Path(__file__).resolve().parents[1]
 def _measure(code: Path, calls: int) -> dict[str, Any]:
     sys.path.insert(0, str(code))
     from activities.research_tools import run_source_tool
-    from contracts.source_specs import DocumentSourceSpec, GitSourceSpec
+    from contracts.source_specs import DocumentSourceSpec, GitSourceSpec, SourceSpec
     from examples.build_fixtures import EXPECTED_COMMITS, build_fixtures
     from tests.sources.conftest import locations, roots
 
     with tempfile.TemporaryDirectory() as name:
         fixtures = Path(name) / "fixtures"
         build_fixtures(fixtures)
-        sources = [
+        sources: list[SourceSpec] = [
             GitSourceSpec(name="backoff-lib", repo=str(fixtures / "repos" / "backoff-lib"),
                           commit=EXPECTED_COMMITS["backoff-lib"]["v2"]),
             DocumentSourceSpec(name="http-notes", path=str(fixtures / "docs")),
