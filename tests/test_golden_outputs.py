@@ -131,6 +131,7 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
         PlanInput,
         RecordTurnInput,
         StepState,
+        StoreJobSpecInput,
         ToolCallInput,
     )
     from contracts.job_spec import load_job_spec
@@ -158,7 +159,7 @@ async def _example_job(tmp: Path) -> dict[str, Any]:
         principal = Principal(principal_id=spec.principal.principal_id,
                               tenant=spec.scope.tenant, project=spec.scope.project)
         spec_ref = await store_activities.store_job_spec(
-            runtime, store_activities.StoreJobSpecInput(spec=spec))
+            runtime, StoreJobSpecInput(spec=spec))
         job = JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
                      tenant=spec.scope.tenant, project=spec.scope.project, spec=spec_ref)
         state = StepState(job_spec=spec_ref)

@@ -120,7 +120,7 @@ def test_each_variable(variable: str, raw: str, field: str, want: Any) -> None:
 
 
 def test_every_variable_is_parametrized_above() -> None:
-    marks = test_each_variable.pytestmark  # type: ignore[attr-defined]
+    marks = test_each_variable.pytestmark
     covered = {params[0] for m in marks if m.name == "parametrize" for params in m.args[1]}
     assert covered == {v.name for v in VARIABLES}
     assert {v.field for v in VARIABLES} == set(Settings.model_fields)

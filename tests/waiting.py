@@ -12,13 +12,21 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, overload
 
 T = TypeVar("T")
 
 
-async def wait_for(condition: Callable[[], T | Awaitable[T]], deadline: float, what: str, *,
-                   interval: float = 0.1) -> T:
+# The value returned is truthy, so never None: a condition answering ``X | None`` gives ``X``.
+# The async form comes first: a coroutine function is also a callable returning a value.
+@overload
+async def wait_for(condition: Callable[[], Awaitable[T | None]], deadline: float, what: str, *,
+                   interval: float = ...) -> T: ...
+@overload
+async def wait_for(condition: Callable[[], T | None], deadline: float, what: str, *,
+                   interval: float = ...) -> T: ...
+async def wait_for(condition: Callable[[], object], deadline: float, what: str, *,
+                   interval: float = 0.1) -> object:
     """Poll ``condition`` (sync or async) until it returns something truthy, and return it.
 
     ``deadline``: seconds from now; past it the test fails with "``what`` not within …"
@@ -34,7 +42,7 @@ async def wait_for(condition: Callable[[], T | Awaitable[T]], deadline: float, w
             if inspect.isawaitable(value):
                 value = await value
             if value:
-                return value  # type: ignore[return-value]
+                return value
             last_error = None
         except AssertionError:
             raise

@@ -83,8 +83,9 @@ def test_a_search_whose_hits_left_the_request_unread_is_asked_once_more() -> Non
     from activities.providers.research_agent import _log_line
 
     def seen(*lines: str) -> Agent:
-        picture_ = picture(read_request(assemble(request(
-            tool_history=history(1), policy=FOLDED)).serialized.payload, "openai_chat"))
+        out = assemble(request(tool_history=history(1), policy=FOLDED))
+        assert isinstance(out, Ready)
+        picture_ = picture(read_request(out.serialized.payload, "openai_chat"))
         picture_.topics, picture_.sources, picture_.results = [("retry", ["Retry-After"])], \
             ["httpkit"], []
         for line in lines:

@@ -33,7 +33,8 @@ from activities.context_activity import assemble_context
 from activities.record_turn import note_item_id, notes_id, tools_id
 from activities.runtime import ActivityRuntime, dumps, principal_of, put_once, ref_of
 from activities.sources import EvidenceRecord
-from activities.store_activities import StoreJobSpecInput, store_job_spec
+from activities.store_access import WorkerStore
+from activities.store_activities import store_job_spec
 from artifacts import json_hash, open_store
 from artifacts.attestation import Keyring, parse_keyring
 from context.items import sha256_text
@@ -45,6 +46,7 @@ from contracts.activity_messages import (
     DraftInput,
     JobRef,
     StepState,
+    StoreJobSpecInput,
 )
 from contracts.job_spec import JobSpec, parse_job_spec
 from presentation.explain import render_manifest
@@ -131,6 +133,7 @@ async def _sql(job: Job, sql: str, **params: Any) -> None:
     runtime = job.runtime(None)
     try:
         store = await runtime.store()
+        assert isinstance(store, WorkerStore)  # the worker's wrapper: ``db`` is the store's
         async with store.db.write() as session:
             await session.execute(text(sql), params)
     finally:

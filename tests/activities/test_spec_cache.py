@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from activities.runtime import ActivityRuntime
-from activities.store_activities import StoreJobSpecInput, store_job_spec
+from activities.store_activities import store_job_spec
 from artifacts.errors import ScopeDenied
-from contracts.activity_messages import JobRef
+from contracts.activity_messages import JobRef, StoreJobSpecInput
 from contracts.job_spec import parse_job_spec
 from settings import Settings
 from tests.workflows.jobkit import job_dict, roots_for

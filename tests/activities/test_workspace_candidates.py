@@ -13,8 +13,8 @@ import pytest
 
 from activities.candidates import load_candidates
 from activities.runtime import ActivityRuntime
-from activities.store_activities import StoreJobSpecInput, store_job_spec
-from contracts.activity_messages import AssembleContextInput, JobRef, StepState
+from activities.store_activities import store_job_spec
+from contracts.activity_messages import AssembleContextInput, JobRef, StepState, StoreJobSpecInput
 from contracts.job_spec import parse_job_spec
 from settings import Settings
 from tests.workflows.jobkit import job_dict, roots_for

@@ -97,8 +97,8 @@ async def test_bad_scope_shapes(
 
 
 async def test_scope_dict_is_accepted(store: ArtifactStore, alice: Principal) -> None:
-    rec = await store.put(ArtifactKind.DOCUMENT, "d", b"x", principal=alice,
-                          scope={"tenant": "acme", "project": "newsroom", "task": "t"},
+    as_json: Any = {"tenant": "acme", "project": "newsroom", "task": "t"}  # not a Scope
+    rec = await store.put(ArtifactKind.DOCUMENT, "d", b"x", principal=alice, scope=as_json,
                           trust="trusted_state", parent_revision=None)
     assert rec.scope == Scope(tenant="acme", project="newsroom", task="t")
 

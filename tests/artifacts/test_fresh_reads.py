@@ -9,7 +9,7 @@ read, and a cached body that no longer matches its content hash is never handed 
 from __future__ import annotations
 
 from activities.store_access import WorkerStore
-from artifacts import ArtifactStore, Principal, Scope
+from artifacts import ArtifactKind, ArtifactRecord, ArtifactStore, Principal, Scope
 from artifacts.sealed_records import json_hash
 
 BODY = {"assembly": {"policy": {"id": "p", "revision": "1"}},
@@ -44,9 +44,10 @@ async def test_worker_cache_keeps_writes_and_rechecks_hits(
     calls: list[str] = []
     real_get = store.get
 
-    async def counting_get(*args: object, **kwargs: object) -> object:
+    async def counting_get(kind: ArtifactKind | str, artifact_id: str, *, principal: Principal,
+                           revision: int | None = None) -> tuple[ArtifactRecord, bytes]:
         calls.append("get")
-        return await real_get(*args, **kwargs)  # type: ignore[arg-type]
+        return await real_get(kind, artifact_id, principal=principal, revision=revision)
 
     store.get = counting_get  # type: ignore[method-assign]
     got_rec, body = await ws.get("research_plan", "plan-cache", principal=alice, revision=1)

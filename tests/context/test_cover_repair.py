@@ -7,6 +7,7 @@ from __future__ import annotations
 from context import Ready, assemble, count_tokens
 from context.budget.allocation import Unit
 from context.budget.cover import cover_order
+from context.items import ContextItem
 from context.limits.blocks import data_block
 from context.seal.render import parse_data_blocks
 from context.vocabulary import Partition
@@ -21,8 +22,8 @@ CORR = item("corr", "Corrections go at the top of the article within 24 hours.")
 EMBARGO = item("embargo", "Embargo: never publish before the issuer's timestamp (UTC).")
 
 
-def _blocks(*items: object) -> int:
-    return sum(count_tokens(data_block(i)) for i in items)  # type: ignore[arg-type]
+def _blocks(*items: ContextItem) -> int:
+    return sum(count_tokens(data_block(i)) for i in items)
 
 
 def _run(budget: int) -> Ready:

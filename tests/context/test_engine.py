@@ -223,6 +223,7 @@ def test_cache_breakpoints_close_the_stable_prefix_and_the_compaction_boundary()
     assert cache.breakpoints == 2 and cache.prompt_cache_key is None
     adapter = get_adapter("anthropic_messages")
     assert cache.cacheable_prefix_tokens == adapter.cacheable_prefix_tokens(p)
+    assert out.manifest.budget.estimated_used is not None
     assert 0 < cache.cacheable_prefix_tokens < out.manifest.budget.estimated_used
 
     short = assemble(request([RL], tool_history=ToolHistory(calls=calls[:1],
@@ -318,8 +319,9 @@ def test_memoized_render_matches_the_standard_layout() -> None:
     for _, run_stage in pipeline.stages:
         run_stage()
     assembly = pipeline.state
-    flags = {a.item.item_id: ("instruction_like_text",) for a in assembly.admitted.values()
-             if a.gate.instruction_flags}
+    flags: dict[str, tuple[str, ...]] = {
+        a.item.item_id: ("instruction_like_text",) for a in assembly.admitted.values()
+        if a.gate.instruction_flags}
     data = [*assembly.ordered(Zone.DATA, Partition.RECENT_TOOL_PAIRS),
             *assembly.ordered(Zone.DATA, Partition.DIRECT_EVIDENCE),
             *assembly.ordered(Zone.DATA, Partition.BACKGROUND)]

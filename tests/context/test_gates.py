@@ -241,6 +241,7 @@ def test_secret_is_security_rejected_under_strict_policy() -> None:
     e = _excluded(m, "leak")
     assert e.reason == "security_rejected"
     _assert_gate(e, "security_policy_compliance")
+    assert isinstance(e.security_assessment, dict)
     assert e.security_assessment["secret_handling"] == "failed"
 
 
@@ -249,6 +250,7 @@ def test_cross_scope_origin_is_security_rejected() -> None:
     m = _run(item("summary-x", RELEVANT, origin_scopes=(other,)))
     e = _excluded(m, "summary-x")
     assert e.reason == "security_rejected"
+    assert isinstance(e.security_assessment, dict)
     assert e.security_assessment["cross_scope_check"] == "failed"
 
 
@@ -270,6 +272,7 @@ def test_instruction_text_is_rejected_under_strict_policy() -> None:
     m = _run(page, policy=STRICT)
     e = _excluded(m, "page")
     assert e.reason == "security_rejected"
+    assert isinstance(e.security_assessment, dict)
     assert e.security_assessment["external_instruction_isolation"] == "failed"
 
 

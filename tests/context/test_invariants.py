@@ -203,11 +203,11 @@ def check_gate_failures_are_never_included(req: AssemblyRequest, out: Outcome) -
     included = {i.item_id for i in m.included}
     excluded = {e.item_id: e for e in m.excluded}
     for cand in req.candidates:
-        out = runner.run(cand)
-        if not out.passed:
+        gates = runner.run(cand)  # not ``out``: that is the assembly's outcome
+        if not gates.passed:
             assert cand.item_id not in included
-            assert out.failed_gate is not None
-            assert excluded[cand.item_id].hard_gate == out.failed_gate.value
+            assert gates.failed_gate is not None
+            assert excluded[cand.item_id].hard_gate == gates.failed_gate.value
             assert excluded[cand.item_id].stage == "hard_gates"
 
 

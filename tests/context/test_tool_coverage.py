@@ -62,15 +62,16 @@ def test_blocking_topic_named_only_by_a_tool_result_blocks() -> None:
 
 
 def test_topic_in_the_call_arguments_does_not_cover_it() -> None:
-    args = {"query": "rate limit 429", "tool_hint": "rate-limit"}
+    args: dict[str, object] = {"query": "rate limit 429", "tool_hint": "rate-limit"}
     out = _assemble(_history("no documents matched", args=args, tool="rate_limit_search"))
     assert isinstance(out, Ready) and out.manifest.missing_topics == ["rate-limit"]
 
 
 def test_record_bookkeeping_does_not_cover_it() -> None:
     """Record ids, citations, hashes and topic labels are pointers, not the evidence."""
-    rec = {"item_id": "handbook:rate-limit.md#L1-L4", "citation": "docs/rate-limit.md#L1-L4",
-           "content_hash": "sha256:cd", "topics": ["rate-limit"]}
+    rec: dict[str, object] = {"item_id": "handbook:rate-limit.md#L1-L4",
+                              "citation": "docs/rate-limit.md#L1-L4",
+                              "content_hash": "sha256:cd", "topics": ["rate-limit"]}
     summary = _acquisition_summary([], [rec])
     assert content_topics(summary, ARGS, [RATE]) == ()
     out = _assemble(_history(summary))
@@ -78,8 +79,8 @@ def test_record_bookkeeping_does_not_cover_it() -> None:
 
 
 def test_the_record_itself_covers_the_topic_when_loaded() -> None:
-    rec = {"item_id": "handbook:rl", "citation": "docs/rl.md#L1-L2", "content_hash": "x",
-           "topics": ["rate-limit"]}
+    rec: dict[str, object] = {"item_id": "handbook:rl", "citation": "docs/rl.md#L1-L2",
+                              "content_hash": "x", "topics": ["rate-limit"]}
     excerpt = item("handbook:rl", "On HTTP 429 the client waits for Retry-After.")
     out = _assemble(_history(_acquisition_summary([], [rec])), excerpt)
     assert isinstance(out, Ready) and out.manifest.missing_topics == []

@@ -32,7 +32,7 @@ def result(
 ) -> ToolResult:
     return ToolResult(
         call_id=cid, tool_name=tool, status=status, content=content or f"output of {cid}", **kw
-    )  # type: ignore[arg-type]
+    )
 
 
 def types(res: object) -> list[AnomalyType]:

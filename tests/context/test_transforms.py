@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -329,7 +329,8 @@ def test_pinned_over_budget_blocks() -> None:
     keep=st.sampled_from(["newest", "oldest"]),
 )
 def test_no_tool_exchange_or_turn_is_ever_cut(
-    turns: list[int], items_turns: list[int | None], budget: int, keep: str
+    turns: list[int], items_turns: list[int | None], budget: int,
+    keep: Literal["newest", "oldest"],
 ) -> None:
     turns = sorted(turns)
     calls = [
@@ -348,7 +349,7 @@ def test_no_tool_exchange_or_turn_is_ever_cut(
     try:
         res = truncate_items(
             items, tool_pairs=pairs, max_tokens=budget, objective="o", policy_version="p", keep=keep
-        )  # type: ignore[arg-type]
+        )
     except PreservationFailed as exc:
         # only the budget may fail (pinned unresolved calls); structure never does
         assert exc.record.failed_assertions == ("within_budget",)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -31,11 +31,19 @@ def write_jsonl(path: Path, records: list[dict[str, Any]] | list[str]) -> Path:
     return path
 
 
+class MakeDataset(Protocol):
+    """The ``dataset`` fixture's factory: tests annotate their parameter with it."""
+
+    def __call__(self, sources: list[Any] | None = None,
+                 cases: list[Any] | None = None) -> tuple[Path, Path]: ...
+
+
 @pytest.fixture
-def dataset(tmp_path: Path):
+def dataset(tmp_path: Path) -> MakeDataset:
     """Factory: ``dataset(sources=[...], cases=[...])`` → (cases_path, sources_path)."""
 
-    def make(sources: list[Any] | None = None, cases: list[Any] | None = None):
+    def make(sources: list[Any] | None = None,
+             cases: list[Any] | None = None) -> tuple[Path, Path]:
         s = write_jsonl(tmp_path / "sources.jsonl", sources or [dict(BASE_SOURCE)])
         c = write_jsonl(tmp_path / "cases.jsonl", cases or [dict(BASE_CASE)])
         return c, s

@@ -19,7 +19,7 @@ def _sources(n: int) -> dict[str, LabSource]:
     return {f"s{i}": LabSource.model_validate(dict(BASE_SOURCE, id=f"s{i}")) for i in range(n)}
 
 
-def test_dump_all_stops_at_the_first_overflow_and_counts_engine_blocks():
+def test_dump_all_stops_at_the_first_overflow_and_counts_engine_blocks() -> None:
     policy = load_policy("default")
     sources = _sources(3)
     block = count_tokens(data_block(source_to_item(sources["s0"], policy)))
@@ -34,7 +34,7 @@ def test_dump_all_stops_at_the_first_overflow_and_counts_engine_blocks():
     assert tiny.missing_topics == ("rate-limit",)
 
 
-def test_dump_all_replays_tool_history_in_arrival_order():
+def test_dump_all_replays_tool_history_in_arrival_order() -> None:
     case = LabCase.model_validate(dict(BASE_CASE, candidate_source_ids=["s0"], tool_history=[
         {"type": "call", "call_id": "a", "tool_name": "read", "turn": 1},
         {"type": "call", "call_id": "b", "tool_name": "read", "turn": 1},
@@ -46,14 +46,14 @@ def test_dump_all_replays_tool_history_in_arrival_order():
         ("call", "a"), ("call", "b"), ("result", "b"), ("result", "a")]
 
 
-def test_engine_shaped_tool_history_is_accepted():
+def test_engine_shaped_tool_history_is_accepted() -> None:
     case = LabCase.model_validate(dict(BASE_CASE, tool_history={
         "calls": [{"call_id": "a", "tool_name": "read", "turn": 1}],
         "results": [{"call_id": "a", "tool_name": "read", "content": "A"}]}))
     assert [e.type for e in case.tool_history] == ["call", "result"]
 
 
-def test_bundled_dataset_covers_the_documented_failure_modes():
+def test_bundled_dataset_covers_the_documented_failure_modes() -> None:
     sources = load_sources(BUNDLED_SOURCES)
     cases = load_cases(BUNDLED_CASES, sources)
     assert len(cases) >= 40
@@ -80,7 +80,7 @@ def _blocks(source: LabSource) -> int:
     return count_tokens(data_block(source_to_item(source, load_policy("default"))))
 
 
-def test_bundled_dataset_covers_the_harder_kinds_of_issue_14():
+def test_bundled_dataset_covers_the_harder_kinds_of_issue_14() -> None:
     """Multi-topic cases under tight budgets, three-revision supersession chains, parallel
     tool calls with a missing result, Chinese and mixed-language sources, secrets inside
     relevant sources (unquoted ``KEY=value``, URL passwords, keys cut mid-block), and the

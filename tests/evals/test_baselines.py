@@ -21,7 +21,7 @@ from evals.context_lab.mapping import source_to_item
 from evals.context_lab.packet import Packet, SelectedEntry
 from evals.context_lab.reports import write_reports
 from evals.context_lab.runner import BASELINES, run_context_eval
-from tests.evals.conftest import BASE_CASE, BASE_SOURCE
+from tests.evals.conftest import BASE_CASE, BASE_SOURCE, MakeDataset
 
 POLICY = load_policy("default")
 
@@ -51,7 +51,7 @@ def _gated_sources() -> dict[str, LabSource]:
     }
 
 
-def test_gated_dump_excludes_what_a_gate_rejects_but_dumps_the_irrelevant():
+def test_gated_dump_excludes_what_a_gate_rejects_but_dumps_the_irrelevant() -> None:
     sources = _gated_sources()
     case = _case(["expired", "weather", "restricted", "current"])
     packet = run_gated_dump(case, sources, budget=10_000, policy=POLICY)
@@ -65,7 +65,7 @@ def test_gated_dump_excludes_what_a_gate_rejects_but_dumps_the_irrelevant():
     assert grades["forbidden_sources"].passed and grades["manifest_complete"].passed
 
 
-def test_gated_dump_packs_passers_until_the_first_overflow():
+def test_gated_dump_packs_passers_until_the_first_overflow() -> None:
     sources = {"big": _source("big", content="Back off exponentially. " * 40),
                "expired": _source("expired", valid_until="2026-11-01"),
                "small": _source("small")}
@@ -83,7 +83,7 @@ def test_gated_dump_packs_passers_until_the_first_overflow():
     assert stops.missing_topics == ("rate-limit",)
 
 
-def test_gated_dump_packs_the_security_gates_redacted_copy():
+def test_gated_dump_packs_the_security_gates_redacted_copy() -> None:
     secret = 'api_key = "sk-live-4f9a7c2e1b8d6f3a9c0e"'
     sources = {"runbook": _source("runbook", content=f"Retry with jitter.\n{secret}\n")}
     packet = run_gated_dump(_case(["runbook"]), sources, budget=10_000, policy=POLICY)
@@ -107,7 +107,7 @@ def _topk_sources() -> dict[str, LabSource]:
     }
 
 
-def test_top_k_ranks_by_term_overlap_with_candidate_order_breaking_ties():
+def test_top_k_ranks_by_term_overlap_with_candidate_order_breaking_ties() -> None:
     sources = _topk_sources()
     case = _case(["none", "low", "tie", "high", "mid"])
     assert {"crawler", "retry", "should", "rate", "limit"} <= query_terms(case)
@@ -120,7 +120,7 @@ def test_top_k_ranks_by_term_overlap_with_candidate_order_breaking_ties():
     assert len(run_top_k(case, sources, budget=10_000, policy=POLICY).selected) == DEFAULT_K
 
 
-def test_top_k_skips_what_does_not_fit_and_stops_at_the_budget():
+def test_top_k_skips_what_does_not_fit_and_stops_at_the_budget() -> None:
     sources = _topk_sources()
     sources["tie"] = _source("tie", title="Note", content="A crawler should wait. " * 40)
     case = _case(["none", "low", "tie", "high", "mid"])
@@ -132,7 +132,7 @@ def test_top_k_skips_what_does_not_fit_and_stops_at_the_budget():
     assert tight.selected_ids == ["high"] and tight.budget_used <= _tokens(sources["high"])
 
 
-def test_top_k_applies_no_gate():
+def test_top_k_applies_no_gate() -> None:
     sources = {"expired": _source("expired", valid_until="2026-11-01",
                                   content="Retry the crawler when the rate limit answers."),
                "current": _source("current", content="Retry later.")}
@@ -160,7 +160,7 @@ def _runs(strategy: str, failing: dict[str, tuple[str, ...]]) -> list[CaseRun]:
     return [_run(cid, strategy, failing.get(cid, ())) for cid in ("a", "b", "c")]
 
 
-def test_strongest_is_most_cases_passed_then_most_grader_checks():
+def test_strongest_is_most_cases_passed_then_most_grader_checks() -> None:
     weak = metrics("dump-all", _runs("dump-all", {"a": ("relevance",), "b": ("budget",)}),
                    SOURCES)
     close = metrics("gated-dump", _runs("gated-dump", {"a": ("relevance", "budget")}), SOURCES)
@@ -170,7 +170,7 @@ def test_strongest_is_most_cases_passed_then_most_grader_checks():
     assert strongest([closer, closer.model_copy(update={"strategy": "x"})]).strategy == "top-k"
 
 
-def test_gate_fails_when_the_candidate_is_worse_than_the_strongest_baseline():
+def test_gate_fails_when_the_candidate_is_worse_than_the_strongest_baseline() -> None:
     weak = _runs("dump-all", {"a": ("relevance",), "b": ("relevance",), "c": ("relevance",)})
     strong = _runs("gated-dump", {})
     cand = _runs("pressroom", {"a": ("tool_pairing",)})
@@ -190,14 +190,15 @@ def test_gate_fails_when_the_candidate_is_worse_than_the_strongest_baseline():
 # --- through the runner and the reports ---------------------------------------------------
 
 
-def _expired_dataset(dataset) -> tuple[Path, Path]:
+def _expired_dataset(dataset: MakeDataset) -> tuple[Path, Path]:
     return dataset(
         sources=[dict(BASE_SOURCE, id="old", valid_until="2026-11-01"), dict(BASE_SOURCE)],
         cases=[dict(BASE_CASE, candidate_source_ids=["old", "policy-current"],
                     forbidden_source_ids=["old"])])
 
 
-def test_runner_runs_every_baseline_and_gates_against_the_strongest(dataset, tmp_path: Path):
+def test_runner_runs_every_baseline_and_gates_against_the_strongest(
+        dataset: MakeDataset, tmp_path: Path) -> None:
     cases, sources = _expired_dataset(dataset)
     result = run_context_eval(cases, sources)
     assert list(result.runs) == [*BASELINES, "pressroom"]
@@ -220,7 +221,8 @@ def test_runner_runs_every_baseline_and_gates_against_the_strongest(dataset, tmp
 
 
 @pytest.mark.parametrize(("option", "value"), [("top_k", 0), ("gate_baseline", "random")])
-def test_bad_baseline_options_are_unusable_input(dataset, option: str, value: object):
+def test_bad_baseline_options_are_unusable_input(
+        dataset: MakeDataset, option: str, value: object) -> None:
     cases, sources = _expired_dataset(dataset)
     with pytest.raises(DatasetError) as err:
         run_context_eval(cases, sources, **{option: value})  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from evals.context_lab.reports import REPORT_FILES
 from pressroom import app
@@ -22,13 +22,13 @@ PACKET_FIELDS = {"case_id", "strategy", "selected", "excluded", "missing_topics"
 
 
 @pytest.fixture(scope="module")
-def bundled(tmp_path_factory: pytest.TempPathFactory):
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Path]:
     out = tmp_path_factory.mktemp("bundled")
     result = runner.invoke(app, ["eval", "context", "--output", str(out)])
     return result, out
 
 
-def test_bundled_run_passes_the_gate(bundled):
+def test_bundled_run_passes_the_gate(bundled: tuple[Result, Path]) -> None:
     result, out = bundled
     assert result.exit_code == 0, result.output
     assert "release gate: PASS" in result.output
@@ -37,7 +37,7 @@ def test_bundled_run_passes_the_gate(bundled):
         assert (out / name).is_file()
 
 
-def test_bundled_reports_hold_the_issue_fields(bundled):
+def test_bundled_reports_hold_the_issue_fields(bundled: tuple[Result, Path]) -> None:
     _, out = bundled
     data = json.loads((out / "context-comparison.json").read_text())
     assert data["gate"]["passed"] is True
@@ -74,7 +74,7 @@ def test_bundled_reports_hold_the_issue_fields(bundled):
     assert "## pressroom (content topics): 0 failing case(s)" in failures
 
 
-def test_bundled_gate_compares_against_the_strongest_baseline(bundled):
+def test_bundled_gate_compares_against_the_strongest_baseline(bundled: tuple[Result, Path]) -> None:
     result, out = bundled
     data = json.loads((out / "context-comparison.json").read_text())
     counts = {name: data["strategies"][name]["passed_cases"] for name in data["baselines"]}
@@ -90,7 +90,7 @@ def test_bundled_gate_compares_against_the_strongest_baseline(bundled):
     assert "## pressroom against each baseline" in md
 
 
-def test_a_chosen_baseline_and_k_reach_the_reports(tmp_path: Path):
+def test_a_chosen_baseline_and_k_reach_the_reports(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "context", "--baseline", "dump-all", "--top-k", "1",
                                  "--output", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -102,7 +102,7 @@ def test_a_chosen_baseline_and_k_reach_the_reports(tmp_path: Path):
     assert all(len(p["selected"]) <= 1 for p in topk)
 
 
-def test_bundled_reports_are_deterministic(bundled, tmp_path: Path):
+def test_bundled_reports_are_deterministic(bundled: tuple[Result, Path], tmp_path: Path) -> None:
     first, out = bundled
     again = runner.invoke(app, ["eval", "context", "--output", str(tmp_path)])
     assert again.exit_code == first.exit_code
@@ -110,7 +110,7 @@ def test_bundled_reports_are_deterministic(bundled, tmp_path: Path):
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
 
 
-def test_budget_ten_fails_the_gate_and_names_the_cases(tmp_path: Path):
+def test_budget_ten_fails_the_gate_and_names_the_cases(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "context", "--budget", "10", "--output",
                                  str(tmp_path)])
     assert result.exit_code == 1, result.output

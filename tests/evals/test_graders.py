@@ -95,17 +95,17 @@ def _grade(grader: g.Grader, packet: Packet, case: LabCase | None = None) -> g.G
 
 
 @pytest.mark.parametrize("grader", g.GRADERS, ids=g.GRADER_NAMES)
-def test_every_grader_passes_a_clean_packet(grader):
+def test_every_grader_passes_a_clean_packet(grader: g.Grader) -> None:
     grade = _grade(grader, _clean())
     assert grade.passed, grade.detail
 
 
-def test_required_evidence_fails_when_an_available_topic_is_lost():
+def test_required_evidence_fails_when_an_available_topic_is_lost() -> None:
     grade = _grade(g.required_evidence, _clean(selected=()))
     assert not grade.passed and "rate-limit" in grade.detail
 
 
-def test_missing_evidence_fails_on_wrong_label_and_on_unnamed_topic():
+def test_missing_evidence_fails_on_wrong_label_and_on_unnamed_topic() -> None:
     wrong = _grade(g.missing_evidence, _clean(missing_topics=("rate-limit",)))
     assert not wrong.passed and "expected=[]" in wrong.detail
     case = _case(required_topics=["rate-limit", "expense-policy"],
@@ -119,7 +119,7 @@ def test_missing_evidence_fails_on_wrong_label_and_on_unnamed_topic():
     assert _grade(g.missing_evidence, named, case).passed
 
 
-def test_forbidden_sources_fails_on_forbidden_untrusted_and_text():
+def test_forbidden_sources_fails_on_forbidden_untrusted_and_text() -> None:
     sel = _clean().selected[0]
     old = sel.model_copy(update={"id": "old-policy"})
     bad = _grade(g.forbidden_sources, _clean(selected=(old,)))
@@ -132,18 +132,18 @@ def test_forbidden_sources_fails_on_forbidden_untrusted_and_text():
     assert not leak.passed and "sk-live-123" in leak.detail
 
 
-def test_relevance_fails_on_a_source_covering_no_required_topic():
+def test_relevance_fails_on_a_source_covering_no_required_topic() -> None:
     sel = _clean().selected[0].model_copy(update={"id": "changelog"})
     grade = _grade(g.relevance, _clean(selected=(_clean().selected[0], sel)))
     assert not grade.passed and "changelog" in grade.detail
 
 
-def test_budget_fails_when_used_or_block_sum_exceeds_limit():
+def test_budget_fails_when_used_or_block_sum_exceeds_limit() -> None:
     assert not _grade(g.budget, _clean(budget_used=501)).passed
     assert not _grade(g.budget, _clean(budget_limit=39, budget_used=10)).passed
 
 
-def test_traceability_fails_without_locator_fingerprint_or_retained_text():
+def test_traceability_fails_without_locator_fingerprint_or_retained_text() -> None:
     sel = _clean().selected[0].model_copy(update={"locator": None})
     assert "lacks locator" in _grade(g.traceability, _clean(selected=(sel,))).detail
     assert not _grade(g.traceability, _clean(fingerprint="")).passed
@@ -152,7 +152,7 @@ def test_traceability_fails_without_locator_fingerprint_or_retained_text():
     assert not grade.passed and "call-read-1" in grade.detail
 
 
-def test_expected_exclusions_fails_on_wrong_or_missing_reason_and_is_na_when_unstated():
+def test_expected_exclusions_fails_on_wrong_or_missing_reason_and_is_na_when_unstated() -> None:
     wrong = _clean(excluded=(ExcludedEntry(id="old-policy", reason="superseded"),))
     grade = _grade(g.expected_exclusions, wrong)
     assert not grade.passed and "expected expired, got superseded" in grade.detail
@@ -181,12 +181,12 @@ def test_expected_exclusions_fails_on_wrong_or_missing_reason_and_is_na_when_uns
     ],
     ids=["missing", "duplicated", "orphan", "out-of-order", "result-before-call"],
 )
-def test_tool_pairing_fails(events, needle):
+def test_tool_pairing_fails(events: tuple[ToolEvent, ...], needle: str) -> None:
     grade = _grade(g.tool_pairing, _clean(tool_events=events))
     assert not grade.passed and needle in grade.detail
 
 
-def test_tool_pairing_fails_when_an_expected_repair_is_not_recorded():
+def test_tool_pairing_fails_when_an_expected_repair_is_not_recorded() -> None:
     case = _case(expected_anomalies=[{"type": "duplicate_dropped", "call_id": "c1"}])
     grade = _grade(g.tool_pairing, _clean(), case)
     assert not grade.passed and "duplicate_dropped of c1 not recorded" in grade.detail
@@ -197,7 +197,7 @@ def test_tool_pairing_fails_when_an_expected_repair_is_not_recorded():
     assert not _grade(g.tool_pairing, _clean(tool_events=(), messages=()), no_tools).passed
 
 
-def test_tool_pairing_accepts_parallel_calls_answered_in_a_row():
+def test_tool_pairing_accepts_parallel_calls_answered_in_a_row() -> None:
     events = (ToolEvent(kind="call", call_id="c1", message=2),
               ToolEvent(kind="call", call_id="c2", message=2),
               ToolEvent(kind="result", call_id="c1", message=3),
@@ -205,7 +205,7 @@ def test_tool_pairing_accepts_parallel_calls_answered_in_a_row():
     assert _grade(g.tool_pairing, _clean(tool_events=events)).passed
 
 
-def test_trust_zone_fails_on_untrusted_text_outside_blocks_or_in_system():
+def test_trust_zone_fails_on_untrusted_text_outside_blocks_or_in_system() -> None:
     clean = _clean()
     outside = (*clean.messages[:3], VisibleMessage(role="tool", text=TOOL_TEXT))
     grade = _grade(g.trust_zone, _clean(messages=outside))
@@ -219,7 +219,7 @@ def test_trust_zone_fails_on_untrusted_text_outside_blocks_or_in_system():
     assert not grade.passed and "web-comment" in grade.detail
 
 
-def test_manifest_complete_fails_on_unaccounted_double_or_unsealed():
+def test_manifest_complete_fails_on_unaccounted_double_or_unsealed() -> None:
     clean = _clean()
     grade = _grade(g.manifest_complete, _clean(excluded=clean.excluded[:2]))
     assert not grade.passed and "web-comment: selected 0x, excluded 0x" in grade.detail
@@ -230,6 +230,7 @@ def test_manifest_complete_fails_on_unaccounted_double_or_unsealed():
     assert "no acquisition outcome" in no_acq.detail
     no_reason = (*clean.excluded[:2], ExcludedEntry(id="web-comment", reason=""))
     assert "without a reason" in _grade(g.manifest_complete, _clean(excluded=no_reason)).detail
+    assert clean.manifest is not None  # _clean() gives every packet a manifest
     unsealed = clean.manifest.model_copy(update={"serialized_model_input_hash": None})
     assert "lacks an input hash" in _grade(g.manifest_complete, _clean(manifest=unsealed)).detail
     blocked = clean.manifest.model_copy(update={"status": "blocked"})

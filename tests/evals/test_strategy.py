@@ -7,6 +7,8 @@ No engine part is faked; these run ``context.assemble`` on small hand-written da
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -19,7 +21,7 @@ from evals.context_lab.packet import Packet
 from evals.context_lab.runner import BUNDLED_CASES, BUNDLED_SOURCES
 from evals.context_lab.strategy import build_request, run_pressroom
 from pressroom import app
-from tests.evals.conftest import BASE_CASE, BASE_SOURCE
+from tests.evals.conftest import BASE_CASE, BASE_SOURCE, MakeDataset
 
 SECRET = 'api_key = "sk-live-0123456789abcdef0123"'
 
@@ -39,7 +41,7 @@ def _grade(case: LabCase, sources: dict[str, LabSource], packet: Packet) -> dict
     return {g.name: g for g in grade_packet(case, sources, packet)}
 
 
-def test_lab_untrusted_source_reaches_the_engine_which_refuses_it():
+def test_lab_untrusted_source_reaches_the_engine_which_refuses_it() -> None:
     sources = _sources()
     case = LabCase.model_validate(dict(BASE_CASE, candidate_source_ids=["comment",
                                                                        "policy-current"]))
@@ -60,7 +62,7 @@ def test_lab_untrusted_source_reaches_the_engine_which_refuses_it():
     assert all(g.passed for g in grade_packet(case, sources, packet))
 
 
-def test_forbidden_sources_fails_the_engine_when_a_policy_lets_untrusted_text_in():
+def test_forbidden_sources_fails_the_engine_when_a_policy_lets_untrusted_text_in() -> None:
     """The grader's untrusted check is live for the engine: a policy that shows lab-untrusted
     text (as quoted data) makes it fail. Quoted, it is still never evidence."""
     sources = _sources()
@@ -78,7 +80,7 @@ def test_forbidden_sources_fails_the_engine_when_a_policy_lets_untrusted_text_in
     assert _grade(case, sources, refused)["forbidden_sources"].passed
 
 
-def test_the_seed_labs_eight_cases_pass_through_the_engine_alone():
+def test_the_seed_labs_eight_cases_pass_through_the_engine_alone() -> None:
     """The Agent Reliability Lab's own cases (ctx-01 … ctx-08): every candidate reaches the
     engine, and the two injection cases are refused by its trust-role gate."""
     sources = load_sources(BUNDLED_SOURCES)
@@ -101,12 +103,12 @@ def test_the_seed_labs_eight_cases_pass_through_the_engine_alone():
         assert refusal.detail and "unvetted_external_data" in refusal.detail
 
 
-def _dated(source_id: str, revision: str, updated_at: str, **kw: object) -> dict[str, object]:
+def _dated(source_id: str, revision: str, updated_at: str, **kw: object) -> dict[str, Any]:
     return dict(BASE_SOURCE, id=source_id, canonical_key="retry-policy", revision=revision,
                 updated_at=updated_at, **kw)
 
 
-def test_a_pinned_older_revision_is_admitted_whatever_its_age():
+def test_a_pinned_older_revision_is_admitted_whatever_its_age() -> None:
     """The only admissible revision must not be refused for its age."""
     raw = [_dated("retry-r7", "7", "2026-01-05", observed_at="2026-09-01"),
            _dated("retry-r8", "8", "2026-11-10")]
@@ -129,7 +131,7 @@ def test_a_pinned_older_revision_is_admitted_whatever_its_age():
     assert refused.excluded[0].detail and "refresh_required" in refused.excluded[0].detail
 
 
-def test_a_lab_sources_date_is_not_when_it_was_read():
+def test_a_lab_sources_date_is_not_when_it_was_read() -> None:
     """``updated_at`` is the document's date; the lab reads it at the case's ``as_of``
     unless the source states its own ``observed_at``."""
     sources = {"old-doc": LabSource.model_validate(_dated("old-doc", "1", "2025-06-01"))}
@@ -143,7 +145,7 @@ def test_a_lab_sources_date_is_not_when_it_was_read():
     assert packet.selected[0].updated_at == sources["old-doc"].updated_at.isoformat()
 
 
-def test_case_policy_override_is_applied_and_named_in_the_manifest():
+def test_case_policy_override_is_applied_and_named_in_the_manifest() -> None:
     sources = _sources()
     base = dict(BASE_CASE, candidate_source_ids=["runbook"], forbidden_text=[SECRET])
     redact = run_pressroom(LabCase.model_validate(base), sources, budget=500,
@@ -156,7 +158,7 @@ def test_case_policy_override_is_applied_and_named_in_the_manifest():
     assert packet.manifest.policy["digest"] != redact.manifest.policy["digest"]
 
 
-def test_invalid_policy_override_is_unusable_input(tmp_path, dataset):
+def test_invalid_policy_override_is_unusable_input(tmp_path: Path, dataset: MakeDataset) -> None:
     cases, sources = dataset(cases=[dict(BASE_CASE, policy={"budget": {"bogus": 1}})])
     result = CliRunner().invoke(app, ["eval", "context", "--cases", str(cases), "--sources",
                                       str(sources), "--output", str(tmp_path / "r")])
@@ -164,7 +166,8 @@ def test_invalid_policy_override_is_unusable_input(tmp_path, dataset):
     assert "case-1.policy" in result.output and "bogus" in result.output
 
 
-def test_reports_carry_each_exclusions_gate_and_detail_and_every_acquisition(tmp_path, dataset):
+def test_reports_carry_each_exclusions_gate_and_detail_and_every_acquisition(
+        tmp_path: Path, dataset: MakeDataset) -> None:
     lenient = {"role_limits": {"unvetted_external_data": ["untrusted_data"]}}
     stale = dict(BASE_SOURCE, id="stale-doc", observed_at="2026-09-01")
     comment = dict(BASE_SOURCE, id="comment", trust="untrusted",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from context import assemble
 from context.policy import load_policy
@@ -30,7 +30,7 @@ from evals.context_lab.topics import (
     topic_spec,
 )
 from pressroom import app
-from tests.evals.conftest import BASE_CASE, BASE_SOURCE
+from tests.evals.conftest import BASE_CASE, BASE_SOURCE, MakeDataset
 
 runner = CliRunner()
 LABEL_ONLY = {k: v for k, v in BASE_CASE.items() if k != "topic_terms"}
@@ -46,7 +46,8 @@ def _case(**over: Any) -> dict[str, Any]:
     return dict(LABEL_ONLY, **over)
 
 
-def _run(dataset, tmp_path: Path, case: dict[str, Any], *extra: str):
+def _run(dataset: MakeDataset, tmp_path: Path, case: dict[str, Any],
+         *extra: str) -> tuple[Result, Path]:
     cases, sources = dataset(sources=[dict(BASE_SOURCE), CHANGELOG], cases=[case, NOISE])
     out = tmp_path / "r"
     result = runner.invoke(app, ["eval", "context", "--cases", str(cases), "--sources",
@@ -63,7 +64,7 @@ def _mine(out: Path, mode: str) -> dict[str, Any]:
                 and p["topics_mode"] == mode and p["case_id"] == "case-1")
 
 
-def test_content_mode_drops_declared_topics_before_the_engine():
+def test_content_mode_drops_declared_topics_before_the_engine() -> None:
     source = LabSource.model_validate(BASE_SOURCE)
     case = LabCase.model_validate(LABEL_ONLY)
     shown = engine_sources({source.id: source}, "content")
@@ -76,7 +77,7 @@ def test_content_mode_drops_declared_topics_before_the_engine():
 
 
 def test_a_case_passing_on_labels_fails_on_content_when_the_text_lacks_the_term(
-        dataset, tmp_path: Path):
+        dataset: MakeDataset, tmp_path: Path) -> None:
     result, out = _run(dataset, tmp_path, _case())
     assert result.exit_code == 1, result.output
     assert "content:no_case_passes_only_on_labels: case-1" in result.output
@@ -102,7 +103,8 @@ def test_a_case_passing_on_labels_fails_on_content_when_the_text_lacks_the_term(
     assert "## pressroom (content topics): 1 failing case(s)" in failures
 
 
-def test_a_topic_term_found_in_the_content_covers_the_topic(dataset, tmp_path: Path):
+def test_a_topic_term_found_in_the_content_covers_the_topic(
+        dataset: MakeDataset, tmp_path: Path) -> None:
     result, out = _run(dataset, tmp_path, _case(topic_terms={"rate-limit": ["429"]}))
     assert result.exit_code == 0, result.output
     content = _mine(out, "content")
@@ -111,7 +113,7 @@ def test_a_topic_term_found_in_the_content_covers_the_topic(dataset, tmp_path: P
 
 
 def test_a_topic_that_needs_a_label_must_be_reported_missing_on_content(
-        dataset, tmp_path: Path):
+        dataset: MakeDataset, tmp_path: Path) -> None:
     result, out = _run(dataset, tmp_path, _case(needs_label={"rate-limit": WHY}))
     assert result.exit_code == 0, result.output
     content = _mine(out, "content")
@@ -125,7 +127,8 @@ def test_a_topic_that_needs_a_label_must_be_reported_missing_on_content(
     assert "topics that need a label: case-1/rate-limit" in result.output
 
 
-def test_a_stale_needs_label_mark_fails_instead_of_hiding(dataset, tmp_path: Path):
+def test_a_stale_needs_label_mark_fails_instead_of_hiding(
+        dataset: MakeDataset, tmp_path: Path) -> None:
     """The content does name the topic (term ``429``): the engine covers it, so expecting it
     missing is wrong and the case fails in the content mode."""
     stale = _case(needs_label={"rate-limit": WHY}, topic_terms={"rate-limit": ["429"]})
@@ -137,7 +140,7 @@ def test_a_stale_needs_label_mark_fails_instead_of_hiding(dataset, tmp_path: Pat
     assert "expected=['rate-limit']" in missing["detail"]
 
 
-def test_baselines_see_the_topics_their_content_names_in_content_mode():
+def test_baselines_see_the_topics_their_content_names_in_content_mode() -> None:
     case = LabCase.model_validate(LABEL_ONLY)
     source = LabSource.model_validate(BASE_SOURCE)
     assert content_topics(case, source) == []
@@ -149,7 +152,7 @@ def test_baselines_see_the_topics_their_content_names_in_content_mode():
     assert baseline_sources(case, {source.id: source}, "labels")[source.id] is source
 
 
-def test_graded_case_expects_label_only_topics_missing_in_content_mode_only():
+def test_graded_case_expects_label_only_topics_missing_in_content_mode_only() -> None:
     case = LabCase.model_validate(_case(required_topics=["rate-limit", "retry"],
                                         expected_missing_topics=["retry"],
                                         needs_label={"rate-limit": WHY}))
@@ -160,8 +163,8 @@ def test_graded_case_expects_label_only_topics_missing_in_content_mode_only():
 @pytest.mark.parametrize(("option", "modes"), [("labels", ["labels"]),
                                                ("content", ["content"]),
                                                ("both", ["labels", "content"])])
-def test_topics_option_chooses_the_modes(dataset, tmp_path: Path, option: str,
-                                         modes: list[str]):
+def test_topics_option_chooses_the_modes(dataset: MakeDataset, tmp_path: Path, option: str,
+                                         modes: list[str]) -> None:
     result, out = _run(dataset, tmp_path, dict(BASE_CASE), "--topics", option)
     assert result.exit_code == 0, result.output
     data = json.loads((out / "context-comparison.json").read_text())
@@ -173,7 +176,7 @@ def test_topics_option_chooses_the_modes(dataset, tmp_path: Path, option: str,
     assert ("content:no_case_passes_only_on_labels" in content_checks) == (option == "both")
 
 
-def test_default_is_both_modes(dataset):
+def test_default_is_both_modes(dataset: MakeDataset) -> None:
     cases, sources = dataset()
     result = run_context_eval(cases, sources)
     assert result.topics == "both" and list(result.modes) == ["labels", "content"]
@@ -181,7 +184,8 @@ def test_default_is_both_modes(dataset):
     assert result.metrics == result.modes["labels"].metrics
 
 
-def test_an_unknown_topics_option_is_unusable_input(dataset, tmp_path: Path):
+def test_an_unknown_topics_option_is_unusable_input(
+        dataset: MakeDataset, tmp_path: Path) -> None:
     result, out = _run(dataset, tmp_path, dict(BASE_CASE), "--topics", "declared")
     assert result.exit_code == 2
     assert "--topics" in result.output and "'declared'" in result.output
@@ -200,8 +204,9 @@ def test_an_unknown_topics_option_is_unusable_input(dataset, tmp_path: Path):
      "needs_label.rate-limit", "expected missing anyway"),
     ({"needs_labels": {"rate-limit": WHY}}, "needs_labels", "unknown field"),
 ])
-def test_topic_fields_are_loaded_strictly(dataset, tmp_path: Path, over: dict[str, Any],
-                                          field: str, message: str):
+def test_topic_fields_are_loaded_strictly(dataset: MakeDataset, tmp_path: Path,
+                                          over: dict[str, Any], field: str,
+                                          message: str) -> None:
     result, _ = _run(dataset, tmp_path, _case(**over))
     assert result.exit_code == 2, result.output
     assert f"field '{field}'" in result.output and message in result.output

@@ -77,7 +77,7 @@ RowMaker = Callable[[Cell], Row]
 needs_operator = pytest.mark.xfail(not NEEDS_OPERATOR, strict=True, reason=NEEDS_OPERATOR_XFAIL)
 
 
-def _in_this_run(name: str) -> Any:
+def _in_this_run(name: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not FULL and name not in DEFAULT_OTHER_CELLS,
                               reason="PRESSROOM_FAULTS=full runs this cell")
 

@@ -104,7 +104,8 @@ def mutated(draw: st.DrawFn, base: dict[str, Any], *, leaves: st.SearchStrategy[
                                    "nest", "share", "wrap"] + (["trick"] * 2 if tricks else [])))
         if not path:  # the root: only keys can be added
             op = "unknown"
-        parent = _get(doc, path[:-1]) if path else None
+        # the dict or list holding ``path``; None only at the root, whose op is "unknown"
+        parent: Any = _get(doc, path[:-1]) if path else None
         if op == "replace":
             parent[path[-1]] = draw(leaves)
         elif op == "trick":

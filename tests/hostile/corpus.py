@@ -203,7 +203,8 @@ def _assert_kept_as_data(req: Any, item_id: str, text: str) -> Any:
     ids = [v.item_id for v in parse_data_blocks(out.rendered_evidence)]
     assert "policy-system" not in ids and "x" not in ids
     system = [m for m in out.assembly_input.messages if m.role == "system"]
-    assert len(system) == 1 and text not in system[0].content
+    assert len(system) == 1 and system[0].content is not None
+    assert text not in system[0].content
     return included[item_id]
 
 
@@ -246,8 +247,10 @@ def _plan_entry(lang: str) -> None:
         out = assemble(req)
         for check in INVARIANTS:
             check(req, out)
+        assert isinstance(out, Ready)
         system = [m for m in out.assembly_input.messages if m.role == "system"]
-        assert len(system) == 1 and text not in system[0].content
+        assert len(system) == 1 and system[0].content is not None
+        assert text not in system[0].content
         for view in parse_data_blocks(out.rendered_evidence):
             assert view.item_id in {"page", "plan-md"}
     CORPUS.append(HostileInput(
@@ -276,6 +279,7 @@ def _tool_entry(lang: str) -> None:
             check(req, out)
         assert isinstance(out, Ready)
         system = [m for m in out.assembly_input.messages if m.role == "system"]
+        assert system[0].content is not None
         assert text not in system[0].content
         ids = [v.item_id for v in parse_data_blocks(out.rendered_evidence)]
         assert "policy-system" not in ids
@@ -500,6 +504,7 @@ def _page_forged(tmp: Path) -> None:
     out = assemble(req)
     for check in INVARIANTS:
         check(req, out)
+    assert isinstance(out, Ready)
     ids = {v.item_id for v in parse_data_blocks(out.rendered_evidence)}
     assert ids <= {c.item_id for c in cands}
 

@@ -27,7 +27,7 @@ TOOLS = ["facts", "huge", "inject", "leak", "hang", "crash", "garbage", "badjson
 def _tools() -> list[dict[str, object]]:
     changed = os.environ.get("HOSTILE_CHANGE_FILE")
     described = "changed description" if changed and os.path.exists(changed) else "facts"
-    out = []
+    out: list[dict[str, object]] = []
     for name in TOOLS:
         schema: dict[str, object] = {"type": "object", "properties": {}}
         if name == "facts":

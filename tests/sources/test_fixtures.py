@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from examples.build_fixtures import EXPECTED_COMMITS, build_fixtures
@@ -24,7 +25,8 @@ def test_fixture_shas_are_the_expected_ones(shared_fixtures: Path) -> None:
             assert _rev(shared_fixtures / "repos" / repo, f"refs/tags/{version}") == sha
 
 
-def test_shas_do_not_depend_on_the_environment(tmp_path: Path, monkeypatch) -> None:
+def test_shas_do_not_depend_on_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A user config that would change author, signing or line endings must not leak in.
     home = tmp_path / "home"
     home.mkdir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,7 +170,9 @@ async def test_url_sources_are_cloned_once_and_fetched_for_new_commits(
     url = f"file://{origin}"
     by_url = GitSourceSpec(name="httpkit", repo=url, commit=EXPECTED_COMMITS["httpkit"]["v2"])
     by_path = _httpkit(fresh_fixtures)
-    for name, arguments in (("list", {}), ("search", {"query": "Retry-After"})):
+    # a tool's arguments are JSON (Any), which ``tool`` passes on; none is its own ``root``
+    calls: list[tuple[str, dict[str, Any]]] = [("list", {}), ("search", {"query": "Retry-After"})]
+    for name, arguments in calls:
         # results name the source, not its location
         assert await tool(name, by_url, **arguments) == await tool(name, by_path, **arguments)
     caches = list((tmp_path / "home" / "git-cache").iterdir())

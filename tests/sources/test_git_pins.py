@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,7 +163,9 @@ async def test_a_refspec_never_rewrites_a_tag_in_the_shared_clone(
 
     smuggled = GitSourceSpec.model_construct(name="backoff-lib", repo=url, commit=ATTACK,
                                              ref=None, paths=[])
-    for name, arguments in (("list", {}), ("search", {"query": "EVIL"})):
+    # a tool's arguments are JSON (Any), which ``tool`` passes on; none is its own ``root``
+    calls: list[tuple[str, dict[str, Any]]] = [("list", {}), ("search", {"query": "EVIL"})]
+    for name, arguments in calls:
         with pytest.raises(UnpinnedSource):
             await tool(name, smuggled, **arguments)
     assert cache_refs(home) == before

@@ -110,6 +110,7 @@ def test_every_topic_term_occurs_in_the_corpus(shared_fixtures: Path) -> None:
     # pinned commit and paths.
     job = _job(shared_fixtures)
     source = _source(job)
+    assert source.commit is not None  # the bundled job pins its source
     repo = shared_fixtures / "repos" / STDLIB_REPO
     absent = []
     for topic in job.topics:
