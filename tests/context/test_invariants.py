@@ -233,9 +233,20 @@ def check_structure_is_built_before_any_transform(req: AssemblyRequest,
     log_inputs = [i for t in m.transforms if t.transformer_version == "research-log/v1"
                   and t.output_item_id for i in t.input_item_ids]
     assert len(log_inputs) == len(set(log_inputs)) and set(log_inputs) == logged
+    #: summaries the gates refused when they were built (a budget may still evict an
+    #: admitted one later: its pairs stay "compacted")
+    rejected = {e.item_id for e in m.excluded if e.stage == "compaction"}
     for t in m.transforms:
         if t.type == "summarize" and t.transformer_version != "research-log/v1":
             tool_inputs = {i for i in t.input_item_ids if i.startswith("tool-result:")}
+            if t.output_item_id in rejected:
+                # a summary the gates rejected (under the strict policy, one quoting a tool
+                # result that reads like instructions) stands for nothing: its pairs are
+                # placed nowhere, and the assembly blocks rather than lose them
+                assert isinstance(out, ContextAssemblyBlocked), t.output_item_id
+                assert all(p.placement == "not_placed" for p in m.tool_pairs
+                           if f"tool-result:{p.call_id}" in tool_inputs)
+                continue
             assert tool_inputs == compacted
             closed = {f"tool-result:{p.call_id}" for p in m.tool_pairs if not p.synthesized}
             assert tool_inputs - closed == set() or all(
