@@ -100,7 +100,7 @@ OUTSIDE = ("activities", "workflows", "webconsole", "evals", "bench", "cli",
 #: stages, its token counter's private passes and its needle scanner
 SUBMODULE_IMPORTS_ALLOWED = {
     "bench/assemble.py": {"context.admission", "context.assembly", "context.budget",
-                          "context.seal", "context.admission.needles"},
+                          "context.seal", "context.tools", "context.admission.needles"},
     "bench/assemble_floor.py": {"context.admission.needles", "context.tokens"},
 }
 
