@@ -24,7 +24,7 @@ lint: $(STAMP)
 # bench/ scripts import each other as top-level modules and as `bench.…`: checked on their own,
 # with package bases explicit, so each file is one module.
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict context artifacts contracts activities workflows client presentation cli evals webconsole pressroom.py worker.py settings.py
+	$(BIN)/mypy --strict context artifacts contracts activities workflows client presentation cli evals webconsole pressroom.py worker.py settings.py tests
 	$(BIN)/mypy --strict --explicit-package-bases bench/*.py
 
 # The suite runs as parallel pytest processes (tests/run_suite.sh says which and why).

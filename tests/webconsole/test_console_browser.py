@@ -93,6 +93,7 @@ async def test_sign_in_review_request_changes_approve_in_a_browser(
         assert wait_visible(browser, "#draft-revision").text == f"r{first.pending_draft.revision}"
         citation = wait_visible(browser, "#draft a.cite")
         anchor = citation.get_attribute("data-excerpt")
+        assert anchor
         citation.click()
         assert browser.current_url.endswith("#" + anchor)
         excerpt = wait_visible(browser, f"#{anchor}")
@@ -124,6 +125,7 @@ async def test_sign_in_review_request_changes_approve_in_a_browser(
         async def revised() -> Any:
             st = await wait_status(handle, {"awaiting_review"})
             assert st.pending_draft is not None
+            assert first.pending_draft is not None
             return st if st.pending_draft.revision != first.pending_draft.revision else None
         second = await wait_for(revised, 120, "the revised draft")
 

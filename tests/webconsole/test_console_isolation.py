@@ -25,6 +25,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 
 from activities.runtime import ActivityRuntime
 from cli import commands
+from client import errors
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact
 from contracts.workflow_messages import JobState, JobStatus, ResearchJobInput
@@ -99,9 +100,9 @@ async def test_a_forged_carried_state_shows_nothing_of_the_victim(
             quiet = Console(file=out, width=200)
             view = await commands.show_status(quiet, settings, attacker.job_id, address)
             assert view.failure is not None and "carried state" in view.failure
-            with pytest.raises(commands.JobNotFound):
+            with pytest.raises(errors.JobNotFound):
                 await commands.explain(quiet, settings, attacker.job_id, address=address)
-            with pytest.raises(commands.JobNotFound):
+            with pytest.raises(errors.JobNotFound):
                 await commands.trace(quiet, settings, attacker.job_id, address=address)
             assert seen.pending_draft.content_hash not in out.getvalue()
             assert secret_line not in out.getvalue()

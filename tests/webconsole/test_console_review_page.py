@@ -195,11 +195,11 @@ async def test_a_review_page_a_reviewer_decides_in(
         assert "request changes" in wait_visible(browser, "#decided").text
         store = await artifacts.open_store(store_url)
         try:
-            _, raw = await store.get("review_decision", f"{spec.job_id}.review",
+            _, decision = await store.get("review_decision", f"{spec.job_id}.review",
                                      principal=principal_of(spec))
         finally:
             await store.close()
-        comments = json.loads(raw)["comments"]
+        comments = json.loads(decision)["comments"]
         assert len(comments) == 1, comments
         assert comments[0].startswith("On claim 2 (“")
         assert comments[0].endswith("”): Say what the maximum delay is.")

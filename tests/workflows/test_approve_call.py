@@ -48,7 +48,7 @@ def _commits(repo: Path) -> int:
 async def test_approve_call_signs_the_waiting_call_which_then_runs_once(
         temporal_env: Any, store_url: str, tmp_path: Path, task_queue: str,
         make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import Turn, replayed_openai
 
     client = temporal_env.client
     address = client.service_client.config.target_host
@@ -62,7 +62,7 @@ async def test_approve_call_signs_the_waiting_call_which_then_runs_once(
                               mcp_servers=servers(tmp_path, repo), mcp_environ={})
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"},
                      tools=[{"server": "git", "tools": ["git_commit"]}])
-    script = [[("mcp__git__git_commit", arguments)],
+    script: list[Turn] = [[("mcp__git__git_commit", arguments)],
               [("finish", {"summary": "done", "open_items": []})]]
     job = spec.job_id
     with replayed_openai(monkeypatch, script):
@@ -115,7 +115,7 @@ async def test_approve_call_reject_refuses_the_waiting_call_at_once(
     workflow's history replays."""
     from temporalio.worker import Replayer
 
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import Turn, replayed_openai
     from workflows.research_job import ResearchJobWorkflow
     from workflows.temporal_config import (
         DATA_CONVERTER,
@@ -135,7 +135,7 @@ async def test_approve_call_reject_refuses_the_waiting_call_at_once(
                               mcp_servers=servers(tmp_path, repo), mcp_environ={})
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"},
                      tools=[{"server": "git", "tools": ["git_commit"]}])
-    script = [[("mcp__git__git_commit", arguments)],
+    script: list[Turn] = [[("mcp__git__git_commit", arguments)],
               [("finish", {"summary": "done", "open_items": []})]]
     job = spec.job_id
     with replayed_openai(monkeypatch, script):

@@ -21,8 +21,8 @@ import yaml
 from activities.runtime import ActivityRuntime
 from client import jobs
 from tests.workflows.conftest import LOCAL
-from tests.workflows.jobkit import job_dict, published_files, roots_for, running_worker
-from tests.workflows.test_cli import CLI, REPO_ROOT, _one_line_error
+from tests.workflows.jobkit import REPO_ROOT, job_dict, published_files, roots_for, running_worker
+from tests.workflows.test_cli import CLI, _one_line_error
 from tests.workflows.test_cli_signing import _status_until
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]

@@ -142,7 +142,8 @@ async def test_json_exit_codes_list_filters_every_stage_and_explain_flags(
 
 
 async def _superset(found: Any, want: set[str]) -> bool:
-    return want <= await found
+    got: set[str] = await found
+    return want <= got
 
 
 async def test_doctor_json_is_one_document_and_keeps_its_exit_code(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def test_list_shows_pressrooms_status(job: VisibleJob, shown: str) -> None:
 @pytest.mark.parametrize(("status", "code"), [
     ("published", 0), ("rejected", 5), ("expired", 5), ("failed", 5), ("cancelled", 5)])
 def test_exit_code_of_an_ended_job(status: str, code: int) -> None:
-    result = JobResult(job_id="j", tenant="t", project="p", status=status)  # type: ignore[arg-type]
+    result = JobResult(job_id="j", tenant="t", project="p", status=status)
     assert exit_code(JobView(job_id="j", execution="COMPLETED", result=result)) == code
 
 
@@ -41,5 +41,7 @@ def test_exit_code_of_a_job_stopped_from_outside_or_without_a_worker() -> None:
 @pytest.mark.parametrize(("status", "code"), [
     ("running", 0), ("blocked", 3), ("awaiting_review", 4), ("needs_operator", 6)])
 def test_exit_code_of_a_running_job(status: str, code: int) -> None:
-    live = JobStatus.model_construct(status=status)
+    live = JobStatus(job_id="j", status=status, stage="research", blocked_reason=None,
+                     pending_draft=None, manifest_ids=[], revision_round=0, destination="d",
+                     reviewers=[], tenant="t", project="p")
     assert exit_code(JobView(job_id="j", execution="RUNNING", live=live)) == code

@@ -31,6 +31,7 @@ from contracts.job_spec import JobSpec, parse_job_spec
 from contracts.pricing import call_cost, load_prices
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import (
+    REPO_ROOT,
     job_dict,
     roots_for,
     running_worker,
@@ -38,7 +39,7 @@ from tests.workflows.jobkit import (
     wait_status,
     write_registry,
 )
-from tests.workflows.test_cli import CLI, REPO_ROOT
+from tests.workflows.test_cli import CLI
 from webconsole.pages.job import resolve_actions
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]

@@ -147,7 +147,7 @@ async def test_a_database_without_pressrooms_schema(tmp_path: Path) -> None:
     """A fresh database on the real PostgreSQL (made for this test, dropped after it):
     reachable, never migrated, so the schema check fails and says what to run (doctor only
     reads the alembic version, it migrates nothing)."""
-    import asyncpg  # type: ignore[import-untyped]
+    import asyncpg
 
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", 5432)) != 0:

@@ -17,7 +17,7 @@ import pytest
 from temporalio import activity, workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
 from activities.error_redaction import RedactingInterceptor, redacted_error
@@ -72,7 +72,9 @@ async def _fail(client: Any, queue: str, name: str, kind: str) -> tuple[str, Any
     history = await client.get_workflow_handle(workflow_id).fetch_history()
     attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
                 if e.HasField("activity_task_started_event_attributes")]
-    return history.to_json(), err.value.cause.cause, max(attempts)
+    activity_failure = err.value.cause
+    assert isinstance(activity_failure, ActivityError)
+    return history.to_json(), activity_failure.cause, max(attempts)
 
 
 async def test_activity_errors_reach_history_redacted_with_their_type(client: Any) -> None:

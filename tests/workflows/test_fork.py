@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
+from temporalio.client import WorkflowFailureError
 
 from activities.runtime import ActivityRuntime, principal_of
 from cli.fork_command import EditFlags, ForkNotStarted, explain_diff, fork_job
@@ -175,7 +176,7 @@ async def test_fork_edits_review_publish_and_refusals(
         lineage = ForkLineage(parent_job=parent.job_id, parent_run_id="r", turn=turn,
                               state_hash="sha256:" + "0" * 64, new_job=f"x2-{parent.job_id}")
         unsigned_handle = await start_job(client, fork_spec(parent, lineage), task_queue)
-        with pytest.raises(Exception) as refused:
+        with pytest.raises(WorkflowFailureError) as refused:
             await unsigned_handle.result()
         assert "not signed" in str(getattr(refused.value.cause, "message", refused.value))
         assert not any(_rows(db, f"x2-{parent.job_id}").values())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowFailureError
 
 import artifacts
 from activities.runtime import ActivityRuntime
@@ -224,7 +225,7 @@ async def test_a_fork_signed_too_long_ago_is_refused(
             reviewer_key("alice"), "fork", parent.job_id, lineage.signed_body(),
             signer="alice", now=old)})
         late = await start_job(client, fork_spec(state.spec, signed), task_queue)
-        with pytest.raises(Exception) as refused:
+        with pytest.raises(WorkflowFailureError) as refused:
             await late.result()
         message = str(getattr(refused.value.cause, "message", refused.value))
         assert "more than 1:00:00 ago; sign a new one" in message and "\n" not in message

@@ -213,7 +213,7 @@ async def test_a_write_call_waits_for_its_signed_approval_as_a_durable_update(
     approval of other arguments, of another call, or unsigned by a listed reviewer is
     refused by the Update; the signed one lets the call run once, and the same approval
     again is refused. Without an approval within the review timeout the call never runs."""
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import Turn, replayed_openai
 
     repo = fixture_repo(tmp_path / "repo")
     (repo / "change.txt").write_text("a change to commit\n", encoding="utf-8")
@@ -225,7 +225,7 @@ async def test_a_write_call_waits_for_its_signed_approval_as_a_durable_update(
                    "max_revisions": 2}
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"},
                      tools=[{"server": "git", "tools": ["git_commit"]}], review=review_spec)
-    script = [[("mcp__git__git_commit", arguments)],
+    script: list[Turn] = [[("mcp__git__git_commit", arguments)],
               [("finish", {"summary": "done", "open_items": []})]]
     with replayed_openai(monkeypatch, script):
         async with running_worker(client, runtime, task_queue):
@@ -285,7 +285,7 @@ async def test_an_approved_write_call_runs_once_when_its_worker_dies_mid_call(
     """The server ran the approved commit, then the worker was SIGKILLed before the call's
     exchange was stored: the retry on a fresh worker finds the call reserved and runs
     nothing (``tool_interrupted``) — one commit, one record."""
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import Turn, replayed_openai
 
     client = temporal_env.client
     address = client.service_client.config.target_host
@@ -299,7 +299,7 @@ async def test_an_approved_write_call_runs_once_when_its_worker_dies_mid_call(
                      tools=[{"server": "git", "tools": ["git_commit"]}])
     markers, log = tmp_path / "markers", tmp_path / "worker.log"
     env = {"PRESSROOM_MCP_SERVERS": str(table)}
-    script = [[("mcp__git__git_commit", arguments)],
+    script: list[Turn] = [[("mcp__git__git_commit", arguments)],
               [("finish", {"summary": "done", "open_items": []})]]
     first = second = None
     with replayed_openai(monkeypatch, script):

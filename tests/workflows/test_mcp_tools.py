@@ -28,7 +28,7 @@ from activities.mcp.grants import grants_refusal
 from activities.mcp.listing import ensure_tool_list, listing_id, tool_definitions
 from activities.runtime import ActivityRuntime, principal_of, scope_of
 from activities.tool_call import exchange_id, run_tool_call
-from contracts.activity_messages import JobRef, ToolApproval, ToolCallInput
+from contracts.activity_messages import JobRef, StoreJobSpecInput, ToolApproval, ToolCallInput
 from contracts.errors import JobSpecError
 from contracts.job_spec import JobSpec
 from contracts.mcp_servers import McpGrantRefused, arguments_sha256, parse_mcp_servers
@@ -63,7 +63,7 @@ async def mcp_runtime(store_url: str, tmp_path: Path, repo: Path) -> Any:
 
 async def _job(runtime: ActivityRuntime, spec: JobSpec) -> JobRef:
     ref = await store_activities.store_job_spec(
-        runtime, store_activities.StoreJobSpecInput(spec=spec))
+        runtime, StoreJobSpecInput(spec=spec))
     return JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
                   tenant=spec.scope.tenant, project=spec.scope.project, spec=ref)
 
@@ -230,6 +230,7 @@ async def test_injection_and_secrets_are_gated(
     store = await mcp_runtime.store()
     record = await store.head("tool_record", exchange_id(spec.job_id, "t0001-2"),
                               principal=principal_of(spec))
+    assert record is not None
     assert str(record.trust) in ("untrusted_external_data", "Trust.UNTRUSTED_EXTERNAL_DATA")
 
 

@@ -29,12 +29,12 @@ from contracts.model_endpoints import load_endpoints
 from settings import Settings
 from tests.waiting import wait_for
 from tests.workflows.jobkit import roots_for, running_worker, start_job, wait_status
-from tests.workflows.replay_api import replaying_api
+from tests.workflows.replay_api import Turn, replaying_api
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 
 LOCAL = Settings.from_env(os.environ).locations
-SCRIPT = [[("search", {"source": "handbook", "query": "retry"})],
+SCRIPT: list[Turn] = [[("search", {"source": "handbook", "query": "retry"})],
           [("finish", {"summary": "done", "open_items": []})]]
 QUESTION_A = "How does the client retry failed requests (default endpoint)?"
 QUESTION_B = "How does a stopped download resume (second endpoint)?"

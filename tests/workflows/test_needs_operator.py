@@ -57,6 +57,11 @@ REVIEW = {"reviewers": ["alice", "bob"], "operators": ["ops"], "timeout": "10m",
 RETRY = ResolveInput(action="retry", note="fixed")
 
 
+#: the history events that end an activity run, by the outcome they record
+_ENDED = {f"activity_task_{outcome}_event_attributes": outcome
+          for outcome in ("completed", "failed", "timed_out")}
+
+
 async def activity_runs(handle: WorkflowHandle[Any, Any], activity: str) -> list[
         tuple[str, int]]:
     """Each finished run of ``activity`` in the job's history: (outcome, attempts)."""
@@ -71,12 +76,12 @@ async def activity_runs(handle: WorkflowHandle[Any, Any], activity: str) -> list
         elif event.HasField("activity_task_started_event_attributes"):
             started = event.activity_task_started_event_attributes
             attempts[started.scheduled_event_id] = started.attempt
-        for outcome in ("completed", "failed", "timed_out"):
-            field = f"activity_task_{outcome}_event_attributes"
-            if event.HasField(field):
-                scheduled = getattr(event, field).scheduled_event_id
-                if kinds.get(scheduled) == activity:
-                    runs.append((outcome, attempts.get(scheduled, 0)))
+        field = event.WhichOneof("attributes") or ""
+        outcome = _ENDED.get(field)
+        if outcome is not None:
+            scheduled = getattr(event, field).scheduled_event_id
+            if kinds.get(scheduled) == activity:
+                runs.append((outcome, attempts.get(scheduled, 0)))
     return runs
 
 

@@ -32,7 +32,7 @@ def test_a_resent_request_gets_the_reply_it_got_before_not_the_next_turn() -> No
     script: Any = [[("search", {"query": "a"})], [("finish", {"summary": "done"})]]
     turn_one = {"model": "m", "messages": [{"role": "user", "content": "one"}],
                 "tools": [{"type": "function", "function": {"name": "search"}}]}
-    turn_two = {**turn_one, "messages": [*turn_one["messages"],  # type: ignore[list-item]
+    turn_two = {**turn_one, "messages": [*turn_one["messages"],
                                          {"role": "assistant", "content": "x"}]}
     with replaying_api(script) as (base_url, requests):
         first = _post(base_url, turn_one)

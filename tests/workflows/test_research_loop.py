@@ -17,6 +17,7 @@ import pytest
 
 from activities.runtime import ActivityRuntime, principal_of
 from contracts.job_spec import JobSpec
+from contracts.source_specs import DocumentSourceSpec
 from contracts.workflow_messages import ResolveInput
 from tests.workflows.jobkit import (
     loop_notes,
@@ -57,6 +58,7 @@ async def test_the_agent_researches_every_topic_then_finishes(
         # quoted line and the adjacent ones that explain the same terms (at most three)
         assert note["line_start"] <= note["line_end"] <= note["line_start"] + 2
         source = spec.sources[0]
+        assert isinstance(source, DocumentSourceSpec)
         lines = (__import__("pathlib").Path(source.path) / note["path"]).read_text().split("\n")
         assert note["content"] == "\n".join(lines[note["line_start"] - 1:note["line_end"]])
     store = await runtime.store()
@@ -340,10 +342,10 @@ async def test_a_model_that_keeps_failing_blocks_the_job_instead_of_retrying_for
     replies: no model API is reachable here) answers 429 with Retry-After: 1 three times.
     With two attempts per call the job blocks ``model_call_failed``; ``resolve`` retries
     the turn, whose second attempt then goes through."""
-    from tests.workflows.replay_api import replayed_openai
+    from tests.workflows.replay_api import Turn, replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model", "max_attempts": 2})
-    script = [[("search", {"source": "handbook", "query": "retry"})],
+    script: list[Turn] = [[("search", {"source": "handbook", "query": "retry"})],
               [("finish", {"summary": "done", "open_items": []})]]
     with replayed_openai(monkeypatch, script, rate_limited=3) as requests:
         async with running_worker(client, runtime, task_queue):
@@ -383,10 +385,10 @@ async def test_update_plan_is_data_and_cannot_change_the_task_or_the_reviewers(
     replies: no model API is reachable here) writes a plan that claims new reviewers and a
     new task. The next request shows it only inside a data block; the task contract, the
     spec's reviewers and the control text are unchanged."""
-    from tests.workflows.replay_api import distinct_requests, replayed_openai
+    from tests.workflows.replay_api import Turn, distinct_requests, replayed_openai
 
     spec = make_spec(model={"provider": "openai", "name": "replayed-model"})
-    script = [[("update_plan", {"text": INJECTED_PLAN})],
+    script: list[Turn] = [[("update_plan", {"text": INJECTED_PLAN})],
               [("finish", {"summary": "done", "open_items": []})]]
     with replayed_openai(monkeypatch, script) as requests:
         async with running_worker(client, runtime, task_queue):

@@ -32,6 +32,7 @@ from contracts.job_spec import parse_job_spec
 from tests.waiting import wait_for
 from tests.workflows.conftest import LOCAL
 from tests.workflows.jobkit import (
+    REPO_ROOT,
     job_dict,
     roots_for,
     running_worker,
@@ -39,7 +40,7 @@ from tests.workflows.jobkit import (
     start_worker_process,
     wait_status,
 )
-from tests.workflows.test_cli import CLI, REPO_ROOT, pressroom
+from tests.workflows.test_cli import CLI, pressroom
 
 pytestmark = [pytest.mark.temporal, pytest.mark.asyncio(loop_scope="session")]
 

@@ -30,7 +30,7 @@ NO_SERVER = "127.0.0.1:9"
 _KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "LOCAL_KEY")
 
 
-def pressroom(home: Path, *args: str, cwd: Path = REPO_ROOT,
+def pressroom(home: Path, *args: str, cwd: Path | str = REPO_ROOT,
               **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items()
             if k not in _KEYS and not k.startswith("PRESSROOM_")}

@@ -23,13 +23,13 @@ from activities import store_activities
 from activities.research_tools import MAX_REGEX_SECONDS, search_hits
 from activities.runtime import ActivityRuntime, principal_of
 from activities.tool_call import exchange_id, run_tool_call
-from contracts.activity_messages import JobRef, ToolCallInput
+from contracts.activity_messages import JobRef, StoreJobSpecInput, ToolCallInput
 from contracts.job_spec import JobSpec
 
 
 async def _job(runtime: ActivityRuntime, spec: JobSpec) -> JobRef:
     ref = await store_activities.store_job_spec(
-        runtime, store_activities.StoreJobSpecInput(spec=spec))
+        runtime, StoreJobSpecInput(spec=spec))
     return JobRef(job_id=spec.job_id, principal_id=spec.principal.principal_id,
                   tenant=spec.scope.tenant, project=spec.scope.project, spec=ref)
 

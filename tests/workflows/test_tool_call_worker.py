@@ -38,11 +38,12 @@ class OneToolCall:
 
     @workflow.run
     async def run(self, inp: ToolCallInput) -> ToolCallResult:
-        return await workflow.execute_activity(
+        result: ToolCallResult = await workflow.execute_activity(
             "run_tool", inp, result_type=ToolCallResult,
             start_to_close_timeout=timedelta(seconds=60),
             heartbeat_timeout=timedelta(seconds=1),
             retry_policy=RetryPolicy(maximum_attempts=1))
+        return result
 
 
 async def test_heartbeats_flow_while_a_search_spends_its_regex_time(
@@ -61,7 +62,7 @@ async def test_heartbeats_flow_while_a_search_spends_its_regex_time(
         started = time.monotonic()
         result: Any = await client.execute_workflow(
             OneToolCall.run, inp, id=f"tool-call-{uuid.uuid4().hex}", task_queue=queue,
-            result_type=ToolCallResult, execution_timeout=timedelta(seconds=90))
+            execution_timeout=timedelta(seconds=90))
         elapsed = time.monotonic() - started
     # the activity outlived its 1 s heartbeat timeout, so beats kept arriving meanwhile
     assert elapsed > 1.5, elapsed

@@ -26,8 +26,8 @@ from contracts.job_spec import JobSpec
 from contracts.workflow_messages import JobStatus, ResearchProgress, ToolCallSummary
 from tests.waiting import wait_for
 from tests.workflows.conftest import LOCAL
-from tests.workflows.jobkit import job_dict, roots_for, running_worker, start_job
-from tests.workflows.test_cli import CLI, REPO_ROOT
+from tests.workflows.jobkit import REPO_ROOT, job_dict, roots_for, running_worker, start_job
+from tests.workflows.test_cli import CLI
 
 TURN = re.compile(r"research turn (\d+) of (\d+)")
 

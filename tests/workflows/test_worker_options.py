@@ -17,7 +17,7 @@ from settings import HELPER_PROCESSES, Settings, SettingsError
     ("", 2, 1), ("", 1, 0), ("0", 8, 0), ("3", 1, 3), (" 2 ", 4, 2)])
 def test_default_helper_processes(monkeypatch: pytest.MonkeyPatch, raw: str, cores: int,
                                   want: int) -> None:
-    monkeypatch.setattr(worker.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr("worker.os.cpu_count", lambda: cores)
     settings = Settings.from_env({HELPER_PROCESSES: raw})
     assert worker.default_helper_processes(settings) == want
 

@@ -14,7 +14,8 @@ from worker import connect
 async def test_cert_and_key_go_together(flags: dict[str, str]) -> None:
     # a lone key used to be ignored: the worker connected without TLS
     with pytest.raises(JobError, match="go together"):
-        await connect("127.0.0.1:1", **flags)
+        await connect("127.0.0.1:1", tls_cert=flags.get("tls_cert"),
+                      tls_key=flags.get("tls_key"))
 
 
 async def test_missing_tls_file_is_named(tmp_path: Path) -> None:
