@@ -364,7 +364,7 @@ def run(
     settings = _settings(ctx)
     report = _job_cmd(commands.run(_out(as_json, progress=True), settings, job_file, wait=wait,
                                    task_queue=_queue(task_queue, settings), address=address,
-                                   timeout=timeout),
+                                   timeout=timeout, live_view=not as_json),
                       settings)
     if as_json:
         _print_json(report)

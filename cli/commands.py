@@ -354,10 +354,12 @@ def preflight(console: Console, settings: Settings, job_file: Path,
 
 async def run(console: Console, settings: Settings, job_file: Path, *, wait: bool,
               task_queue: str, address: str | None = None,
-              timeout: float | None = None) -> RunReport:
+              timeout: float | None = None, live_view: bool = True) -> RunReport:
     """Start the job in ``job_file``; with ``wait``, follow it (``follow``) until it needs a
     human, ends, or ``timeout`` seconds have passed (``None``: no limit), waiting through a
-    worker outage with a line on stderr when it starts and when a worker is back."""
+    worker outage with a line on stderr when it starts and when a worker is back.
+    ``live_view``: on a terminal, show ``pressroom watch``'s view instead of stage lines —
+    off for ``--json``, whose report lists every stage the job passed."""
     spec = preflight(console, settings, job_file, os.environ)
     client = await connect(settings, address)
     await refuse_known_job(spec, settings)
@@ -384,7 +386,7 @@ async def run(console: Console, settings: Settings, job_file: Path, *, wait: boo
     if not wait:
         return RunReport(job_id=spec.job_id)
     steps: list[StageStep] = []
-    if console.is_terminal:  # the live view (cli/watch.py); plain stage lines otherwise
+    if live_view and console.is_terminal:  # the live view (cli/watch.py); stage lines otherwise
         from cli.watch import watch
 
         view = await watch(console, client, spec.job_id,

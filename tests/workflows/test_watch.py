@@ -6,6 +6,7 @@ job is started before any worker polls, so the watch is up before the first turn
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pty
 import re
@@ -151,10 +152,11 @@ def test_render_shows_turn_budgets_calls_and_the_resolve_actions() -> None:
     assert "research turn 7\n" in running + "\n" and "resolve" not in running
 
 
-@pytest.mark.temporal
-@pytest.mark.asyncio(loop_scope="session")
-async def test_run_wait_on_a_terminal_shows_the_live_view(
-        client: Any, task_queue: str, tmp_path: Path, docs: Path) -> None:
+async def _run_wait_on_a_terminal(client: Any, task_queue: str, tmp_path: Path, docs: Path,
+                                  *flags: str) -> tuple[int, str, bytes]:
+    """``pressroom run JOB --wait [flags]`` with stdin and stderr on a pseudo-terminal
+    (stdout too, unless ``--json``: then a pipe, as a script reads it) and a worker
+    running; its exit code, what the terminal showed, and stdout when piped."""
     address = client.service_client.config.target_host
     home = tmp_path / "home"
     home.mkdir()
@@ -164,11 +166,13 @@ async def test_run_wait_on_a_terminal_shows_the_live_view(
     runtime = ActivityRuntime(f"sqlite+aiosqlite:///{home / 'pressroom.db'}",
                               locations=LOCAL, roots=roots_for(tmp_path))
     leader, follower = pty.openpty()
+    piped = "--json" in flags
     out: list[bytes] = []
     async with running_worker(client, runtime, task_queue):
         proc = subprocess.Popen([*CLI, "run", str(job_file), "--wait", "--task-queue",
-                                 task_queue], env=_env(home, address), cwd=REPO_ROOT,
-                                stdin=follower, stdout=follower, stderr=follower)
+                                 task_queue, *flags], env=_env(home, address), cwd=REPO_ROOT,
+                                stdin=follower, stderr=follower,
+                                stdout=subprocess.PIPE if piped else follower)
         os.close(follower)
         os.set_blocking(leader, False)
         try:
@@ -179,6 +183,7 @@ async def test_run_wait_on_a_terminal_shows_the_live_view(
                     pass
                 return proc.poll() is not None
             await wait_for(ended, 180, "run --wait to end", interval=0.1)
+            stdout = proc.stdout.read() if proc.stdout is not None else b""
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -187,7 +192,33 @@ async def test_run_wait_on_a_terminal_shows_the_live_view(
                 while chunk := os.read(leader, 65536):
                     out.append(chunk)
             os.close(leader)
-    text = b"".join(out).decode(errors="replace")
-    assert proc.returncode == EXIT_AWAITING_REVIEW, text
+            if proc.stdout is not None:
+                proc.stdout.close()
+    return proc.returncode, b"".join(out).decode(errors="replace"), stdout
+
+
+@pytest.mark.temporal
+@pytest.mark.asyncio(loop_scope="session")
+async def test_run_wait_on_a_terminal_shows_the_live_view(
+        client: Any, task_queue: str, tmp_path: Path, docs: Path) -> None:
+    rc, text, _ = await _run_wait_on_a_terminal(client, task_queue, tmp_path, docs)
+    assert rc == EXIT_AWAITING_REVIEW, text
     assert "\x1b[" in text and TURN.search(text), text
     assert "draft ready" in text
+
+
+@pytest.mark.temporal
+@pytest.mark.asyncio(loop_scope="session")
+async def test_run_wait_json_on_a_terminal_still_reports_every_stage(
+        client: Any, task_queue: str, tmp_path: Path, docs: Path) -> None:
+    """With ``--json`` the report is the point: stderr on a terminal must not swap the
+    stage follower for the live view, whose report would list no stages."""
+    rc, text, stdout = await _run_wait_on_a_terminal(client, task_queue, tmp_path, docs,
+                                                     "--json")
+    assert rc == EXIT_AWAITING_REVIEW, text
+    report = json.loads(stdout)
+    stages = list(dict.fromkeys(step["stage"] for step in report["stages"]))
+    assert stages == ["start", "plan", "research", "draft", "review"], report["stages"]
+    assert report["job"]["status"] == "awaiting_review"
+    assert not TURN.search(text), text  # stage lines on the terminal, not the live view
+    assert "started job" in text
