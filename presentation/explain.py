@@ -15,6 +15,8 @@ reordered parallel tool result in every manifest after it — is printed once at
 with how many manifests carry it. A fork's manifest (its ``inherited`` section) gets an
 ``inherited from`` column and a line of the items and tool calls that came from its parent
 (``inherited_entries`` is the one reader of that section, for ``--json`` too).
+``plain_value`` is how a manifest value reads in a cell, here and on the console's
+manifest page: words and numbers, never a Python repr.
 """
 
 from __future__ import annotations
@@ -27,6 +29,26 @@ from rich.markup import escape
 from rich.table import Table
 
 from context import FOLD_PREFIX, LOG_PREFIX
+
+
+def plain_value(value: Any) -> str:
+    """A manifest value as a reader reads it — never a Python repr: ``None`` is "—", a
+    number has thousands separators, a list is comma-separated and a mapping is
+    ``key: value`` pairs (nested the same way)."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    if isinstance(value, dict):
+        return ", ".join(f"{str(k).replace('_', ' ')}: {plain_value(v)}"
+                         for k, v in value.items()) or "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain_value(v) for v in value) or "—"
+    return str(value)
 
 
 def _ref(entry: dict[str, Any]) -> str:
@@ -407,7 +429,7 @@ def render_manifest(console: Console, manifest: dict[str, Any],
         if marks is not None:
             exc.add_column("inherited from", overflow="fold")
         for e in manifest["excluded"]:
-            row = [escape(str(e["item_id"])), str(e.get("reason")),
+            row = [escape(str(e["item_id"])), plain_value(e.get("reason")),
                    str(e.get("hard_gate") or ""), escape(security_cell(e)),
                    e.get("detail", "")]
             if marks is not None:
@@ -419,18 +441,20 @@ def render_manifest(console: Console, manifest: dict[str, Any],
         console.print(f"  {escape(line)}", soft_wrap=True)
 
     budget = manifest.get("budget") or {}
-    part = Table(title=f"partitions (estimator {budget.get('estimator')}, usable "
-                       f"{budget.get('usable_input')}, used {budget.get('estimated_used')}, "
-                       f"actual {budget.get('actual_input_tokens')})")
+    v = plain_value
+    part = Table(title=f"partitions (estimator {v(budget.get('estimator'))}, usable "
+                       f"{v(budget.get('usable_input'))}, used "
+                       f"{v(budget.get('estimated_used'))}, actual "
+                       f"{v(budget.get('actual_input_tokens'))})")
     for col in ("partition", "used", "minimum", "maximum", "demand", "eviction"):
         part.add_column(col)
     for name, p in (budget.get("partitions") or {}).items():
         # a demand that includes units evicted on a lower bound is itself a lower bound
         uncounted = p.get("uncounted") or 0
-        demand = f"≥ {p.get('demand')} ({uncounted} untokenized)" if uncounted \
-            else str(p.get("demand"))
-        part.add_row(name, str(p.get("used")), str(p.get("minimum")), str(p.get("maximum")),
-                     demand, str(p.get("eviction")))
+        demand = f"≥ {v(p.get('demand'))} ({v(uncounted)} untokenized)" if uncounted \
+            else v(p.get("demand"))
+        part.add_row(name, v(p.get("used")), v(p.get("minimum")), v(p.get("maximum")),
+                     demand, v(p.get("eviction")))
     console.print(part)
 
     if manifest.get("transforms"):
@@ -441,7 +465,8 @@ def render_manifest(console: Console, manifest: dict[str, Any],
             failed = [k for k, v in (t.get("preservation_assertions") or {}).items()
                       if v != "passed"]
             tr.add_row(t["record_id"], t["type"], ", ".join(t.get("input_item_ids", [])[:4]),
-                       f"{t.get('token_estimate_before')}→{t.get('token_estimate_after')}",
+                       f"{plain_value(t.get('token_estimate_before'))}→"
+                       f"{plain_value(t.get('token_estimate_after'))}",
                        "all passed" if not failed else "failed: " + ", ".join(failed))
         console.print(tr)
     for line in layout_lines(manifest):

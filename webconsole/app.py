@@ -31,6 +31,7 @@ from artifacts.errors import StoreError
 from client.errors import TemporalUnavailable
 from contracts.errors import JobError
 from contracts.pricing import format_usd
+from presentation.explain import plain_value
 from presentation.turns import argument_line
 from webconsole.accounts import ReviewerAccounts
 from webconsole.audit import AuditLog
@@ -38,7 +39,6 @@ from webconsole.backend import ConsoleBackend, NotVisible
 from webconsole.config import ConsoleConfig
 from webconsole.pages import job, jobs, manifest, review, signin
 from webconsole.pages.common import Deps, SignInRequired, render, signed_in, to_signin
-from webconsole.pages.manifest import plain
 from webconsole.sessions import Sessions
 from webconsole.shown import marked, shown, verbatim
 from webconsole.throttle import GuardBusy, PasswordGuard
@@ -85,7 +85,7 @@ def templates() -> Jinja2Templates:
     env.filters["verbatim"] = verbatim  # a form value that must post back unchanged
     env.filters["argument_line"] = argument_line  # a tool call's arguments, one short line
     env.filters["usd"] = format_usd  # whole micro-dollars as $0.000000
-    env.filters["plain"] = plain  # a manifest value as words and numbers, never a repr
+    env.filters["plain"] = plain_value  # a manifest value as words and numbers, never a repr
     return Jinja2Templates(env=env)
 
 

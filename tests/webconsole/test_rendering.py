@@ -451,7 +451,7 @@ def test_each_call_says_what_it_found_in_one_line() -> None:
 
 
 def test_manifest_values_are_never_python_reprs() -> None:
-    from webconsole.pages.manifest import plain
+    from presentation.explain import plain_value as plain
     assert plain(None) == "—" and plain(1098) == "1,098" and plain(0) == "0"
     assert plain({"start_item_id": "a", "end_item_id": None}) == "start item id: a, end item id: —"
     assert plain([1, "x"]) == "1, x" and plain([]) == "—" and plain(True) == "yes"
@@ -461,8 +461,8 @@ def test_kept_out_says_what_decided_each_exclusion() -> None:
     """The manifest page's "Kept out" table names the hard gate that excluded an item, else
     the assembly stage that did (a budget eviction, a duplicate): the column was empty for
     every exclusion no hard gate made."""
+    from presentation.explain import plain_value as plain
     from webconsole.app import templates
-    from webconsole.pages.manifest import plain
 
     env = templates().env
     env.filters.setdefault("plain", plain)

@@ -25,8 +25,11 @@ def test_explain_shows_untokenized_evictions_and_a_lower_bound_demand() -> None:
     render_manifest(Console(file=buf, width=400, color_system=None),
                     out.manifest.model_dump(mode="json"))
     text = buf.getvalue()
-    assert f"≥ {part.demand} ({part.uncounted} untokenized)" in text
+    assert f"≥ {part.demand:,} ({part.uncounted:,} untokenized)" in text
     assert "not tokenized" in text  # the excluded table shows each bound's detail
+    # no Python repr in a cell: a partition without a maximum reads "—", never "None"
+    assert any(p.maximum is None for p in out.manifest.budget.partitions.values())
+    assert "None" not in text, text
 
 
 def test_explain_shows_security_flags_and_collapses_repeated_notes() -> None:

@@ -17,26 +17,6 @@ from webconsole.backend import NotVisible
 from webconsole.pages.common import Deps, render, signed_in
 
 
-def plain(value: Any) -> str:
-    """A manifest value as a reader reads it — never a Python repr: ``None`` is "—", a
-    number has thousands separators, a list is comma-separated and a mapping is
-    ``key: value`` pairs (nested the same way)."""
-    if value is None or value == "":
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.2f}".rstrip("0").rstrip(".")
-    if isinstance(value, dict):
-        return ", ".join(f"{str(k).replace('_', ' ')}: {plain(v)}"
-                         for k, v in value.items()) or "—"
-    if isinstance(value, list | tuple):
-        return ", ".join(plain(v) for v in value) or "—"
-    return str(value)
-
-
 def partitions(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """Each partition with its share of the usable input, for the bar chart: exact token
     numbers beside each bar (a ``<progress>`` of the usable input, so 0 and 1,098 never
@@ -117,4 +97,4 @@ async def compare_page(request: Request, deps: Deps) -> Response:
     }, session=session)
 
 
-__all__ = ["by_zone", "compare_page", "manifest_page", "partitions", "plain"]
+__all__ = ["by_zone", "compare_page", "manifest_page", "partitions"]
