@@ -13,6 +13,12 @@ ids (``notes:<job>:001``, ``checkpoint:<job>-cp-0002-research``); given both job
 side's own id in an item id reads ``{job}``, so the same item of both jobs pairs up and only
 what really differs is listed.
 
+The current state is one checkpoint a stage (``checkpoint:<job>-cp-<n>-<stage>``), and a
+later request — or a fork, whose copy of its parent's checkpoint is its own first — reads a
+newer one under another number: the one checkpoint that left and the one that entered for
+a stage pair up as one "changed" row (under B's id, A's named in the detail), so a diff
+shows the state as the one item it is rather than as an unrelated exit and entry.
+
 A manifest is sealed before the model is called, so it carries no cost: the caller passes
 each turn's cost from its stored reply (``cost_a``/``cost_b``), when the worker priced it.
 """
@@ -146,6 +152,26 @@ def _tool_pairs(a: dict[str, Any], b: dict[str, Any], inherited: set[str]) -> li
 #: what a job's own id reads as in the item ids of a diff between two jobs
 JOB_PLACEHOLDER = "{job}"
 
+#: a checkpoint item's number, the part two requests' current states differ by
+_CHECKPOINT_NUMBER = re.compile(r"^(checkpoint:.*-cp-)\d+(-[\w-]+)$")
+
+
+def _checkpoint_pairs(ids_a: set[str], ids_b: set[str]) -> dict[str, str]:
+    """A's included checkpoint id -> B's, where for a stage exactly one checkpoint is only
+    in A and exactly one only in B: the current state read under a newer number (see the
+    module docstring)."""
+    def slots(ids: set[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for item_id in ids:
+            m = _CHECKPOINT_NUMBER.match(item_id)
+            if m:
+                out.setdefault(f"{m.group(1)}*{m.group(2)}", []).append(item_id)
+        return out
+
+    only_a, only_b = slots(ids_a - ids_b), slots(ids_b - ids_a)
+    return {olds[0]: only_b[key][0] for key, olds in only_a.items()
+            if len(olds) == 1 and len(only_b.get(key, [])) == 1}
+
 
 def _renamer(job: str | None) -> Any:
     """``{job}`` for ``job`` where it stands as a whole name in an item id (after a
@@ -174,9 +200,12 @@ def diff_manifests(a: dict[str, Any], b: dict[str, Any], *,
     cand_a = {na(e["item_id"]) for e in a.get("candidate_items") or []}
     cand_b = {nb(e["item_id"]) for e in b.get("candidate_items") or []}
     marks = {nb(k): v for k, v in _inherited(b).items()}
+    renamed = _checkpoint_pairs(set(inc_a), set(inc_b))
+    inc_a = {renamed.get(k, k): v for k, v in inc_a.items()}
     items: list[ItemDiff] = []
     for item_id in sorted(set(inc_a) | set(inc_b)):
         ea, eb = inc_a.get(item_id), inc_b.get(item_id)
+        was = next((old for old, new in renamed.items() if new == item_id), None)
         if ea is None and eb is not None:
             items.append(ItemDiff(item_id, "entered", None, str(eb.get("zone")),
                                   _not_included(a, item_id, exc_a, tr_a, cand_a)
@@ -192,6 +221,8 @@ def diff_manifests(a: dict[str, Any], b: dict[str, Any], *,
             changed = [f"{key} {ea.get(key)} → {eb.get(key)}"
                        for key in ("zone", "partition", "content_hash", "load_mode")
                        if ea.get(key) != eb.get(key)]
+            if was is not None:
+                changed.insert(0, f"the current state, was {was}")
             if changed:
                 items.append(ItemDiff(item_id, "changed", str(ea.get("zone")),
                                       str(eb.get("zone")), str(eb.get("admission_reason")),

@@ -56,3 +56,33 @@ def test_two_jobs_items_pair_up_under_their_own_ids_and_tool_calls_are_compared(
     assert "placement logged → folded" in got["tool-result:t0001-1"].detail
     assert got["tool-result:t0001-1"].inherited_from == "p@turn 2"
     assert diff.cost_delta == -30 and diff.token_delta == -5
+
+
+def test_the_current_state_under_a_newer_number_is_one_changed_item() -> None:
+    """A later turn, or a fork (whose copy of its parent's checkpoint is its own first),
+    reads the current state under another checkpoint number: the one that left and the one
+    that entered for a stage are one changed row, not an unrelated exit and entry — while
+    a second checkpoint of the stage on one side keeps both as they are."""
+    def cp(n: int, job: str = "p", h: str = "s1") -> dict[str, Any]:
+        return {**_inc(f"checkpoint:{job}-cp-{n:04d}-research", zone="derived", h=h),
+                "admission_reason": "current_state"}
+
+    a = {"assembly_id": "A", "included": [cp(2), _inc("job_spec:p")]}
+    b = {"assembly_id": "B", "included": [cp(1, "p-fork", h="s2"), _inc("job_spec:p-fork")]}
+    diff = diff_manifests(a, b, jobs=("p", "p-fork"))
+    assert [(d.item_id, d.change) for d in diff.items] == [
+        ("checkpoint:{job}-cp-0001-research", "changed")]
+    only = diff.items[0]
+    assert only.detail == ("the current state, was checkpoint:{job}-cp-0002-research; "
+                           "content_hash s1 → s2")
+    assert only.zone_a == only.zone_b == "derived" and only.decided_by == "current_state"
+
+    # one job, two turns: the same pairing without a job placeholder
+    later = diff_manifests({"included": [cp(2)]}, {"included": [cp(5, h="s1")]})
+    assert [(d.item_id, d.change, d.detail) for d in later.items] == [
+        ("checkpoint:p-cp-0005-research", "changed",
+         "the current state, was checkpoint:p-cp-0002-research")]
+
+    # two on one side: nothing to pair them by, both listed as they are
+    two = diff_manifests({"included": [cp(2)]}, {"included": [cp(3), cp(4)]})
+    assert sorted(d.change for d in two.items) == ["entered", "entered", "left"]

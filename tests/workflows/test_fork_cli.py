@@ -85,7 +85,8 @@ async def test_fork_command_and_explain_diff_name_exactly_the_edits(
     plus the one part that necessarily changes: the checkpoint. A fork's copy of its
     parent's checkpoint is the fork's first (``{job}-cp-0001-research``) while the
     parent's is numbered by its own count (a checkpoint a turn here), and it states the
-    fork's question as its goal: it leaves under one id and enters under the other. There
+    fork's question as its goal: one changed row under the fork's id, naming the
+    parent's (the current state under a newer number, context/manifest_diff.py). There
     is no step-counter item to change: the step item is per stage, not per step (every
     turn renders the same heading, for the prompt cache), and the two requests are both
     turn N+1.
@@ -146,8 +147,11 @@ async def test_fork_command_and_explain_diff_name_exactly_the_edits(
                                       _ids(report, "left"))
             listing = json.dumps(report["items"], indent=1)
             checkpoints = {i for i in changed | entered | left if i.startswith("checkpoint:")}
-            assert checkpoints == {"checkpoint:{job}-cp-0001-research",
-                                   f"checkpoint:{{job}}-cp-{turn + 1:04d}-research"}, listing
+            assert checkpoints == {"checkpoint:{job}-cp-0001-research"}, listing
+            state = next(i for i in report["items"] if i["item_id"] in checkpoints)
+            assert state["change"] == "changed", listing
+            assert state["detail"].startswith(
+                f"the current state, was checkpoint:{{job}}-cp-{turn + 1:04d}-research;"), listing
             assert changed - checkpoints == {"step:research", "job_spec:{job}"}, listing
             assert entered - checkpoints == set(), listing
             assert left - checkpoints == {f"tool-result:{note['call_id']}"}, listing
