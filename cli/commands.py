@@ -46,7 +46,7 @@ from contracts.path_safety import (
     is_remote,
     read_policy,
 )
-from contracts.pricing import format_usd
+from contracts.pricing import format_usd, spent_usd
 from contracts.signing import normalize_name, public_key_text
 from contracts.spec_check import SpecProblem, check_spec_file, context_for
 from contracts.workflow_messages import (
@@ -592,7 +592,7 @@ def show_research(console: Console, live: JobStatus) -> None:
     assert research is not None
     budget = f"/{research.token_budget}" if research.token_budget else ""
     stopped = f", stopped: {research.stop_reason}" if research.stop_reason else ""
-    cost = format_usd(research.cost_micro_usd) + (
+    cost = spent_usd(research.cost_micro_usd, research.unpriced_calls) + (
         f"/{format_usd(research.cost_budget_micro_usd)}" if research.cost_budget_micro_usd
         else "")
     console.print(f"  research turn {research.turn}{stopped}; tokens {research.tokens_used}"

@@ -22,7 +22,7 @@ from temporalio.client import Client
 
 from client import jobs
 from client.live import REFRESH_SECONDS, STOP_STATES, finished, history_ticks
-from contracts.pricing import format_usd
+from contracts.pricing import format_usd, spent_usd
 
 __all__ = ["REFRESH_SECONDS", "STOP_STATES", "finished", "render", "resolve_actions",
            "watch"]
@@ -63,7 +63,7 @@ def render(view: jobs.JobView, max_turns: int | None, *, calls: int = 5) -> list
         stopped = f"  stopped: {research.stop_reason}" if research.stop_reason else ""
         lines.append(f"research turn {research.turn}{limit}{stopped}")
         budget = f" / {research.token_budget}" if research.token_budget else ""
-        cost = format_usd(research.cost_micro_usd) + (
+        cost = spent_usd(research.cost_micro_usd, research.unpriced_calls) + (
             f" / {format_usd(research.cost_budget_micro_usd)}"
             if research.cost_budget_micro_usd else "")
         lines.append(f"tokens {research.tokens_used}{budget}  cost {cost}  refused calls "

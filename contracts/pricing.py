@@ -44,6 +44,7 @@ __all__ = [
     "format_usd",
     "load_prices",
     "micro_usd",
+    "spent_usd",
 ]
 
 #: the shipped defaults (dated; the operator must check them)
@@ -99,6 +100,18 @@ def micro_usd(usd: Decimal | str | int) -> int:
 def format_usd(micro: int) -> str:
     """``$0.012345`` for 12 345 µ$: six decimals, exact."""
     return f"${Decimal(micro) / MICRO:.6f}"
+
+
+def spent_usd(micro: int, unpriced_calls: int = 0) -> str:
+    """What the priced calls cost, saying so when some were not priced: ``$0.012345``;
+    ``not priced`` when no call was (never ``$0.000000`` for a model the worker has no
+    price for); ``$0.012345 + 3 calls not priced`` in between."""
+    if not unpriced_calls:
+        return format_usd(micro)
+    if not micro:
+        return "not priced"
+    return f"{format_usd(micro)} + {unpriced_calls} call{'s' if unpriced_calls != 1 else ''} " \
+        "not priced"
 
 
 def call_cost(price: ModelPrice, *, input_tokens: int, output_tokens: int,

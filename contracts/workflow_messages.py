@@ -67,6 +67,9 @@ class ResearchProgress(_Msg):
     #: what the research turns' model calls cost, in whole micro-dollars (each call priced
     #: by the worker that made it, contracts/pricing.py); unpriced calls add nothing
     cost_micro_usd: int = 0
+    #: the research turns' model calls the worker had no price for: their cost is not in
+    #: ``cost_micro_usd``, so what it shows is "not priced" rather than $0
+    unpriced_calls: int = 0
     #: the cost budget in force, micro-dollars (the spec's ``cost_budget_usd``, or what
     #: ``resolve --cost-budget`` raised it to); ``None``: no money limit
     cost_budget_micro_usd: int | None = None

@@ -21,6 +21,7 @@ from contracts.pricing import (
     format_usd,
     load_prices,
     micro_usd,
+    spent_usd,
 )
 
 GOOD = """\
@@ -84,6 +85,11 @@ def test_costs_are_exact_micro_dollars_rounded_up(tmp_path: Path) -> None:
                for _ in range(1000)) == 75_000
     assert micro_usd("0.05") == 50_000 and micro_usd(Decimal("0.0000001")) == 1
     assert format_usd(1_234_567) == "$1.234567" and format_usd(0) == "$0.000000"
+    # what a job spent, never $0 for calls the worker had no price for
+    assert spent_usd(1500) == "$0.001500" and spent_usd(0) == "$0.000000"
+    assert spent_usd(0, unpriced_calls=4) == "not priced"
+    assert spent_usd(1500, unpriced_calls=1) == "$0.001500 + 1 call not priced"
+    assert spent_usd(1500, unpriced_calls=3) == "$0.001500 + 3 calls not priced"
 
 
 @pytest.mark.parametrize(("text", "needle"), [

@@ -48,7 +48,7 @@ from contracts.approval import approval_problem
 from contracts.errors import JobError
 from contracts.job_spec import JobSpec
 from contracts.ownership import ForeignArtifact, check_manifest, check_owned, check_record
-from contracts.pricing import format_usd
+from contracts.pricing import spent_usd
 from contracts.signing import normalize_name
 from contracts.workflow_messages import PendingDraft, ReviewResult
 from presentation.explain import flagged_items
@@ -122,7 +122,8 @@ class DraftReview:
     missing_topics: list[str]
     #: items of the draft step's manifest its security screening flagged
     security_flags: int
-    #: what the research turns cost (``$0.000000``), ``None`` when nothing was priced
+    #: what the research turns cost (``contracts.pricing.spent_usd``: "not priced" when
+    #: the worker had no price for the model), ``None`` before the first turn
     cost: str | None
     #: every line the job's reads returned, by (source, path, revision)
     lines_read: dict[tuple[str, str, str], dict[int, str]]
@@ -321,7 +322,7 @@ class ConsoleBackend:
         return DraftReview(job_id=job_id, spec=spec, pending=pending,
                            missing_topics=missing,
                            security_flags=len(flagged_items(manifest)) if manifest else 0,
-                           cost=(format_usd(research.cost_micro_usd)
+                           cost=(spent_usd(research.cost_micro_usd, research.unpriced_calls)
                                  if research is not None and research.turn else None),
                            lines_read=await lines_read(self.store, job_id, principal),
                            destination=view.live.destination, text=body.decode("utf-8"),

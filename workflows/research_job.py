@@ -370,6 +370,8 @@ class ResearchJobWorkflow:
             return await self._research_blocked(f"model_call_failed ({cause[:300]})")
         research.tokens_used += decided.input_tokens + decided.output_tokens
         research.cost_micro_usd += decided.cost_micro_usd or 0  # the worker priced it
+        if decided.cost_micro_usd is None:
+            research.unpriced_calls += 1
         # a write tool's call waits for its signed approval (none in a job without one)
         approvals = {call.call_id: await self._tool_approval(call, turn)
                      for call in decided.calls if call.needs_approval and call.refusal is None}

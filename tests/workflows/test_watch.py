@@ -109,6 +109,10 @@ async def test_watch_on_a_terminal_shows_the_turn_counter_advance(
     assert len(set(turns)) >= 2 and turns == sorted(turns), turns
     assert {int(m.group(2)) for m in TURN.finditer(text)} == {spec.research.max_turns}
     assert f"pressroom approve {spec.job_id}" in text
+    # this worker has no price for the offline model: once a turn has called it, the
+    # cost reads "not priced", not $0 (before the first call it is $0, and true)
+    costs = re.findall(r"cost (not priced|\$\d+\.\d+)", text)
+    assert costs and costs[-1] == "not priced", costs
 
 
 @pytest.mark.temporal
@@ -125,9 +129,10 @@ async def test_watch_on_a_pipe_prints_plain_lines(
     assert text.rstrip().splitlines()[-1].strip().startswith("pressroom approve")
 
 
-def _view(status: str, reason: str | None = None) -> jobs.JobView:
+def _view(status: str, reason: str | None = None, unpriced: int = 0) -> jobs.JobView:
     research = ResearchProgress(turn=7, round_start_turn=0, tokens_used=1200, token_budget=5000,
-                                cost_micro_usd=1500, cost_budget_micro_usd=10_000,
+                                cost_micro_usd=1500 if not unpriced else 0,
+                                unpriced_calls=unpriced, cost_budget_micro_usd=10_000,
                                 last_calls=[ToolCallSummary(turn=7, call_id="c1",
                                                             tool_name="read_file",
                                                             status="ok", result_chars=812)])
@@ -150,6 +155,10 @@ def test_render_shows_turn_budgets_calls_and_the_resolve_actions() -> None:
     assert "pressroom resolve j --abandon" in operator and "--token-budget" not in operator
     running = "\n".join(render(_view("running"), None))
     assert "research turn 7\n" in running + "\n" and "resolve" not in running
+    assert "cost $0.001500 / $0.010000" in text
+    # a model the worker has no price for costs "not priced", never $0
+    unpriced = "\n".join(render(_view("running", unpriced=7), None))
+    assert "cost not priced / $0.010000" in unpriced and "$0.000000" not in unpriced
 
 
 async def _run_wait_on_a_terminal(client: Any, task_queue: str, tmp_path: Path, docs: Path,

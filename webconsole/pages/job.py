@@ -22,7 +22,7 @@ from starlette.responses import Response, StreamingResponse
 
 from client import jobs
 from client.live import finished
-from contracts.pricing import format_usd
+from contracts.pricing import format_usd, spent_usd
 from contracts.workflow_messages import JobStatus, ResearchProgress
 from presentation.turns import TraceTurn
 from webconsole.backend import status_of
@@ -73,7 +73,7 @@ def _cost(research: ResearchProgress | None) -> str | None:
     if research is None or not research.turn:
         return None
     budget = research.cost_budget_micro_usd
-    return format_usd(research.cost_micro_usd) + (
+    return spent_usd(research.cost_micro_usd, research.unpriced_calls) + (
         f" of {format_usd(budget)} budget" if budget else "")
 
 
