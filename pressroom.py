@@ -795,6 +795,12 @@ def fork(
         task_queue=_queue(task_queue, settings), address=address), settings)
     console.print(f"forked {job} at turn {at_turn} as {new_id}: {status.stage}, "
                   f"{status.status}", highlight=False)
+    # what a user does next: follow the fork, then see what the edits changed in what the
+    # model saw (docs/architecture.md#forking-a-job: compare turn N+1 with turn N+1)
+    console.print(f"  follow it:  pressroom watch {new_id}\n"
+                  f"  compare:    pressroom explain --diff {job} --turn {at_turn + 1} "
+                  f"{new_id} --turn {at_turn + 1}", highlight=False, markup=False,
+                  soft_wrap=True)
 
 
 @app.command()

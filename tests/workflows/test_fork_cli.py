@@ -123,6 +123,10 @@ async def test_fork_command_and_explain_diff_name_exactly_the_edits(
                 "--add-source", source, "--question", QUESTION, "--task-queue", task_queue)
             assert rc == 0, err
             assert f"forked {parent.job_id} at turn {turn} as {fork_id}: research" in out, out
+            # it says how to follow the fork and the comparison run below
+            assert f"pressroom watch {fork_id}" in out, out
+            assert (f"pressroom explain --diff {parent.job_id} --turn {turn + 1} {fork_id} "
+                    f"--turn {turn + 1}") in out, out
             fork = temporal_env.client.get_workflow_handle(fork_id)
             # the fork researches on from turn N+1 (with a note dropped it may block for
             # evidence later: only its first turn is compared here)
