@@ -105,6 +105,15 @@ class TopicSpec(_Spec):
     blocking: bool = False
 
 
+def topic_heading(name: str) -> str:
+    """A topic name as a reader's heading: ``backoff_formula`` → ``Backoff formula``. The
+    draft's sections carry it (``activities.providers.extractive``) and the review page shows
+    a bare topic name a model wrote as one (``webconsole.draft_html``)."""
+    words = name.replace("_", " ").replace("-", " ").split()
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if text else name
+
+
 class PrincipalSpec(_Spec):
     """The identity the job acts as. It may never approve its own draft."""
 

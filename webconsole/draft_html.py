@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
+from contracts.job_spec import topic_heading
 from webconsole.evidence import Excerpt, looks_like_citation, short_label
 from webconsole.shown import marked, shown
 
@@ -35,13 +36,6 @@ _STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _EMPHASIS = re.compile(r"(?<![\w*])[_*](?=\S)(.+?)(?<=\S)[_*](?![\w*])")
 #: a heading that is a bare topic name (``backoff_formula``, ``rate-limits``)
 _TOPIC_NAME = re.compile(r"^[a-z0-9]+(?:[_-][a-z0-9]+)*$")
-
-
-def humanize(name: str) -> str:
-    """A topic name as a heading: ``backoff_formula`` → ``Backoff formula``."""
-    words = name.replace("_", " ").replace("-", " ").split()
-    text = " ".join(words)
-    return text[:1].upper() + text[1:] if text else name
 
 
 @dataclass
@@ -148,7 +142,7 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
             close_list()
             level = len(heading.group(1))
             title = heading.group(2).strip()
-            body, bad = inline(humanize(title) if _TOPIC_NAME.match(title) else title)
+            body, bad = inline(topic_heading(title) if _TOPIC_NAME.match(title) else title)
             html.append(f"<h{level + 1}{_claim(bad)}>{body}</h{level + 1}>")
         elif bullet or numbered:
             close_paragraph()
@@ -193,4 +187,4 @@ def _claim(unresolved: bool, number: int | None = None) -> str:
     return anchor + (' class="claim-unresolved"' if unresolved else "")
 
 
-__all__ = ["RenderedDraft", "humanize", "render_draft"]
+__all__ = ["RenderedDraft", "render_draft"]

@@ -21,7 +21,9 @@ acquisition and every reviewer comment.
 
 Within a topic a bare header (``class Foo:``) or an export-list entry is quoted only when
 nothing more informative about its terms was admitted, and a header directly followed by
-its docstring is quoted by the docstring's first sentence (``salience``). A revision
+its docstring is quoted by the docstring's first sentence (``salience``). Each topic's
+section is headed by its name as words (``contracts.job_spec.topic_heading``:
+``backoff_formula`` reads "Backoff formula"): the draft is what is published. A revision
 answers each reviewer comment (``review_requests``): "Addressed (see topic)" only when that
 topic's section changed against the revision it revises (the ``article_draft`` block of
 the request) and, for a comment that named things, a new finding quotes one of them;
@@ -48,6 +50,7 @@ from context import (
     default_counter,
     get_adapter,
 )
+from contracts.job_spec import topic_heading
 
 NAME = "extractive"
 MODEL = "extractive-v1"
@@ -188,13 +191,21 @@ def review_requests(comments: list[str], topics: list[tuple[str, list[str]]]) ->
     return out
 
 
+def _section_key(heading: str) -> str:
+    """A section's key: its heading as words, case-folded — the same for a topic's name
+    (``backoff_formula``, as drafts before ``topic_heading`` headed it) and its heading
+    ("Backoff formula"), so a revision of an older draft still finds its sections."""
+    return " ".join(heading.replace("_", " ").replace("-", " ").split()).casefold()
+
+
 def _sections(text: str) -> dict[str, list[str]]:
-    """An earlier draft's findings by topic section (``## topic`` up to the next ``##``)."""
+    """An earlier draft's findings by topic section (``## heading`` up to the next ``##``),
+    keyed by ``_section_key``."""
     out: dict[str, list[str]] = {}
     current: str | None = None
     for line in text.split("\n"):
         if line.startswith("## "):
-            current = line[3:].strip()
+            current = _section_key(line[3:])
             out.setdefault(current, [])
         elif current is not None and line.startswith('- "'):
             out[current].append(line)
@@ -408,8 +419,9 @@ def _answer(request: Request, before: dict[str, list[str]] | None,
         return ("- Could not address from the admitted evidence: "
                 f"{comment} (it names no topic or identifier of this job to research)")
     names = ", ".join(f"`{t}`" for t in request.terms)
-    new = [line for line in now.get(topic, []) if before is None or
-           line not in before.get(topic, [])]
+    key, heading = _section_key(topic), topic_heading(topic)
+    new = [line for line in now.get(key, []) if before is None or
+           line not in before.get(key, [])]
     if before is None:
         return (f"- Not confirmed as addressed: {comment} (the revision this one revises "
                 "was not in the request, so no change can be shown)")
@@ -418,14 +430,14 @@ def _answer(request: Request, before: dict[str, list[str]] | None,
                 if any(t.casefold() in line.split('" — `')[0].casefold()
                        for t in request.terms)]
         if hits:
-            return f"- Addressed (see {topic}): {comment}"
+            return f"- Addressed (see {heading}): {comment}"
         return ("- Could not address from the admitted evidence: "
                 f"{comment} (searched the declared sources for {names}: no evidence "
-                f"found; section {topic} is unchanged by this request)")
+                f"found; section {heading} is unchanged by this request)")
     if new:
-        return f"- Addressed (see {topic}): {comment}"
+        return f"- Addressed (see {heading}): {comment}"
     return ("- Could not address from the admitted evidence: "
-            f"{comment} (no new evidence for {topic}; that section is unchanged)")
+            f"{comment} (no new evidence for {heading}; that section is unchanged)")
 
 
 def compose(view: RequestView) -> str:
@@ -447,7 +459,7 @@ def compose(view: RequestView) -> str:
         if not mine:
             uncovered.append(topic)
             continue
-        out += [f"## {topic}", ""]
+        out += [f"## {topic_heading(topic)}", ""]
         for f in mine:
             note = UNTRUSTED_NOTE if f.untrusted else ""
             out.append(f"- \"{f.quote}\" — `{f.citation}`{note}")

@@ -17,6 +17,7 @@ from activities.providers.passages import quote_matches
 from context.seal.adapters import get_adapter
 from context.seal.render import DataBlockView, parse_data_blocks
 from contracts.errors import ProviderConfigError, ProviderInputError
+from contracts.job_spec import topic_heading
 from tests.providers.conftest import MISSING, ROOT, BuiltRequest
 
 ADAPTERS = ("openai_chat", "anthropic_messages")
@@ -93,7 +94,8 @@ async def test_nothing_but_findings_and_fixed_template(built: BuiltRequest) -> N
         re.compile(r"^# How do httpkit 0\.4 and backoff-lib 0\.2 .*\?$"),
         re.compile("^" + re.escape(PREAMBLE) + "$"),
         re.compile(r"^## (Missing evidence|Open items|Sources)$"),
-        re.compile(r"^## (" + "|".join(map(re.escape, topics)) + ")$"),
+        # a topic's section, headed by the topic as words
+        re.compile(r"^## (" + "|".join(re.escape(topic_heading(t)) for t in topics) + ")$"),
         re.compile(r"^- (" + "|".join(map(re.escape, MISSING)) + r"): no admitted evidence; "
                    r"this draft makes no claim about it\.$"),
         re.compile(r"^- (" + "|".join(map(re.escape, MISSING)) + r"): find evidence before "
@@ -121,7 +123,7 @@ async def test_missing_evidence_is_listed_and_not_written_about(built: BuiltRequ
     text = await _draft(built)
     missing = text.split("## Missing evidence", 1)[1].split("## Open items", 1)[0]
     assert "- tls_pinning: no admitted evidence" in missing
-    assert "## tls_pinning" not in text
+    assert "## tls_pinning" not in text and "## Tls pinning" not in text
     assert "certificate pinning" not in text.lower()
 
 
@@ -216,8 +218,9 @@ async def test_reviewer_comments_are_answered_one_by_one(built: BuiltRequest) ->
     # each comment is answered: one names a covered topic's term, one names nothing it can act on
     assert ("- Could not address from the admitted evidence: Compare the cap with the "
             "guidelines document.") in text
-    assert "- Addressed (see delay_cap): Quote where max_delay is applied." in text
-    assert "## delay_cap" in text and "## jitter" not in text
+    assert "- Addressed (see Delay cap): Quote where max_delay is applied." in text
+    # a section is headed by its topic as words, the draft being what is published
+    assert "## Delay cap" in text and "## Jitter" not in text and "## delay_cap" not in text
 
 
 def test_a_comment_naming_no_topic_goes_to_the_topic_sharing_its_words() -> None:
@@ -277,3 +280,23 @@ async def test_a_quote_is_not_repeated_under_another_topic(built: BuiltRequest) 
         repeated = [q for q in quotes if q in earlier]
         assert not repeated or len(quotes) == 1, (repeated, quotes)
         earlier.update(quotes)
+
+
+def test_a_revision_of_a_draft_headed_by_topic_names_finds_its_sections() -> None:
+    """Drafts used to head a section by the topic's name (``## delay_cap``); a job that
+    revises such a draft after an upgrade compares it with a section now headed "Delay
+    cap": the same section, so an unchanged finding is not taken for a new one, and a new
+    finding is."""
+    from activities.providers.extractive import Request, _answer, _sections
+
+    request = Request("Quote where max_delay is applied.", "delay_cap", ("max_delay",))
+    old = '- "max_delay: float = 30.0" — `lib@abc:policy.py#L29-L29`\n'
+    new = '- "The wait is still capped at max_delay." — `lib@abc:README.md#L18-L18`\n'
+    before = _sections("## delay_cap\n\n" + old)
+    unchanged = _answer(request, before, _sections("## Delay cap\n\n" + old))
+    assert unchanged == ("- Could not address from the admitted evidence: Quote where "
+                         "max_delay is applied. (searched the declared sources for "
+                         "`max_delay`: no evidence found; section Delay cap is unchanged by "
+                         "this request)")
+    added = _answer(request, before, _sections("## Delay cap\n\n" + old + new))
+    assert added == "- Addressed (see Delay cap): Quote where max_delay is applied."

@@ -425,8 +425,8 @@ def test_citation_labels_are_short_and_keep_the_whole_citation_elsewhere() -> No
 
 
 def test_topic_headings_read_as_words() -> None:
-    from webconsole.draft_html import humanize
-    assert humanize("backoff_formula") == "Backoff formula"
+    from contracts.job_spec import topic_heading
+    assert topic_heading("backoff_formula") == "Backoff formula"
     html = str(render_draft("## backoff_formula\n\n## Already Fine Heading", no_resolver).html)
     assert "<h3>Backoff formula</h3>" in html and "<h3>Already Fine Heading</h3>" in html
 

@@ -68,7 +68,7 @@ async def test_the_agent_researches_every_topic_then_finishes(
     _rec, body = await store.get("article_draft", f"{spec.job_id}.draft",
                                  principal=principal_of(spec))
     text = body.decode()
-    assert "## retries" in text and "## resume" in text, text
+    assert "## Retries" in text and "## Resume" in text, text
     # each step's prompt-cache identity is compared with the step before it: the research
     # turns share their stable prefix (same control zone and tools), the draft does not
     caches = []
@@ -258,7 +258,7 @@ async def test_review_comments_reopen_research(
     text = body.decode()
     # the first draft already quoted the `twice` line (a note cites the lines around its
     # hit), so nothing in the retries section changed: the revision must not claim it
-    assert "- Addressed (see retries)" not in text
+    assert "- Addressed (see Retries)" not in text
     assert ("- Could not address from the admitted evidence: Say more about backoff: how "
             "`twice` as long? (searched the declared sources for `twice`") in text
     assert "- Could not address from the admitted evidence: Compare with the competitor" in text
@@ -309,10 +309,10 @@ async def test_a_requested_change_naming_constants_becomes_cited_evidence(
     assert new and all(n["topics"] == ["retries"] for n in new)
     cited = "\n".join(n["content"] for n in new)
     assert "MAX_RETRIES = 5" in cited and "BASE_DELAY_SECONDS = 0.5" in cited
-    section = text.split("## retries", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Retries", 1)[1].split("\n## ", 1)[0]
     assert '- "MAX_RETRIES = 5" — `handbook:settings.txt#L3-L3`' in section
     assert '- "BASE_DELAY_SECONDS = 0.5" — `handbook:settings.txt#L4-L4`' in section
-    assert ("- Addressed (see retries): Cover the library's own retries defaults: "
+    assert ("- Addressed (see Retries): Cover the library's own retries defaults: "
             "MAX_RETRIES and BASE_DELAY_SECONDS.") in text
 
 
@@ -329,7 +329,7 @@ async def test_a_requested_change_naming_what_is_absent_claims_nothing(
     assert "Addressed" not in text
     assert ("- Could not address from the admitted evidence: Quote the retries default, "
             "DEFAULT_JITTER_RATIO. (searched the declared sources for `DEFAULT_JITTER_RATIO`: "
-            "no evidence found; section retries is unchanged by this request)") in text
+            "no evidence found; section Retries is unchanged by this request)") in text
     sections = [part.split("\n## Missing evidence", 1)[0]
                 for part in (first.split("\n## ", 1)[1], text.split("\n## ", 1)[1])]
     assert sections[0] == sections[1]

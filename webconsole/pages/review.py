@@ -21,10 +21,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from contracts.errors import JobError
+from contracts.job_spec import topic_heading
 from webconsole.accounts import AccountError
 from webconsole.backend import DraftReview, NotVisible, may_decide
 from webconsole.diff import diff_rows
-from webconsole.draft_html import humanize, render_draft
+from webconsole.draft_html import render_draft
 from webconsole.evidence import Excerpt, resolve
 from webconsole.pages.common import Deps, audit, peer_host, render, signed_in
 from webconsole.sessions import Session, csrf_ok
@@ -83,7 +84,7 @@ def summary(draft: DraftReview, claims: int, cited: list[Excerpt],
     return {"claims": claims, "citations": len(cited), "unresolved": unresolved,
             "files": len({(e.parts.name, e.parts.path) for e in cited}),
             "sources": len({e.parts.name for e in cited}),
-            "missing": [humanize(t) for t in draft.missing_topics],
+            "missing": [topic_heading(t) for t in draft.missing_topics],
             "flags": draft.security_flags, "cost": draft.cost}
 
 
