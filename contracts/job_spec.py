@@ -105,13 +105,19 @@ class TopicSpec(_Spec):
     blocking: bool = False
 
 
+#: a topic name written as an identifier (``backoff_formula``, ``rate-limits``)
+_IDENTIFIER = re.compile(r"^[a-z0-9]+(?:[_-][a-z0-9]+)*$")
+
+
 def topic_heading(name: str) -> str:
-    """A topic name as a reader's heading: ``backoff_formula`` → ``Backoff formula``. The
-    draft's sections carry it (``activities.providers.extractive``) and the review page shows
-    a bare topic name a model wrote as one (``webconsole.draft_html``)."""
-    words = name.replace("_", " ").replace("-", " ").split()
-    text = " ".join(words)
-    return text[:1].upper() + text[1:] if text else name
+    """A topic name as a reader's heading: an identifier as words (``backoff_formula`` →
+    "Backoff formula"), any other name as written ("Retry-After header" keeps its hyphen).
+    The draft's sections carry it (``activities.providers.extractive``) and the review page
+    shows a model's bare-identifier heading through it (``webconsole.draft_html``)."""
+    if not _IDENTIFIER.match(name):
+        return name
+    text = " ".join(name.replace("_", " ").replace("-", " ").split())
+    return text[:1].upper() + text[1:]
 
 
 class PrincipalSpec(_Spec):

@@ -34,8 +34,6 @@ _QUOTE = re.compile(r"^\s*>\s?(.*)$")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _EMPHASIS = re.compile(r"(?<![\w*])[_*](?=\S)(.+?)(?<=\S)[_*](?![\w*])")
-#: a heading that is a bare topic name (``backoff_formula``, ``rate-limits``)
-_TOPIC_NAME = re.compile(r"^[a-z0-9]+(?:[_-][a-z0-9]+)*$")
 
 
 @dataclass
@@ -142,7 +140,7 @@ def render_draft(text: str, resolve: Callable[[str], Excerpt | None]) -> Rendere
             close_list()
             level = len(heading.group(1))
             title = heading.group(2).strip()
-            body, bad = inline(topic_heading(title) if _TOPIC_NAME.match(title) else title)
+            body, bad = inline(topic_heading(title))
             html.append(f"<h{level + 1}{_claim(bad)}>{body}</h{level + 1}>")
         elif bullet or numbered:
             close_paragraph()

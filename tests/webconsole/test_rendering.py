@@ -427,6 +427,10 @@ def test_citation_labels_are_short_and_keep_the_whole_citation_elsewhere() -> No
 def test_topic_headings_read_as_words() -> None:
     from contracts.job_spec import topic_heading
     assert topic_heading("backoff_formula") == "Backoff formula"
+    assert topic_heading("rate-limits") == "Rate limits"
+    # a name that is not an identifier is the author's wording: kept as written
+    assert topic_heading("Retry-After header") == "Retry-After header"
+    assert topic_heading("HTTP_2 frames") == "HTTP_2 frames"
     html = str(render_draft("## backoff_formula\n\n## Already Fine Heading", no_resolver).html)
     assert "<h3>Backoff formula</h3>" in html and "<h3>Already Fine Heading</h3>" in html
 
