@@ -202,10 +202,11 @@ def diff_manifests(a: dict[str, Any], b: dict[str, Any], *,
     marks = {nb(k): v for k, v in _inherited(b).items()}
     renamed = _checkpoint_pairs(set(inc_a), set(inc_b))
     inc_a = {renamed.get(k, k): v for k, v in inc_a.items()}
+    was_of = {new: old for old, new in renamed.items()}
     items: list[ItemDiff] = []
     for item_id in sorted(set(inc_a) | set(inc_b)):
         ea, eb = inc_a.get(item_id), inc_b.get(item_id)
-        was = next((old for old, new in renamed.items() if new == item_id), None)
+        was = was_of.get(item_id)
         if ea is None and eb is not None:
             items.append(ItemDiff(item_id, "entered", None, str(eb.get("zone")),
                                   _not_included(a, item_id, exc_a, tr_a, cand_a)

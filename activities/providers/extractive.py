@@ -192,10 +192,10 @@ def review_requests(comments: list[str], topics: list[tuple[str, list[str]]]) ->
 
 
 def _section_key(heading: str) -> str:
-    """A section's key: its heading as words, case-folded — the same for a topic's name
+    """A section's key: its ``topic_heading``, case-folded — the same for a topic's name
     (``backoff_formula``, as drafts before ``topic_heading`` headed it) and its heading
     ("Backoff formula"), so a revision of an older draft still finds its sections."""
-    return " ".join(heading.replace("_", " ").replace("-", " ").split()).casefold()
+    return topic_heading(heading.strip()).casefold()
 
 
 def _sections(text: str) -> dict[str, list[str]]:
